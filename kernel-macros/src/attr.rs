@@ -1,0 +1,186 @@
+//! Parsing of the kernel attributes: `#[kernel(NAME = [values], num_warps = 4)]` and
+//! `#[autotune(configs = [config(BLOCK_M = 128, num_warps = 8, num_stages = 3), ...], key = [M, N])]`.
+
+use proc_macro2::{Span, TokenStream};
+use syn::parse::{Parse, ParseStream, Parser};
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{bracketed, parenthesized, Ident, LitBool, LitInt, Token};
+
+/// A meta-parameter value written in an attribute.
+#[derive(Clone, Debug)]
+pub enum AttrValue {
+    Int(i64, Span),
+    Bool(bool, Span),
+    /// `None`, `Some(helper)` or a bare `helper`.
+    Func(Option<Ident>, Span),
+}
+
+impl AttrValue {
+    pub fn span(&self) -> Span {
+        match self {
+            AttrValue::Int(_, s) | AttrValue::Bool(_, s) | AttrValue::Func(_, s) => *s,
+        }
+    }
+}
+
+impl Parse for AttrValue {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        if input.peek(LitBool) {
+            let b: LitBool = input.parse()?;
+            return Ok(AttrValue::Bool(b.value, b.span()));
+        }
+        if input.peek(Token![-]) || input.peek(LitInt) {
+            let neg = input.parse::<Option<Token![-]>>()?.is_some();
+            let lit: LitInt = input.parse()?;
+            let v: i64 = lit.base10_parse()?;
+            return Ok(AttrValue::Int(if neg { -v } else { v }, lit.span()));
+        }
+        let id: Ident = input.parse().map_err(|e| {
+            syn::Error::new(e.span(), "expected a meta-parameter value: an integer, `true`/`false`, `None` or `Some(helper)`")
+        })?;
+        if id == "None" {
+            return Ok(AttrValue::Func(None, id.span()));
+        }
+        if id == "Some" {
+            let content;
+            parenthesized!(content in input);
+            let f: Ident = content.parse()?;
+            return Ok(AttrValue::Func(Some(f), id.span()));
+        }
+        let span = id.span();
+        Ok(AttrValue::Func(Some(id), span))
+    }
+}
+
+/// `NAME = value` or `NAME = [value, ...]`.
+struct Assignment {
+    name: Ident,
+    values: Vec<AttrValue>,
+}
+
+impl Parse for Assignment {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let name: Ident = input.parse()?;
+        input.parse::<Token![=]>()?;
+        let values = if input.peek(syn::token::Bracket) {
+            let content;
+            bracketed!(content in input);
+            Punctuated::<AttrValue, Token![,]>::parse_terminated(&content)?.into_iter().collect()
+        } else {
+            vec![input.parse()?]
+        };
+        Ok(Assignment { name, values })
+    }
+}
+
+/// `#[kernel(...)]` arguments.
+#[derive(Default, Debug)]
+pub struct KernelAttr {
+    /// Declared values of launch-time meta-parameters: `BLOCK_SIZE = [256, 1024]`.
+    pub values: Vec<(Ident, Vec<AttrValue>)>,
+    pub num_warps: Option<(i64, Span)>,
+    pub num_stages: Option<(i64, Span)>,
+}
+
+fn single_int(a: &Assignment) -> syn::Result<(i64, Span)> {
+    match a.values.as_slice() {
+        [AttrValue::Int(v, s)] => Ok((*v, *s)),
+        _ => Err(syn::Error::new(a.name.span(), format!("`{}` takes one integer", a.name))),
+    }
+}
+
+impl KernelAttr {
+    pub fn parse(tokens: TokenStream) -> syn::Result<KernelAttr> {
+        let list = Punctuated::<Assignment, Token![,]>::parse_terminated.parse2(tokens)?;
+        let mut out = KernelAttr::default();
+        for a in list {
+            if a.name == "num_warps" {
+                out.num_warps = Some(single_int(&a)?);
+            } else if a.name == "num_stages" {
+                out.num_stages = Some(single_int(&a)?);
+            } else {
+                out.values.push((a.name, a.values));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// One `config(...)` of an autotune list.
+#[derive(Debug)]
+pub struct ConfigAttr {
+    pub metas: Vec<(Ident, AttrValue)>,
+    pub num_warps: i64,
+    pub num_stages: i64,
+    pub span: Span,
+}
+
+impl Parse for ConfigAttr {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let kw: Ident = input.parse()?;
+        if kw != "config" {
+            return Err(syn::Error::new(kw.span(), "expected `config(NAME = value, ..., num_warps = N, num_stages = N)`"));
+        }
+        let content;
+        parenthesized!(content in input);
+        let list = Punctuated::<Assignment, Token![,]>::parse_terminated(&content)?;
+        let mut c = ConfigAttr { metas: vec![], num_warps: 4, num_stages: 3, span: kw.span() };
+        for a in list {
+            if a.name == "num_warps" {
+                c.num_warps = single_int(&a)?.0;
+            } else if a.name == "num_stages" {
+                c.num_stages = single_int(&a)?.0;
+            } else if a.values.len() == 1 {
+                c.metas.push((a.name, a.values[0].clone()));
+            } else {
+                return Err(syn::Error::new(a.name.span(), "a config gives one value per meta-parameter"));
+            }
+        }
+        Ok(c)
+    }
+}
+
+/// `#[autotune(configs = [...], key = [...])]` arguments.
+#[derive(Debug)]
+pub struct AutotuneAttr {
+    pub configs: Vec<ConfigAttr>,
+    pub key: Vec<Ident>,
+    pub span: Span,
+}
+
+impl AutotuneAttr {
+    pub fn parse(tokens: TokenStream, span: Span) -> syn::Result<AutotuneAttr> {
+        let parser = |input: ParseStream| -> syn::Result<AutotuneAttr> {
+            let mut configs = None;
+            let mut key = Vec::new();
+            while !input.is_empty() {
+                let name: Ident = input.parse()?;
+                input.parse::<Token![=]>()?;
+                let content;
+                bracketed!(content in input);
+                if name == "configs" {
+                    configs = Some(Punctuated::<ConfigAttr, Token![,]>::parse_terminated(&content)?.into_iter().collect());
+                } else if name == "key" {
+                    key = Punctuated::<Ident, Token![,]>::parse_terminated(&content)?.into_iter().collect();
+                } else {
+                    return Err(syn::Error::new(name.span(), "unknown autotune argument: expected `configs` or `key`"));
+                }
+                if !input.is_empty() {
+                    input.parse::<Token![,]>()?;
+                }
+            }
+            let configs: Vec<ConfigAttr> = configs.ok_or_else(|| syn::Error::new(span, "autotune needs `configs = [config(...), ...]`"))?;
+            if configs.is_empty() {
+                return Err(syn::Error::new(span, "autotune needs at least one config"));
+            }
+            Ok(AutotuneAttr { configs, key, span })
+        };
+        parser.parse2(tokens)
+    }
+}
+
+/// The span of an attribute's path, for errors about the attribute as a whole.
+pub fn attr_span(a: &syn::Attribute) -> Span {
+    a.path().span()
+}

@@ -1,0 +1,171 @@
+//! The typing rules of the block language, one function per rule. Each returns the result
+//! type, or the message of the error that the lowering reports at the offending expression.
+
+use crate::ir::{BinOp, DType, Elem, Ty};
+use crate::shape::{broadcast, shape_to_string, Dim, Shape};
+
+/// Rule: operand shapes broadcast (NumPy rules; symbolic dims must be equal or 1).
+pub fn check_broadcast(a: &Ty, b: &Ty, what: &str) -> Result<Shape, String> {
+    broadcast(&a.shape, &b.shape).ok_or_else(|| {
+        format!(
+            "shape mismatch in {what}: cannot broadcast {} with {}",
+            shape_to_string(&a.shape),
+            shape_to_string(&b.shape)
+        )
+    })
+}
+
+/// Rule: a value broadcasts *to* a target shape without changing it (masks, `other`, stored values).
+pub fn check_broadcast_to(v: &Ty, target: &[Dim], what: &str) -> Result<(), String> {
+    match broadcast(&v.shape, target) {
+        Some(s) if s == target => Ok(()),
+        _ => Err(format!(
+            "shape mismatch: {what} has shape {} but the pointer block has shape {}",
+            shape_to_string(&v.shape),
+            shape_to_string(target)
+        )),
+    }
+}
+
+/// Rule: dtype promotion of two operands. Weak values (literals, meta-parameters) adopt the
+/// other operand's dtype; f16 with bf16 and signed with unsigned integers do not mix silently.
+pub fn check_promote(a: &Ty, b: &Ty) -> Result<(DType, bool), String> {
+    let (Some(da), Some(db)) = (a.dtype(), b.dtype()) else {
+        return Err("pointers only support `+`/`-` with integer offsets".to_string());
+    };
+    let weak = a.weak && b.weak;
+    let adopt = |weak_d: DType, strong_d: DType| -> Result<DType, String> {
+        if weak_d == strong_d {
+            Ok(strong_d)
+        } else if weak_d == DType::Bool || strong_d == DType::Bool {
+            Err(format!("cannot combine {weak_d} with {strong_d}: masks only combine with masks"))
+        } else if !weak_d.is_float() || strong_d.is_float() {
+            Ok(strong_d)
+        } else {
+            Ok(DType::F32)
+        }
+    };
+    let d = match (a.weak, b.weak) {
+        (true, false) => adopt(da, db)?,
+        (false, true) => adopt(db, da)?,
+        _ => strong_promote(da, db)?,
+    };
+    Ok((d, weak))
+}
+
+fn strong_promote(a: DType, b: DType) -> Result<DType, String> {
+    use DType::*;
+    if a == b {
+        return Ok(a);
+    }
+    if a == Bool || b == Bool {
+        return Err(format!("cannot combine {a} with {b}: masks only combine with masks"));
+    }
+    Ok(match (a.is_float(), b.is_float()) {
+        (true, true) => match (a, b) {
+            (F64, _) | (_, F64) => F64,
+            (F16, BF16) | (BF16, F16) => {
+                return Err("cannot mix f16 and bf16: convert one with `.to::<f32>()` or `.to::<f16>()`".to_string())
+            }
+            _ => F32,
+        },
+        (true, false) => a,
+        (false, true) => b,
+        (false, false) => {
+            if a.is_signed_int() != b.is_signed_int() && a.bits() == b.bits() {
+                return Err(format!("cannot mix {a} and {b} (signed and unsigned): convert one with `.to::<T>()`"));
+            }
+            if a.bits() >= b.bits() {
+                a
+            } else {
+                b
+            }
+        }
+    })
+}
+
+/// Rule: each operator accepts the dtypes it is defined for.
+pub fn check_operator(op: BinOp, d: DType) -> Result<(), String> {
+    let s = op.symbol();
+    match op {
+        BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem | BinOp::Min | BinOp::Max if d == DType::Bool => {
+            Err(format!("`{s}` is not defined on masks (bool); combine masks with `&`, `|` and `!`"))
+        }
+        BinOp::And | BinOp::Or | BinOp::Xor if d.is_float() => {
+            Err(format!("`{s}` needs integers or masks, found {d}"))
+        }
+        BinOp::Shl | BinOp::Shr if !d.is_int() => Err(format!("`{s}` needs integers, found {d}")),
+        _ => Ok(()),
+    }
+}
+
+/// Rule: `dot(a, b)` multiplies `[M, K]` by `[K, N]` blocks of one float dtype and gives f32.
+pub fn check_dot(a: &Ty, b: &Ty, acc: Option<&Ty>) -> Result<Ty, String> {
+    if a.shape.len() != 2 || b.shape.len() != 2 {
+        return Err(format!(
+            "dot needs two 2-D blocks, found {} and {}",
+            shape_to_string(&a.shape),
+            shape_to_string(&b.shape)
+        ));
+    }
+    if a.shape[1] != b.shape[0] {
+        return Err(format!(
+            "dot shape mismatch: [{}, {}] x [{}, {}]: the inner dimensions {} and {} differ",
+            a.shape[0], a.shape[1], b.shape[0], b.shape[1], a.shape[1], b.shape[0]
+        ));
+    }
+    let (Some(da), Some(db)) = (a.dtype(), b.dtype()) else {
+        return Err("dot operands must be values, not pointers: load them first".to_string());
+    };
+    if da != db {
+        return Err(format!("dot operands must have the same dtype, found {da} and {db}"));
+    }
+    if !matches!(da, DType::F16 | DType::BF16 | DType::F32) {
+        return Err(format!("dot supports f16, bf16 and f32 operands, found {da}"));
+    }
+    let out = Ty::block(DType::F32, vec![a.shape[0].clone(), b.shape[1].clone()]);
+    if let Some(acc) = acc {
+        if acc.elem != Elem::Val(DType::F32) || acc.shape != out.shape {
+            return Err(format!("dot accumulator must be {out}, found {acc}"));
+        }
+    }
+    Ok(out)
+}
+
+/// Rule: a mask is a bool block (or scalar) broadcastable to the pointer block.
+pub fn check_mask(mask: &Ty, ptr_shape: &[Dim]) -> Result<(), String> {
+    if mask.elem != Elem::Val(DType::Bool) {
+        return Err(format!("mask must be a bool block (from a comparison), found {mask}"));
+    }
+    check_broadcast_to(mask, ptr_shape, "the mask")
+}
+
+/// Rule: a value stored through (or loaded as `other` from) `Ptr<T>` has dtype T.
+pub fn check_value_dtype(v: &Ty, ptr_dtype: DType, what: &str) -> Result<(), String> {
+    match v.dtype() {
+        Some(d) if d == ptr_dtype => Ok(()),
+        Some(d) if v.weak && (d.is_float() == ptr_dtype.is_float() || !d.is_float()) && ptr_dtype != DType::Bool => Ok(()),
+        Some(d) => Err(format!(
+            "{what} has dtype {d} but the pointer is Ptr<{ptr_dtype}>: convert it with `.to::<{ptr_dtype}>()`"
+        )),
+        None => Err(format!("{what} must be a value, not a pointer")),
+    }
+}
+
+/// Rule: block dimensions are powers of two in every declared instance.
+pub fn check_pow2(len: i64) -> bool {
+    len > 0 && (len & (len - 1)) == 0
+}
+
+/// Rule: same type on both sides of an assignment (loop-carried values keep their type).
+pub fn check_assign(local: &Ty, value: &Ty, name: &str) -> Result<(), String> {
+    if local.elem == value.elem && local.shape == value.shape {
+        return Ok(());
+    }
+    let local_s = Ty { weak: false, ..local.clone() };
+    Err(format!(
+        "mismatched types: `{name}` is {local_s} but the assigned value is {}{}",
+        Ty { weak: false, ..value.clone() },
+        if local.shape != value.shape { " (a variable keeps its shape in loops and branches)" } else { "" }
+    ))
+}

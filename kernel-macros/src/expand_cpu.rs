@@ -1,0 +1,439 @@
+//! CPU backend: one Rust function per IR variant, running one program instance over the
+//! runtime's block operations (`kernel_runtime::__private::cpu`). Numeric meta-parameters are
+//! read from the instance's `Meta`; every memory access and integer division reports its
+//! source line through a `Site` spanned at the user's expression.
+
+use crate::ir::*;
+use crate::shape::Dim;
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+
+pub struct CpuGen<'a> {
+    k: &'a Kernel,
+    rt: TokenStream,
+}
+
+/// An emitted expression: its tokens and whether it names a place (a variable) that can be
+/// borrowed without a temporary.
+struct Val {
+    ts: TokenStream,
+    place: bool,
+    scalar: bool,
+}
+
+pub fn local_ident(k: &Kernel, l: LocalId) -> Ident {
+    let name = &k.locals[l].name;
+    let base = if name == "_" { "tmp".to_string() } else { name.trim_start_matches("r#").to_string() };
+    format_ident!("{}_{}", base, l)
+}
+
+pub fn param_ident(name: &str) -> Ident {
+    format_ident!("__p_{}", name.trim_start_matches("r#"))
+}
+
+pub fn dtype_tokens(d: DType, rt: &TokenStream) -> TokenStream {
+    match d {
+        DType::F16 => quote!(#rt::f16),
+        DType::BF16 => quote!(#rt::bf16),
+        DType::F32 => quote!(f32),
+        DType::F64 => quote!(f64),
+        DType::I32 => quote!(i32),
+        DType::U32 => quote!(u32),
+        DType::I64 => quote!(i64),
+        DType::Bool => quote!(bool),
+    }
+}
+
+impl<'a> CpuGen<'a> {
+    pub fn new(k: &'a Kernel) -> Self {
+        CpuGen { k, rt: quote!(::kernel_runtime::__private) }
+    }
+
+    fn elem_ty(&self, t: &Ty) -> TokenStream {
+        let rt = &self.rt;
+        match t.elem {
+            Elem::Val(d) => dtype_tokens(d, rt),
+            Elem::Ptr(_) => quote!(#rt::cpu::P),
+            Elem::Error => quote!(()),
+        }
+    }
+
+    fn rust_ty(&self, t: &Ty) -> TokenStream {
+        let e = self.elem_ty(t);
+        let rt = &self.rt;
+        if t.is_scalar() {
+            e
+        } else {
+            quote!(#rt::cpu::Blk<#e>)
+        }
+    }
+
+    fn site(&self, span: Span) -> TokenStream {
+        let rt = &self.rt;
+        let name = &self.k.name;
+        quote_spanned!(span=> &#rt::cpu::Site { kernel: #name, line: line!(), column: column!() })
+    }
+
+    /// A compile-time dimension evaluated from the instance's meta values (as `i64`).
+    fn dim(&self, d: &Dim) -> TokenStream {
+        let terms: Vec<TokenStream> = d
+            .terms()
+            .map(|(syms, c)| {
+                let factors = syms.iter().map(|s| {
+                    let f = format_ident!("{}", s);
+                    quote!((__meta.#f as i64))
+                });
+                quote!((#c as i64) #(* #factors)*)
+            })
+            .collect();
+        if terms.is_empty() {
+            quote!((0i64))
+        } else {
+            quote!((#(#terms)+*))
+        }
+    }
+
+    fn as_blk(&self, v: Val) -> TokenStream {
+        let rt = &self.rt;
+        let ts = v.ts;
+        if v.scalar {
+            quote!(&#rt::cpu::Blk::scalar(#ts))
+        } else if v.place {
+            quote!(&#ts)
+        } else {
+            quote!(&(#ts))
+        }
+    }
+
+    fn owned(&self, v: Val) -> TokenStream {
+        let ts = v.ts;
+        if v.place && !v.scalar {
+            quote!(#ts.clone())
+        } else {
+            ts
+        }
+    }
+
+    /// Wraps a block-producing call so that a rank-0 result becomes a plain scalar.
+    fn result(&self, ts: TokenStream, ty: &Ty) -> Val {
+        if ty.is_scalar() {
+            Val { ts: quote!(#ts.into_scalar()), place: false, scalar: true }
+        } else {
+            Val { ts, place: false, scalar: false }
+        }
+    }
+
+    fn expr(&self, id: ExprId) -> Val {
+        let k = self.k;
+        let e = &k.exprs[id];
+        let rt = &self.rt;
+        let ty = &e.ty;
+        let span = e.span;
+        match &e.kind {
+            ExprKind::Param(i) => {
+                let p = &k.params[*i];
+                match p.kind {
+                    ParamKind::Ptr(_) => {
+                        let idx = k.params[..*i].iter().filter(|q| matches!(q.kind, ParamKind::Ptr(_))).count() as u32;
+                        Val { ts: quote!(#rt::cpu::P::arg(#idx)), place: false, scalar: true }
+                    }
+                    ParamKind::Scalar(_) => {
+                        let id = param_ident(&p.name);
+                        Val { ts: quote!(#id), place: true, scalar: true }
+                    }
+                }
+            }
+            ExprKind::Meta(i) => {
+                let m = format_ident!("{}", k.metas[*i].name);
+                let t = self.elem_ty(ty);
+                let ts = match ty.dtype() {
+                    Some(DType::Bool) => quote!(__meta.#m),
+                    Some(d) if d.is_float() => quote!(#rt::cpu::cast_scalar::<i64, #t>(__meta.#m as i64)),
+                    _ => quote!((__meta.#m as #t)),
+                };
+                Val { ts, place: false, scalar: true }
+            }
+            ExprKind::Lit(l) => {
+                let t = self.elem_ty(ty);
+                let ts = match (l, ty.dtype()) {
+                    (Lit::Bool(b), _) => quote!(#b),
+                    (Lit::Int(v), Some(DType::I32)) => {
+                        let v = *v as i32;
+                        quote!((#v))
+                    }
+                    (Lit::Int(v), Some(DType::I64)) => quote!((#v)),
+                    (Lit::Int(v), Some(DType::Bool)) => {
+                        let b = *v != 0;
+                        quote!(#b)
+                    }
+                    (Lit::Int(v), _) => quote!(#rt::cpu::cast_scalar::<i64, #t>(#v)),
+                    (Lit::Float(v), Some(DType::F32)) => {
+                        let v = *v as f32;
+                        quote!((#v))
+                    }
+                    (Lit::Float(v), _) => quote!(#rt::cpu::cast_scalar::<f64, #t>(#v)),
+                };
+                Val { ts, place: false, scalar: true }
+            }
+            ExprKind::Local(l) => {
+                let id = local_ident(k, *l);
+                Val { ts: quote!(#id), place: true, scalar: ty.is_scalar() }
+            }
+            ExprKind::ProgramId(a) => {
+                let a = *a as i32;
+                Val { ts: quote!(__ctx.program_id(#a)), place: false, scalar: true }
+            }
+            ExprKind::NumPrograms(a) => {
+                let a = *a as i32;
+                Val { ts: quote!(__ctx.num_programs(#a)), place: false, scalar: true }
+            }
+            ExprKind::Arange { start, end } => {
+                let s = self.dim(start);
+                let e = self.dim(end);
+                Val { ts: quote!(#rt::cpu::arange(#s as i32, #e as i32)), place: false, scalar: false }
+            }
+            ExprKind::Full(v) => {
+                let v = self.expr(*v);
+                let vts = self.owned(v);
+                let dims = ty.shape.iter().map(|d| self.dim(d));
+                Val { ts: quote!(#rt::cpu::full(&[#((#dims) as usize),*], #vts)), place: false, scalar: false }
+            }
+            ExprKind::Unary(op, x) => {
+                let xt = self.elem_ty(&k.exprs[*x].ty);
+                let f = match op {
+                    UnOp::Neg => quote!(<#xt as #rt::cpu::Num>::neg),
+                    UnOp::Not => quote!(<#xt as #rt::cpu::Int>::not),
+                };
+                self.map1(*x, f, ty)
+            }
+            ExprKind::Binary(op, a, b) => self.binary(*op, *a, *b, ty, span),
+            ExprKind::PtrAdd(p, o) => {
+                let (pv, ov) = (self.expr(*p), self.expr(*o));
+                if pv.scalar && ov.scalar {
+                    let (p, o) = (pv.ts, ov.ts);
+                    Val { ts: quote!(#rt::cpu::ptr_add(#p, #o)), place: false, scalar: true }
+                } else {
+                    let (p, o) = (self.as_blk(pv), self.as_blk(ov));
+                    Val { ts: quote!(#rt::cpu::map2(#p, #o, #rt::cpu::ptr_add)), place: false, scalar: false }
+                }
+            }
+            ExprKind::Cast(x) => {
+                let from = self.elem_ty(&k.exprs[*x].ty);
+                let to = self.elem_ty(ty);
+                let v = self.expr(*x);
+                if v.scalar {
+                    let ts = v.ts;
+                    Val { ts: quote!(#rt::cpu::cast_scalar::<#from, #to>(#ts)), place: false, scalar: true }
+                } else {
+                    let b = self.as_blk(v);
+                    Val { ts: quote!(#rt::cpu::cast::<#from, #to>(#b)), place: false, scalar: false }
+                }
+            }
+            ExprKind::ExpandDims(x, axis) => {
+                let b = self.as_blk(self.expr(*x));
+                Val { ts: quote!(#rt::cpu::expand_dims(#b, #axis)), place: false, scalar: false }
+            }
+            ExprKind::Trans(x) => {
+                let b = self.as_blk(self.expr(*x));
+                Val { ts: quote!(#rt::cpu::trans(#b)), place: false, scalar: false }
+            }
+            ExprKind::Reshape(x) | ExprKind::BroadcastTo(x) => {
+                let b = self.as_blk(self.expr(*x));
+                let dims = ty.shape.iter().map(|d| self.dim(d));
+                let f = if matches!(e.kind, ExprKind::Reshape(_)) { quote!(reshape) } else { quote!(broadcast_to) };
+                Val { ts: quote!(#rt::cpu::#f(#b, &[#((#dims) as usize),*])), place: false, scalar: false }
+            }
+            ExprKind::Math(f, x) => {
+                let xt = self.elem_ty(&k.exprs[*x].ty);
+                let name = format_ident!("{}", f.name());
+                self.map1(*x, quote!(<#xt as #rt::cpu::Float>::#name), ty)
+            }
+            ExprKind::Where(c, a, b) => {
+                let (c, a, b) = (self.as_blk(self.expr(*c)), self.as_blk(self.expr(*a)), self.as_blk(self.expr(*b)));
+                self.result(quote!(#rt::cpu::select(#c, #a, #b)), ty)
+            }
+            ExprKind::Load { ptr, mask, other } => {
+                let t = self.elem_ty(ty);
+                let p = self.as_blk(self.expr(*ptr));
+                let m = match mask {
+                    Some(m) => {
+                        let b = self.as_blk(self.expr(*m));
+                        quote!(Some(#b))
+                    }
+                    None => quote!(None),
+                };
+                let o = match other {
+                    Some(o) => {
+                        let b = self.as_blk(self.expr(*o));
+                        quote!(Some(#b))
+                    }
+                    None => quote!(None),
+                };
+                let site = self.site(span);
+                self.result(quote!(#rt::cpu::load::<#t>(__ctx, #p, #m, #o, #site)?), ty)
+            }
+            ExprKind::Dot { a, b, acc } => {
+                let at = self.elem_ty(&k.exprs[*a].ty);
+                let (a, b) = (self.as_blk(self.expr(*a)), self.as_blk(self.expr(*b)));
+                let acc = match acc {
+                    Some(x) => {
+                        let v = self.as_blk(self.expr(*x));
+                        quote!(Some(#v))
+                    }
+                    None => quote!(None),
+                };
+                Val { ts: quote!(#rt::cpu::dot::<#at>(#a, #b, #acc)), place: false, scalar: false }
+            }
+            ExprKind::Reduce { op, x, axis } => {
+                let t = self.elem_ty(&k.exprs[*x].ty);
+                let b = self.as_blk(self.expr(*x));
+                let f = format_ident!("reduce_{}", op.name());
+                self.result(quote!(#rt::cpu::#f::<#t>(#b, #axis)), ty)
+            }
+        }
+    }
+
+    fn map1(&self, x: ExprId, f: TokenStream, ty: &Ty) -> Val {
+        let v = self.expr(x);
+        let rt = &self.rt;
+        if v.scalar {
+            let ts = v.ts;
+            Val { ts: quote!(#f(#ts)), place: false, scalar: true }
+        } else {
+            let b = self.as_blk(v);
+            let _ = ty;
+            Val { ts: quote!(#rt::cpu::map1(#b, #f)), place: false, scalar: false }
+        }
+    }
+
+    fn binary(&self, op: BinOp, a: ExprId, b: ExprId, ty: &Ty, span: Span) -> Val {
+        let rt = &self.rt;
+        let k = self.k;
+        let ot = self.elem_ty(&k.exprs[a].ty);
+        let (num, int) = (quote!(<#ot as #rt::cpu::Num>), quote!(<#ot as #rt::cpu::Int>));
+        let f = match op {
+            BinOp::Add => quote!(#num::add),
+            BinOp::Sub => quote!(#num::sub),
+            BinOp::Mul => quote!(#num::mul),
+            BinOp::Div => quote!(#num::div),
+            BinOp::Rem => quote!(#num::rem),
+            BinOp::Lt => quote!(#num::lt),
+            BinOp::Le => quote!(#num::le),
+            BinOp::Gt => quote!(#num::gt),
+            BinOp::Ge => quote!(#num::ge),
+            BinOp::Eq => quote!(#num::eq),
+            BinOp::Ne => quote!(#num::ne),
+            BinOp::Min => quote!(#num::min),
+            BinOp::Max => quote!(#num::max),
+            BinOp::And => quote!(#int::and),
+            BinOp::Or => quote!(#int::or),
+            BinOp::Xor => quote!(#int::xor),
+            BinOp::Shl => quote!(#int::shl),
+            BinOp::Shr => quote!(#int::shr),
+        };
+        let fallible = matches!(op, BinOp::Div | BinOp::Rem);
+        let (va, vb) = (self.expr(a), self.expr(b));
+        if fallible {
+            let site = self.site(span);
+            let (x, y) = (self.as_blk(va), self.as_blk(vb));
+            return self.result(quote!(#rt::cpu::try_map2(#x, #y, #f, #site)?), ty);
+        }
+        if va.scalar && vb.scalar {
+            let (x, y) = (va.ts, vb.ts);
+            return Val { ts: quote!(#f(#x, #y)), place: false, scalar: true };
+        }
+        let (x, y) = (self.as_blk(va), self.as_blk(vb));
+        Val { ts: quote!(#rt::cpu::map2(#x, #y, #f)), place: false, scalar: false }
+    }
+
+    fn stmts(&self, stmts: &[Stmt]) -> TokenStream {
+        let rt = &self.rt;
+        let k = self.k;
+        let mut out = TokenStream::new();
+        for s in stmts {
+            let ts = match s {
+                Stmt::Let { local, value } => {
+                    let id = local_ident(k, *local);
+                    let t = self.rust_ty(&k.locals[*local].ty);
+                    let v = self.owned(self.expr(*value));
+                    quote!(let mut #id: #t = #v;)
+                }
+                Stmt::Assign { local, value } => {
+                    let id = local_ident(k, *local);
+                    let v = self.owned(self.expr(*value));
+                    quote!(#id = #v;)
+                }
+                Stmt::Store { ptr, value, mask, span } => {
+                    let t = match k.exprs[*ptr].ty.elem {
+                        Elem::Ptr(d) => dtype_tokens(d, rt),
+                        _ => quote!(()),
+                    };
+                    let p = self.as_blk(self.expr(*ptr));
+                    let v = self.as_blk(self.expr(*value));
+                    let m = match mask {
+                        Some(m) => {
+                            let b = self.as_blk(self.expr(*m));
+                            quote!(Some(#b))
+                        }
+                        None => quote!(None),
+                    };
+                    let site = self.site(*span);
+                    quote!(#rt::cpu::store::<#t>(__ctx, #p, #v, #m, #site)?;)
+                }
+                Stmt::For { var, start, end, step, body, span } => {
+                    let id = local_ident(k, *var);
+                    let t = self.rust_ty(&k.locals[*var].ty);
+                    let (s, e, st) = (self.owned(self.expr(*start)), self.owned(self.expr(*end)), self.owned(self.expr(*step)));
+                    let body = self.stmts(body);
+                    let site = self.site(*span);
+                    quote! {
+                        {
+                            let __start: #t = #s;
+                            let __end: #t = #e;
+                            let __step: #t = #st;
+                            if __step == 0 {
+                                return Err(#rt::cpu::KernelError::zero_step(#site));
+                            }
+                            let mut __i: #t = __start;
+                            while (__step > 0 && __i < __end) || (__step < 0 && __i > __end) {
+                                let #id: #t = __i;
+                                #body
+                                __i = match __i.checked_add(__step) { Some(n) => n, None => break };
+                            }
+                        }
+                    }
+                }
+                Stmt::If { cond, then, els } => {
+                    let c = self.owned(self.expr(*cond));
+                    let (t, e) = (self.stmts(then), self.stmts(els));
+                    quote!(if #c { #t } else { #e })
+                }
+                Stmt::Return => quote!(return Ok(());),
+            };
+            out.extend(ts);
+        }
+        out
+    }
+
+    /// `fn <name>(__ctx, __meta, scalar params...) -> Result<(), KernelError>`.
+    pub fn function(&self, fn_name: &Ident, meta_ty: &TokenStream) -> TokenStream {
+        let rt = &self.rt;
+        let k = self.k;
+        let scalars = k.params.iter().filter_map(|p| match p.kind {
+            ParamKind::Scalar(d) => {
+                let id = param_ident(&p.name);
+                let t = dtype_tokens(d, rt);
+                Some(quote!(#id: #t))
+            }
+            ParamKind::Ptr(_) => None,
+        });
+        let body = self.stmts(&k.body);
+        quote! {
+            #[allow(unused_mut, unused_variables, unused_assignments, unused_parens, non_snake_case, clippy::all)]
+            fn #fn_name(__ctx: &#rt::cpu::Ctx<'_>, __meta: &#meta_ty, #(#scalars),*) -> ::core::result::Result<(), #rt::cpu::KernelError> {
+                #body
+                Ok(())
+            }
+        }
+    }
+}

@@ -1,0 +1,320 @@
+//! Host expansion: the module a `#[kernel] fn name` becomes. It holds the typed `Meta`
+//! struct (what a grid closure sees), the declared `CONFIGS`, the signature `INFO` the runtime
+//! validates against, `launch`/`launch_config`, and the CPU implementation of each variant.
+
+use crate::expand_cpu::{dtype_tokens, param_ident, CpuGen};
+use crate::instances::{Instances, MetaVal};
+use crate::ir::{DType, Kernel, MetaKind, ParamKind};
+use crate::signature::Signature;
+use proc_macro2::{Ident, TokenStream};
+use quote::{format_ident, quote};
+
+fn rt() -> TokenStream {
+    quote!(::kernel_runtime::__private)
+}
+
+fn dtype_kind(d: DType) -> TokenStream {
+    let rt = rt();
+    let v = format_ident!(
+        "{}",
+        match d {
+            DType::F16 => "F16",
+            DType::BF16 => "BF16",
+            DType::F32 => "F32",
+            DType::F64 => "F64",
+            DType::I32 => "I32",
+            DType::U32 => "U32",
+            DType::I64 => "I64",
+            DType::Bool => "Bool",
+        }
+    );
+    quote!(#rt::DTypeKind::#v)
+}
+
+fn meta_rust_ty(k: &MetaKind) -> TokenStream {
+    match k {
+        MetaKind::Int(t) => {
+            let t = format_ident!("{}", t);
+            quote!(#t)
+        }
+        MetaKind::Bool => quote!(bool),
+        MetaKind::Func { optional: true } => quote!(::core::option::Option<::kernel_runtime::Func>),
+        MetaKind::Func { optional: false } => quote!(::kernel_runtime::Func),
+    }
+}
+
+fn meta_value_tokens(v: &MetaVal, k: &MetaKind) -> TokenStream {
+    match (v, k) {
+        (MetaVal::Bool(b), _) => quote!(#b),
+        (MetaVal::Int(i), MetaKind::Int(t)) => {
+            let lit = proc_macro2::Literal::i64_unsuffixed(*i);
+            let t = format_ident!("{}", t);
+            quote!((#lit as #t))
+        }
+        (MetaVal::Int(i), _) => quote!(#i),
+    }
+}
+
+/// The parts of the launch signature shared by the real expansion and the error stub.
+struct LaunchSig {
+    args: Vec<TokenStream>,
+    meta_fields: Vec<TokenStream>,
+}
+
+fn launch_sig(sig: &Signature, inst: Option<&Instances>) -> LaunchSig {
+    let rt = rt();
+    let mut args = Vec::new();
+    for p in &sig.params {
+        let id = param_ident(&p.name);
+        match p.kind {
+            ParamKind::Ptr(d) => {
+                let t = dtype_tokens(d, &rt);
+                args.push(quote!(#id: &::kernel_runtime::Tensor<#t>));
+            }
+            ParamKind::Scalar(d) => {
+                let t = dtype_tokens(d, &rt);
+                args.push(quote!(#id: #t));
+            }
+        }
+    }
+    let tuned: Vec<String> = inst.and_then(|i| i.configs.first()).map(|c| c.metas.iter().map(|(n, _)| n.clone()).collect()).unwrap_or_default();
+    let mut meta_fields = Vec::new();
+    for m in &sig.metas {
+        let id = format_ident!("{}", m.name);
+        let t = meta_rust_ty(&m.kind);
+        if !matches!(m.kind, MetaKind::Func { .. }) {
+            meta_fields.push(quote!(pub #id: #t));
+        }
+        if !tuned.contains(&m.name) {
+            args.push(quote!(#id: #t));
+        }
+    }
+    LaunchSig { args, meta_fields }
+}
+
+/// What a kernel with errors expands to: its module with the same API, so call sites type-check.
+pub fn stub(sig: &Signature, docs: &[syn::Attribute]) -> TokenStream {
+    let rt = rt();
+    let LaunchSig { args, meta_fields } = launch_sig(sig, None);
+    let (vis, name) = (&sig.vis, &sig.name);
+    quote! {
+        #(#docs)*
+        #[allow(non_snake_case, non_camel_case_types, dead_code, unused_variables, clippy::all)]
+        #vis mod #name {
+            #[derive(Clone, Copy, Debug, PartialEq)]
+            pub struct Meta { #(#meta_fields),* }
+            pub fn launch<G: #rt::Grid<Meta>>(grid: G, #(#args),*) -> ::core::result::Result<(), #rt::LaunchError> {
+                ::core::unreachable!("this kernel did not compile")
+            }
+        }
+    }
+}
+
+pub fn module(sig: &Signature, inst: &Instances, variants: &[Kernel], docs: &[syn::Attribute]) -> TokenStream {
+    let rt = rt();
+    let (vis, name) = (&sig.vis, &sig.name);
+    let kname = name.to_string();
+    let LaunchSig { args, meta_fields } = launch_sig(sig, Some(inst));
+    let meta_kind = |n: &str| sig.metas.iter().find(|m| m.name == n).map(|m| m.kind.clone()).unwrap_or(MetaKind::Bool);
+
+    // CONFIGS: the autotune configs (or the single default).
+    let configs = inst.configs.iter().map(|c| {
+        let metas = c.metas.iter().map(|(n, v)| {
+            let val = match v {
+                MetaVal::Int(i) => quote!(#rt::MetaValue::Int(#i)),
+                MetaVal::Bool(b) => quote!(#rt::MetaValue::Bool(#b)),
+            };
+            quote!((#n, #val))
+        });
+        let (w, s) = (c.num_warps as u32, c.num_stages as u32);
+        quote!(#rt::Config { meta: &[#(#metas),*], num_warps: #w, num_stages: #s })
+    });
+
+    // INFO: the signature the runtime validates arguments against.
+    let params = sig.params.iter().map(|p| {
+        let n = &p.name;
+        let kind = match p.kind {
+            ParamKind::Ptr(d) => {
+                let k = dtype_kind(d);
+                quote!(#rt::ParamKind::Ptr(#k))
+            }
+            ParamKind::Scalar(d) => {
+                let k = dtype_kind(d);
+                quote!(#rt::ParamKind::Scalar(#k))
+            }
+        };
+        quote!(#rt::ParamInfo { name: #n, kind: #kind })
+    });
+    let keys = inst.key.iter();
+
+    // Launch-time meta values must be declared instances.
+    let launch_checks = inst.launch_metas.iter().map(|(n, vals)| {
+        let id = format_ident!("{}", n);
+        let kind = meta_kind(n);
+        let vs: Vec<TokenStream> = vals.iter().map(|v| meta_value_tokens(v, &kind)).collect();
+        let declared = vals.iter().map(|v| match v {
+            MetaVal::Int(i) => i.to_string(),
+            MetaVal::Bool(b) => b.to_string(),
+        }).collect::<Vec<_>>().join(", ");
+        quote! {
+            if ![#(#vs),*].contains(&#id) {
+                return Err(#rt::LaunchError::NoInstance {
+                    kernel: #kname,
+                    reason: format!("{} = {:?} is not a declared instance (declared: {})", #n, #id, #declared),
+                });
+            }
+        }
+    });
+
+    // Function meta-parameters select the variant.
+    let fn_names: Vec<&String> = inst.fn_metas.iter().map(|(n, _)| n).collect();
+    let fn_keys: Vec<TokenStream> = fn_names
+        .iter()
+        .map(|n| {
+            let id = format_ident!("{}", n);
+            match meta_kind(n) {
+                MetaKind::Func { optional: true } => quote!(#id.map(|f| f.name())),
+                _ => quote!(Some(#id.name())),
+            }
+        })
+        .collect();
+    let variant_arms = variants.iter().enumerate().map(|(i, v)| {
+        let pats = v.fn_values.iter().map(|(_, val)| match val {
+            Some(h) => quote!(Some(#h)),
+            None => quote!(None),
+        });
+        quote!((#(#pats,)*) => #i,)
+    });
+    let declared_fns = inst
+        .fn_metas
+        .iter()
+        .map(|(n, vs)| format!("{n} in [{}]", vs.iter().map(|v| v.clone().unwrap_or("None".into())).collect::<Vec<_>>().join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ");
+
+    // Meta for a config index plus the launch-time values.
+    let launch_meta_names: Vec<Ident> = sig
+        .metas
+        .iter()
+        .filter(|m| !matches!(m.kind, MetaKind::Func { .. }))
+        .filter(|m| !inst.configs.first().is_some_and(|c| c.metas.iter().any(|(n, _)| *n == m.name)))
+        .map(|m| format_ident!("{}", m.name))
+        .collect();
+    let meta_arms = inst.configs.iter().enumerate().map(|(i, c)| {
+        let tuned = c.metas.iter().map(|(n, v)| {
+            let id = format_ident!("{}", n);
+            let val = meta_value_tokens(v, &meta_kind(n));
+            quote!(#id: #val)
+        });
+        let lm = &launch_meta_names;
+        quote!(#i => Meta { #(#tuned,)* #(#lm,)* },)
+    });
+
+    // CPU implementations, one per variant.
+    let meta_ty = quote!(Meta);
+    let cpu_fns = variants.iter().enumerate().map(|(i, v)| {
+        let f = format_ident!("__cpu_variant_{}", i);
+        CpuGen::new(v).function(&f, &meta_ty)
+    });
+    let scalar_args: Vec<Ident> = sig
+        .params
+        .iter()
+        .filter(|p| matches!(p.kind, ParamKind::Scalar(_)))
+        .map(|p| param_ident(&p.name))
+        .collect();
+    let ptr_args = sig.params.iter().filter(|p| matches!(p.kind, ParamKind::Ptr(_))).map(|p| {
+        let id = param_ident(&p.name);
+        let n = &p.name;
+        quote!(#rt::ptr_arg(#n, #id))
+    });
+    let run_arms = (0..variants.len()).map(|i| {
+        let f = format_ident!("__cpu_variant_{}", i);
+        let sa = &scalar_args;
+        quote!(#i => #rt::launch_cpu(&INFO, &__ptrs, __dims, &|__ctx| #f(__ctx, &__meta, #(#sa),*)),)
+    });
+    let all_arg_names: Vec<TokenStream> = {
+        let mut v: Vec<TokenStream> = sig.params.iter().map(|p| {
+            let id = param_ident(&p.name);
+            quote!(#id)
+        }).collect();
+        for m in &sig.metas {
+            if !inst.configs.first().is_some_and(|c| c.metas.iter().any(|(n, _)| *n == m.name)) {
+                let id = format_ident!("{}", m.name);
+                v.push(quote!(#id));
+            }
+        }
+        v
+    };
+    let n_configs = inst.configs.len();
+    let n_ptrs = sig.params.iter().filter(|p| matches!(p.kind, ParamKind::Ptr(_))).count();
+    let autotuned = inst.autotuned;
+
+    quote! {
+        #(#docs)*
+        ///
+        /// Generated by `#[kernel]`: `launch` runs the kernel over a grid; `Meta` holds the
+        /// meta-parameters a grid closure sees; `CONFIGS` are the declared configurations.
+        #[allow(non_snake_case, non_camel_case_types, non_upper_case_globals, clippy::all)]
+        #[cfg(not(target_arch = "nvptx64"))]
+        #vis mod #name {
+            /// The meta-parameters of one instance, as a grid closure sees them.
+            #[derive(Clone, Copy, Debug, PartialEq)]
+            pub struct Meta { #(#meta_fields),* }
+
+            /// The declared configurations (autotune configs, or the single default).
+            pub const CONFIGS: &[#rt::Config] = &[#(#configs),*];
+
+            /// Whether `launch` chooses among several configs by autotuning.
+            pub const AUTOTUNED: bool = #autotuned;
+
+            /// The kernel's signature, for argument validation.
+            pub static INFO: #rt::KernelInfo = #rt::KernelInfo {
+                name: #kname,
+                params: &[#(#params),*],
+                configs: CONFIGS,
+                key: &[#(#keys),*],
+            };
+
+            fn __meta_for(__config: usize, #(#launch_meta_names: _),*) -> Meta {
+                match __config {
+                    #(#meta_arms)*
+                    _ => ::core::unreachable!(),
+                }
+            }
+
+            /// Launches the kernel over `grid` (a tuple, or a closure of `&Meta` giving one).
+            /// On the CPU the first config runs.
+            pub fn launch<G: #rt::Grid<Meta>>(grid: G, #(#args),*) -> ::core::result::Result<(), #rt::LaunchError> {
+                launch_config(0, grid, #(#all_arg_names),*)
+            }
+
+            /// Launches with the config `CONFIGS[config]`.
+            pub fn launch_config<G: #rt::Grid<Meta>>(config: usize, grid: G, #(#args),*) -> ::core::result::Result<(), #rt::LaunchError> {
+                if config >= #n_configs {
+                    return Err(#rt::LaunchError::NoInstance {
+                        kernel: #kname,
+                        reason: format!("config index {} is out of range ({} configs)", config, #n_configs),
+                    });
+                }
+                #(#launch_checks)*
+                let __variant: usize = match (#(#fn_keys,)*) {
+                    #(#variant_arms)*
+                    #[allow(unreachable_patterns)]
+                    _ => return Err(#rt::LaunchError::NoInstance {
+                        kernel: #kname,
+                        reason: format!("this function meta-parameter value is not a declared instance ({})", #declared_fns),
+                    }),
+                };
+                let __ptrs: [#rt::PtrArg<'_>; #n_ptrs] = [#(#ptr_args),*];
+                let __meta = __meta_for(config, #(#launch_meta_names),*);
+                let __dims = #rt::Grid::dims(&grid, &__meta)?;
+                match __variant {
+                    #(#run_arms)*
+                    _ => ::core::unreachable!(),
+                }
+            }
+
+            #(#cpu_fns)*
+        }
+    }
+}

@@ -1,0 +1,278 @@
+//! The declared instances of a kernel: autotune configs × launch-time meta values × function
+//! meta values. Every instance that can run is known at compile time.
+
+use crate::attr::{AttrValue, AutotuneAttr, KernelAttr};
+use crate::diag::Diagnostics;
+use crate::ir::{MetaKind, ParamKind};
+use crate::signature::Signature;
+use proc_macro2::Span;
+use std::collections::HashMap;
+
+/// A meta-parameter value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MetaVal {
+    Int(i64),
+    Bool(bool),
+}
+
+impl MetaVal {
+    pub fn as_i64(&self) -> i64 {
+        match self {
+            MetaVal::Int(v) => *v,
+            MetaVal::Bool(b) => *b as i64,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct ConfigData {
+    /// (meta name, value) for the autotuned meta-parameters.
+    pub metas: Vec<(String, MetaVal)>,
+    pub num_warps: i64,
+    pub num_stages: i64,
+}
+
+pub struct Instances {
+    pub configs: Vec<ConfigData>,
+    /// Integer/bool meta-parameters passed at launch, with their declared values.
+    pub launch_metas: Vec<(String, Vec<MetaVal>)>,
+    /// Function meta-parameters with their declared values (`None` = no function).
+    pub fn_metas: Vec<(String, Vec<Option<String>>)>,
+    pub key: Vec<String>,
+    pub autotuned: bool,
+}
+
+const MAX_INSTANCES: usize = 4096;
+
+impl Instances {
+    /// Each assignment of the function meta-parameters: one IR variant each.
+    pub fn variants(&self) -> Vec<Vec<(String, Option<String>)>> {
+        let mut out: Vec<Vec<(String, Option<String>)>> = vec![vec![]];
+        for (name, vals) in &self.fn_metas {
+            out = out
+                .into_iter()
+                .flat_map(|prefix| {
+                    vals.iter().map(move |v| {
+                        let mut p = prefix.clone();
+                        p.push((name.clone(), v.clone()));
+                        p
+                    })
+                })
+                .collect();
+        }
+        out
+    }
+
+    /// Every concrete assignment of the integer/bool meta-parameters, with a description.
+    pub fn concrete(&self) -> Vec<(HashMap<String, i64>, String)> {
+        let mut out = Vec::new();
+        for c in &self.configs {
+            let mut partial: Vec<Vec<(String, i64)>> =
+                vec![c.metas.iter().map(|(n, v)| (n.clone(), v.as_i64())).collect()];
+            for (name, vals) in &self.launch_metas {
+                partial = partial
+                    .into_iter()
+                    .flat_map(|p| {
+                        vals.iter().map(move |v| {
+                            let mut q = p.clone();
+                            q.push((name.clone(), v.as_i64()));
+                            q
+                        })
+                    })
+                    .collect();
+            }
+            for p in partial {
+                let desc = p.iter().map(|(n, v)| format!("{n} = {v}")).collect::<Vec<_>>().join(", ");
+                out.push((p.into_iter().collect(), desc));
+            }
+        }
+        out
+    }
+}
+
+fn int_fits(ty: &str, v: i64) -> bool {
+    match ty {
+        "i32" => i32::try_from(v).is_ok(),
+        "u32" => u32::try_from(v).is_ok(),
+        "u64" | "usize" => v >= 0,
+        _ => true,
+    }
+}
+
+/// Checks one meta value against the meta-parameter's declared kind.
+fn check_meta_value(kind: &MetaKind, name: &str, v: &AttrValue, helpers: &[String], diag: &mut Diagnostics) -> bool {
+    match (kind, v) {
+        (MetaKind::Int(ty), AttrValue::Int(x, s)) => {
+            if !int_fits(ty, *x) {
+                diag.error(*s, format!("value {x} does not fit meta-parameter `{name}: {ty}`"));
+                return false;
+            }
+            true
+        }
+        (MetaKind::Bool, AttrValue::Bool(..)) => true,
+        (MetaKind::Func { optional }, AttrValue::Func(f, s)) => match f {
+            None if !optional => {
+                diag.error(*s, format!("`{name}` is `Func`, not `Option<Func>`: `None` is not a value of it"));
+                false
+            }
+            None => true,
+            Some(id) if helpers.iter().any(|h| id == h) => true,
+            Some(id) => {
+                let known = if helpers.is_empty() { "none: define helpers with #[helper] inside a #[kernel_module]".to_string() } else { helpers.join(", ") };
+                diag.error(id.span(), format!("`{id}` is not a helper function of this kernel module (helpers: {known})"));
+                false
+            }
+        },
+        (k, v) => {
+            let want = match k {
+                MetaKind::Int(t) => format!("an integer ({t})"),
+                MetaKind::Bool => "`true` or `false`".to_string(),
+                MetaKind::Func { optional: true } => "`None` or `Some(helper)`".to_string(),
+                MetaKind::Func { optional: false } => "a helper function name".to_string(),
+            };
+            diag.error(v.span(), format!("meta-parameter `{name}` takes {want}"));
+            false
+        }
+    }
+}
+
+fn to_meta_val(v: &AttrValue) -> MetaVal {
+    match v {
+        AttrValue::Int(x, _) => MetaVal::Int(*x),
+        AttrValue::Bool(b, _) => MetaVal::Bool(*b),
+        AttrValue::Func(..) => MetaVal::Int(0),
+    }
+}
+
+/// Rule: `num_warps` is a power of two from 1 to 32 and `num_stages` is 1 to 8.
+fn check_launch_options(num_warps: i64, num_stages: i64, span: Span, diag: &mut Diagnostics) {
+    if !(1..=32).contains(&num_warps) || (num_warps & (num_warps - 1)) != 0 {
+        diag.error(span, format!("num_warps must be a power of two from 1 to 32, got {num_warps}"));
+    }
+    if !(1..=8).contains(&num_stages) {
+        diag.error(span, format!("num_stages must be from 1 to 8, got {num_stages}"));
+    }
+}
+
+pub fn collect_instances(
+    sig: &Signature,
+    kattr: &KernelAttr,
+    autotune: Option<&AutotuneAttr>,
+    helpers: &[String],
+    fn_span: Span,
+    diag: &mut Diagnostics,
+) -> Instances {
+    let meta_kind = |n: &str| sig.metas.iter().find(|m| m.name == n).map(|m| m.kind.clone());
+    let default_warps = kattr.num_warps.map(|w| w.0).unwrap_or(4);
+    let default_stages = kattr.num_stages.map(|w| w.0).unwrap_or(3);
+    if let Some((w, s)) = kattr.num_warps {
+        check_launch_options(w, default_stages, s, diag);
+    }
+    if let Some((st, s)) = kattr.num_stages {
+        check_launch_options(default_warps, st, s, diag);
+    }
+
+    // Autotuned meta-parameters.
+    let mut configs = Vec::new();
+    let mut tuned: Vec<String> = Vec::new();
+    if let Some(at) = autotune {
+        for (i, c) in at.configs.iter().enumerate() {
+            check_launch_options(c.num_warps, c.num_stages, c.span, diag);
+            let mut metas = Vec::new();
+            for (name, v) in &c.metas {
+                let n = name.to_string();
+                match meta_kind(&n) {
+                    None => diag.error(name.span(), format!("`{n}` is not a meta-parameter of this kernel")),
+                    Some(MetaKind::Func { .. }) => diag.error(
+                        name.span(),
+                        format!("function meta-parameter `{n}` is chosen at launch: declare its values in #[kernel({n} = [...])]"),
+                    ),
+                    Some(k) => {
+                        if check_meta_value(&k, &n, v, helpers, diag) {
+                            metas.push((n, to_meta_val(v)));
+                        }
+                    }
+                }
+            }
+            let names: Vec<String> = metas.iter().map(|(n, _)| n.clone()).collect();
+            if i == 0 {
+                tuned = names;
+            } else {
+                let mut a = tuned.clone();
+                let mut b = names.clone();
+                a.sort();
+                b.sort();
+                if a != b {
+                    diag.error(c.span, "every autotune config must set the same meta-parameters as the first one");
+                }
+            }
+            configs.push(ConfigData { metas, num_warps: c.num_warps, num_stages: c.num_stages });
+        }
+    } else {
+        configs.push(ConfigData { metas: vec![], num_warps: default_warps, num_stages: default_stages });
+    }
+
+    // Launch-time and function meta-parameters.
+    let mut launch_metas = Vec::new();
+    let mut fn_metas = Vec::new();
+    for (name, vals) in &kattr.values {
+        let n = name.to_string();
+        let Some(kind) = meta_kind(&n) else {
+            diag.error(name.span(), format!("`{n}` is not a meta-parameter of this kernel"));
+            continue;
+        };
+        if tuned.contains(&n) {
+            diag.error(name.span(), format!("`{n}` is already chosen by the autotune configs"));
+            continue;
+        }
+        if vals.is_empty() {
+            diag.error(name.span(), format!("declare at least one value for `{n}`"));
+            continue;
+        }
+        let ok = vals.iter().all(|v| check_meta_value(&kind, &n, v, helpers, diag));
+        if !ok {
+            continue;
+        }
+        if let MetaKind::Func { .. } = kind {
+            let fs = vals
+                .iter()
+                .map(|v| match v {
+                    AttrValue::Func(f, _) => f.as_ref().map(|i| i.to_string()),
+                    _ => None,
+                })
+                .collect();
+            fn_metas.push((n, fs));
+        } else {
+            launch_metas.push((n, vals.iter().map(to_meta_val).collect()));
+        }
+    }
+    // Rule: every meta-parameter has declared values.
+    for m in &sig.metas {
+        let declared = tuned.contains(&m.name) || kattr.values.iter().any(|(n, _)| *n == m.name);
+        if !declared {
+            let hint = match m.kind {
+                MetaKind::Func { .. } => format!("#[kernel({} = [None, Some(helper)])]", m.name),
+                _ => format!("#[kernel({} = [value, ...])] or an #[autotune] config", m.name),
+            };
+            diag.error(m.span, format!("meta-parameter `{}` has no declared values: add {hint}", m.name));
+        }
+    }
+    // Rule: autotune keys are scalar parameters.
+    let mut key = Vec::new();
+    if let Some(at) = autotune {
+        for k in &at.key {
+            let ks = k.to_string();
+            match sig.params.iter().find(|p| p.name == ks) {
+                Some(p) if matches!(p.kind, ParamKind::Scalar(_)) => key.push(ks),
+                Some(_) => diag.error(k.span(), format!("autotune key `{ks}` must be a scalar parameter, not a pointer")),
+                None => diag.error(k.span(), format!("autotune key `{ks}` is not a parameter of this kernel")),
+            }
+        }
+    }
+    let inst = Instances { configs, launch_metas, fn_metas, key, autotuned: autotune.is_some() };
+    let count = inst.concrete().len() * inst.variants().len();
+    if count > MAX_INSTANCES {
+        diag.error(fn_span, format!("this kernel declares {count} instances; the limit is {MAX_INSTANCES}"));
+    }
+    inst
+}

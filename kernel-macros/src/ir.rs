@@ -1,0 +1,531 @@
+//! The typed block IR: what the front end produces and every backend consumes.
+//!
+//! One `Kernel` is one *variant* of a `#[kernel]` function: the function meta-parameters
+//! (`ACTIVATION`) are substituted and helper calls inlined, while numeric meta-parameters
+//! stay symbolic. Expressions live in an arena (`Kernel::exprs`) and form trees owned by the
+//! statement that evaluates them; locals are mutable slots. Every expression carries its type
+//! (element type and symbolic shape) and the span of the source it came from.
+
+use crate::shape::{shape_to_string, Dim, Shape};
+use proc_macro2::Span;
+use std::fmt;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash)]
+pub enum DType {
+    F16,
+    BF16,
+    F32,
+    F64,
+    I32,
+    U32,
+    I64,
+    Bool,
+}
+
+impl DType {
+    pub const ALL: [DType; 8] =
+        [DType::F16, DType::BF16, DType::F32, DType::F64, DType::I32, DType::U32, DType::I64, DType::Bool];
+
+    pub fn from_name(s: &str) -> Option<DType> {
+        DType::ALL.iter().copied().find(|d| d.name() == s)
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+            DType::I32 => "i32",
+            DType::U32 => "u32",
+            DType::I64 => "i64",
+            DType::Bool => "bool",
+        }
+    }
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+    }
+    pub fn is_int(self) -> bool {
+        matches!(self, DType::I32 | DType::U32 | DType::I64)
+    }
+    pub fn is_signed_int(self) -> bool {
+        matches!(self, DType::I32 | DType::I64)
+    }
+    pub fn bits(self) -> u32 {
+        match self {
+            DType::Bool => 1,
+            DType::F16 | DType::BF16 => 16,
+            DType::F32 | DType::I32 | DType::U32 => 32,
+            DType::F64 | DType::I64 => 64,
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Element type of a value.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Elem {
+    Val(DType),
+    Ptr(DType),
+    /// Poison: the value of an expression that already produced an error. Every rule
+    /// accepts it silently so one mistake gives one message.
+    Error,
+}
+
+/// Type of a value: element type, symbolic shape (empty for scalars) and weakness.
+///
+/// Literals and integer meta-parameters are *weak*: they take the dtype of the other operand
+/// (`offs * 4` stays `i64` when `offs` is `i64`; `x * 0.5` stays `f16` when `x` is `f16`).
+#[derive(Clone, PartialEq, Debug)]
+pub struct Ty {
+    pub elem: Elem,
+    pub shape: Shape,
+    pub weak: bool,
+}
+
+impl Ty {
+    pub fn scalar(d: DType) -> Ty {
+        Ty { elem: Elem::Val(d), shape: vec![], weak: false }
+    }
+    pub fn weak(d: DType) -> Ty {
+        Ty { elem: Elem::Val(d), shape: vec![], weak: true }
+    }
+    pub fn block(d: DType, shape: Shape) -> Ty {
+        Ty { elem: Elem::Val(d), shape, weak: false }
+    }
+    pub fn error() -> Ty {
+        Ty { elem: Elem::Error, shape: vec![], weak: false }
+    }
+    pub fn is_error(&self) -> bool {
+        self.elem == Elem::Error
+    }
+    pub fn is_scalar(&self) -> bool {
+        self.shape.is_empty()
+    }
+    pub fn dtype(&self) -> Option<DType> {
+        match self.elem {
+            Elem::Val(d) => Some(d),
+            _ => None,
+        }
+    }
+    pub fn with_shape(&self, shape: Shape) -> Ty {
+        Ty { elem: self.elem, shape, weak: self.weak }
+    }
+    pub fn strong(&self) -> Ty {
+        Ty { weak: false, ..self.clone() }
+    }
+}
+
+impl fmt::Display for Ty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let e = match self.elem {
+            Elem::Val(d) => d.name().to_string(),
+            Elem::Ptr(d) => format!("Ptr<{d}>"),
+            Elem::Error => "{error}".to_string(),
+        };
+        if self.shape.is_empty() {
+            write!(f, "{e}")
+        } else {
+            write!(f, "{e}{}", shape_to_string(&self.shape))
+        }
+    }
+}
+
+pub type ExprId = usize;
+pub type LocalId = usize;
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum Lit {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    And,
+    Or,
+    Xor,
+    Shl,
+    Shr,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+    Min,
+    Max,
+}
+
+impl BinOp {
+    pub fn is_comparison(self) -> bool {
+        matches!(self, BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne)
+    }
+    pub fn is_bitwise(self) -> bool {
+        matches!(self, BinOp::And | BinOp::Or | BinOp::Xor)
+    }
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Rem => "%",
+            BinOp::And => "&",
+            BinOp::Or => "|",
+            BinOp::Xor => "^",
+            BinOp::Shl => "<<",
+            BinOp::Shr => ">>",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Min => "min",
+            BinOp::Max => "max",
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum UnOp {
+    Neg,
+    Not,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum MathFn {
+    Exp,
+    Exp2,
+    Log,
+    Log2,
+    Sqrt,
+    Rsqrt,
+    Abs,
+    Sin,
+    Cos,
+    Floor,
+    Ceil,
+}
+
+impl MathFn {
+    pub const ALL: [MathFn; 11] = [
+        MathFn::Exp,
+        MathFn::Exp2,
+        MathFn::Log,
+        MathFn::Log2,
+        MathFn::Sqrt,
+        MathFn::Rsqrt,
+        MathFn::Abs,
+        MathFn::Sin,
+        MathFn::Cos,
+        MathFn::Floor,
+        MathFn::Ceil,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            MathFn::Exp => "exp",
+            MathFn::Exp2 => "exp2",
+            MathFn::Log => "log",
+            MathFn::Log2 => "log2",
+            MathFn::Sqrt => "sqrt",
+            MathFn::Rsqrt => "rsqrt",
+            MathFn::Abs => "abs",
+            MathFn::Sin => "sin",
+            MathFn::Cos => "cos",
+            MathFn::Floor => "floor",
+            MathFn::Ceil => "ceil",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<MathFn> {
+        MathFn::ALL.iter().copied().find(|m| m.name() == s)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ReduceOp {
+    Sum,
+    Max,
+    Min,
+}
+
+impl ReduceOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum ExprKind {
+    /// A scalar parameter or the base pointer of a pointer parameter.
+    Param(usize),
+    /// An integer or bool meta-parameter (index into `Kernel::metas`).
+    Meta(usize),
+    Lit(Lit),
+    Local(LocalId),
+    ProgramId(u8),
+    NumPrograms(u8),
+    /// `arange(start, end)`; start and end are compile-time dimensions.
+    Arange { start: Dim, end: Dim },
+    /// A block of the type's shape filled with a scalar.
+    Full(ExprId),
+    Unary(UnOp, ExprId),
+    /// Operands already have the result's operand dtype (casts are explicit).
+    Binary(BinOp, ExprId, ExprId),
+    /// Pointer plus integer offsets (elements).
+    PtrAdd(ExprId, ExprId),
+    /// Conversion to the node's dtype.
+    Cast(ExprId),
+    ExpandDims(ExprId, usize),
+    Trans(ExprId),
+    /// Reshape to the node's shape (same number of elements).
+    Reshape(ExprId),
+    /// Broadcast to the node's shape.
+    BroadcastTo(ExprId),
+    Math(MathFn, ExprId),
+    Where(ExprId, ExprId, ExprId),
+    Load { ptr: ExprId, mask: Option<ExprId>, other: Option<ExprId> },
+    Dot { a: ExprId, b: ExprId, acc: Option<ExprId> },
+    Reduce { op: ReduceOp, x: ExprId, axis: usize },
+}
+
+#[derive(Clone, Debug)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub ty: Ty,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub enum Stmt {
+    Let { local: LocalId, value: ExprId },
+    Assign { local: LocalId, value: ExprId },
+    Store { ptr: ExprId, value: ExprId, mask: Option<ExprId>, span: Span },
+    For { var: LocalId, start: ExprId, end: ExprId, step: ExprId, body: Vec<Stmt>, span: Span },
+    If { cond: ExprId, then: Vec<Stmt>, els: Vec<Stmt> },
+    Return,
+}
+
+#[derive(Clone, Debug)]
+pub struct Local {
+    pub name: String,
+    pub ty: Ty,
+    pub mutable: bool,
+}
+
+#[derive(Clone, Debug)]
+pub enum ParamKind {
+    Ptr(DType),
+    Scalar(DType),
+}
+
+#[derive(Clone, Debug)]
+pub struct Param {
+    pub name: String,
+    pub kind: ParamKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum MetaKind {
+    /// Integer meta-parameter; the Rust type it was declared with (`i32`, `usize`, ...).
+    Int(String),
+    Bool,
+    /// Function meta-parameter; `optional` for `Option<Func>`.
+    Func { optional: bool },
+}
+
+#[derive(Clone, Debug)]
+pub struct MetaParam {
+    pub name: String,
+    pub kind: MetaKind,
+    pub span: Span,
+}
+
+/// One variant of a kernel, validated: later passes may trust every type in it.
+#[derive(Clone, Debug)]
+pub struct Kernel {
+    pub name: String,
+    pub params: Vec<Param>,
+    pub metas: Vec<MetaParam>,
+    /// The function meta-parameters' values for this variant (`None` = `None`).
+    pub fn_values: Vec<(String, Option<String>)>,
+    pub exprs: Vec<Expr>,
+    pub locals: Vec<Local>,
+    pub body: Vec<Stmt>,
+}
+
+impl Kernel {
+    pub fn expr(&self, id: ExprId) -> &Expr {
+        &self.exprs[id]
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Display: `KERNEL_DUMP=dir` writes this text form of each variant.
+
+impl Kernel {
+    fn fmt_expr(&self, id: ExprId, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let e = &self.exprs[id];
+        match &e.kind {
+            ExprKind::Param(i) => write!(f, "{}", self.params[*i].name),
+            ExprKind::Meta(i) => write!(f, "{}", self.metas[*i].name),
+            ExprKind::Lit(Lit::Int(v)) => write!(f, "{v}"),
+            ExprKind::Lit(Lit::Float(v)) => write!(f, "{v:?}"),
+            ExprKind::Lit(Lit::Bool(v)) => write!(f, "{v}"),
+            ExprKind::Local(l) => write!(f, "%{}.{}", self.locals[*l].name, l),
+            ExprKind::ProgramId(a) => write!(f, "program_id({a})"),
+            ExprKind::NumPrograms(a) => write!(f, "num_programs({a})"),
+            ExprKind::Arange { start, end } => write!(f, "arange({start}, {end})"),
+            ExprKind::Full(v) => {
+                write!(f, "full{}(", shape_to_string(&e.ty.shape))?;
+                self.fmt_expr(*v, f)?;
+                write!(f, ")")
+            }
+            ExprKind::Unary(op, x) => {
+                write!(f, "{}", if *op == UnOp::Neg { "-" } else { "!" })?;
+                self.fmt_expr(*x, f)
+            }
+            ExprKind::Binary(op @ (BinOp::Min | BinOp::Max), a, b) => self.fmt_call(op.symbol(), &[*a, *b], f),
+            ExprKind::Binary(op, a, b) => self.fmt_infix(op.symbol(), *a, *b, f),
+            ExprKind::PtrAdd(a, b) => self.fmt_infix("+", *a, *b, f),
+            ExprKind::Cast(x) => {
+                self.fmt_expr(*x, f)?;
+                write!(f, ".to::<{}>()", e.ty.dtype().map(|d| d.name()).unwrap_or("?"))
+            }
+            ExprKind::ExpandDims(x, a) => {
+                self.fmt_expr(*x, f)?;
+                write!(f, ".expand_dims({a})")
+            }
+            ExprKind::Trans(x) => self.fmt_call("trans", &[*x], f),
+            ExprKind::Reshape(x) => self.fmt_call("reshape", &[*x], f),
+            ExprKind::BroadcastTo(x) => self.fmt_call("broadcast_to", &[*x], f),
+            ExprKind::Math(m, x) => self.fmt_call(m.name(), &[*x], f),
+            ExprKind::Where(c, a, b) => self.fmt_call("where_", &[*c, *a, *b], f),
+            ExprKind::Load { ptr, mask, other } => {
+                let mut args = vec![*ptr];
+                args.extend(mask.iter().copied());
+                args.extend(other.iter().copied());
+                self.fmt_call("load", &args, f)
+            }
+            ExprKind::Dot { a, b, acc } => {
+                let mut args = vec![*a, *b];
+                args.extend(acc.iter().copied());
+                self.fmt_call("dot", &args, f)
+            }
+            ExprKind::Reduce { op, x, axis } => {
+                self.fmt_expr(*x, f)?;
+                write!(f, ".{}({axis})", op.name())
+            }
+        }
+    }
+
+    fn fmt_infix(&self, sym: &str, a: ExprId, b: ExprId, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "(")?;
+        self.fmt_expr(a, f)?;
+        write!(f, " {sym} ")?;
+        self.fmt_expr(b, f)?;
+        write!(f, ")")
+    }
+
+    fn fmt_call(&self, name: &str, args: &[ExprId], f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{name}(")?;
+        for (i, a) in args.iter().enumerate() {
+            if i > 0 {
+                write!(f, ", ")?;
+            }
+            self.fmt_expr(*a, f)?;
+        }
+        write!(f, ")")
+    }
+
+    fn fmt_stmts(&self, stmts: &[Stmt], indent: usize, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let pad = "    ".repeat(indent);
+        for s in stmts {
+            match s {
+                Stmt::Let { local, value } | Stmt::Assign { local, value } => {
+                    let kw = if matches!(s, Stmt::Let { .. }) { "let " } else { "" };
+                    let l = &self.locals[*local];
+                    write!(f, "{pad}{kw}%{}.{}: {} = ", l.name, local, l.ty)?;
+                    self.fmt_expr(*value, f)?;
+                    writeln!(f)?;
+                }
+                Stmt::Store { ptr, value, mask, .. } => {
+                    write!(f, "{pad}store(")?;
+                    self.fmt_expr(*ptr, f)?;
+                    write!(f, ", ")?;
+                    self.fmt_expr(*value, f)?;
+                    if let Some(m) = mask {
+                        write!(f, ", ")?;
+                        self.fmt_expr(*m, f)?;
+                    }
+                    writeln!(f, ")")?;
+                }
+                Stmt::For { var, start, end, step, body, .. } => {
+                    write!(f, "{pad}for %{}.{} in range(", self.locals[*var].name, var)?;
+                    self.fmt_expr(*start, f)?;
+                    write!(f, ", ")?;
+                    self.fmt_expr(*end, f)?;
+                    write!(f, ", ")?;
+                    self.fmt_expr(*step, f)?;
+                    writeln!(f, ") {{")?;
+                    self.fmt_stmts(body, indent + 1, f)?;
+                    writeln!(f, "{pad}}}")?;
+                }
+                Stmt::If { cond, then, els } => {
+                    write!(f, "{pad}if ")?;
+                    self.fmt_expr(*cond, f)?;
+                    writeln!(f, " {{")?;
+                    self.fmt_stmts(then, indent + 1, f)?;
+                    if !els.is_empty() {
+                        writeln!(f, "{pad}}} else {{")?;
+                        self.fmt_stmts(els, indent + 1, f)?;
+                    }
+                    writeln!(f, "{pad}}}")?;
+                }
+                Stmt::Return => writeln!(f, "{pad}return")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+
+impl fmt::Display for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "kernel {}", self.name)?;
+        let fns: Vec<String> = self
+            .fn_values
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.as_deref().unwrap_or("None")))
+            .collect();
+        if !fns.is_empty() {
+            write!(f, " [{}]", fns.join(", "))?;
+        }
+        writeln!(f, "(")?;
+        for p in &self.params {
+            match p.kind {
+                ParamKind::Ptr(d) => writeln!(f, "    {}: Ptr<{d}>,", p.name)?,
+                ParamKind::Scalar(d) => writeln!(f, "    {}: {d},", p.name)?,
+            }
+        }
+        writeln!(f, ") {{")?;
+        self.fmt_stmts(&self.body, 1, f)?;
+        writeln!(f, "}}")
+    }
+}

@@ -1,0 +1,1453 @@
+//! Lowering: the kernel body's Rust syntax (`syn`) to the typed block IR, one variant at a
+//! time. Types and shapes are inferred as the IR is built; each typing rule is a `check_*`
+//! function of `check.rs`, and every violation is reported at the span of the expression that
+//! caused it. Helper calls are inlined here, with the function meta-parameters substituted.
+
+use crate::check::*;
+use crate::diag::Diagnostics;
+use crate::ir::*;
+use crate::shape::{shape_to_string, Dim, Shape};
+use crate::signature::{dtype_of_type, path_last, single_type_arg, Signature};
+use proc_macro2::Span;
+use std::collections::HashMap;
+use syn::spanned::Spanned;
+
+/// Everything a variant's lowering reads besides the body.
+pub struct LowerCtx<'a> {
+    pub sig: &'a Signature,
+    pub helpers: &'a HashMap<String, &'a syn::ItemFn>,
+    /// Concrete meta values of every declared instance, for the power-of-two rule.
+    pub concrete: &'a [(HashMap<String, i64>, String)],
+}
+
+#[derive(Clone, Debug)]
+enum Binding {
+    Local(LocalId),
+    Param(usize),
+    Meta(usize),
+    Func(Option<String>),
+    Helper(String),
+}
+
+const BUILTINS: &str = "program_id, num_programs, arange, zeros, full, load, store, dot, where_, cdiv, min, max, \
+minimum, maximum, exp, exp2, log, log2, sqrt, rsqrt, abs, sin, cos, floor, ceil, sum, trans, expand_dims, reshape, broadcast_to";
+const METHODS: &str = "to::<T>(), as_col(), as_row(), expand_dims(axis), trans(), reshape([..]), broadcast_to([..]), \
+sum(axis), max(axis), min(axis), exp(), log(), sqrt(), abs(), ...";
+const MAX_INLINE_DEPTH: usize = 16;
+
+struct Lowerer<'a, 'd> {
+    cx: &'a LowerCtx<'a>,
+    k: Kernel,
+    scopes: Vec<HashMap<String, Binding>>,
+    stmts: Vec<Vec<Stmt>>,
+    diag: &'d mut Diagnostics,
+    helper_stack: Vec<String>,
+}
+
+/// Lowers the kernel body for one assignment of the function meta-parameters.
+pub fn lower_variant(
+    cx: &LowerCtx<'_>,
+    body: &syn::Block,
+    fn_values: &[(String, Option<String>)],
+    diag: &mut Diagnostics,
+) -> Kernel {
+    let sig = cx.sig;
+    let k = Kernel {
+        name: sig.name.to_string(),
+        params: sig.params.clone(),
+        metas: sig.metas.clone(),
+        fn_values: fn_values.to_vec(),
+        exprs: Vec::new(),
+        locals: Vec::new(),
+        body: Vec::new(),
+    };
+    let mut l = Lowerer { cx, k, scopes: vec![], stmts: vec![vec![]], diag, helper_stack: vec![] };
+    let mut top = l.helper_scope();
+    for (i, p) in sig.params.iter().enumerate() {
+        top.insert(p.name.clone(), Binding::Param(i));
+    }
+    for (i, m) in sig.metas.iter().enumerate() {
+        let b = match &m.kind {
+            MetaKind::Func { .. } => {
+                Binding::Func(fn_values.iter().find(|(n, _)| *n == m.name).and_then(|(_, v)| v.clone()))
+            }
+            _ => Binding::Meta(i),
+        };
+        top.insert(m.name.clone(), b);
+    }
+    l.scopes.push(top);
+    l.lower_stmts(&body.stmts, false);
+    l.k.body = l.stmts.pop().unwrap_or_default();
+    l.k
+}
+
+/// Syntax-only pass over a helper's body for kernels that never call it: reports the
+/// constructs that are not supported even when no call site type-checks the helper.
+pub fn check_helper_syntax(f: &syn::ItemFn, diag: &mut Diagnostics) {
+    for s in &f.block.stmts {
+        if let syn::Stmt::Macro(m) = s {
+            diag.error(m.mac.path.span(), "macros are not supported in kernels or helpers");
+        }
+    }
+}
+
+impl<'a, 'd> Lowerer<'a, 'd> {
+    fn helper_scope(&self) -> HashMap<String, Binding> {
+        self.cx.helpers.keys().map(|h| (h.clone(), Binding::Helper(h.clone()))).collect()
+    }
+
+    // ---------------------------------------------------------------- building blocks
+
+    fn err(&mut self, span: Span, msg: impl Into<String>) -> ExprId {
+        self.diag.error(span, msg);
+        self.poison(span)
+    }
+
+    fn poison(&mut self, span: Span) -> ExprId {
+        self.push(ExprKind::Lit(Lit::Int(0)), Ty::error(), span)
+    }
+
+    fn push(&mut self, kind: ExprKind, ty: Ty, span: Span) -> ExprId {
+        self.k.exprs.push(Expr { kind, ty, span });
+        self.k.exprs.len() - 1
+    }
+
+    fn ty(&self, id: ExprId) -> Ty {
+        self.k.exprs[id].ty.clone()
+    }
+
+    fn span(&self, id: ExprId) -> Span {
+        self.k.exprs[id].span
+    }
+
+    fn emit(&mut self, s: Stmt) {
+        if let Some(top) = self.stmts.last_mut() {
+            top.push(s);
+        }
+    }
+
+    fn lookup(&self, name: &str) -> Option<Binding> {
+        self.scopes.iter().rev().find_map(|s| s.get(name).cloned())
+    }
+
+    fn bind(&mut self, name: String, b: Binding) {
+        if let Some(s) = self.scopes.last_mut() {
+            s.insert(name, b);
+        }
+    }
+
+    fn new_local(&mut self, name: &str, ty: Ty, mutable: bool) -> LocalId {
+        self.k.locals.push(Local { name: name.to_string(), ty, mutable });
+        self.k.locals.len() - 1
+    }
+
+    /// Gives expression `id` dtype `d`: weak literals and meta-parameters are retyped in
+    /// place; anything else gets an explicit conversion node.
+    fn coerce(&mut self, id: ExprId, d: DType) -> ExprId {
+        let ty = self.ty(id);
+        if ty.is_error() || ty.dtype() == Some(d) && !ty.weak {
+            return id;
+        }
+        let e = &mut self.k.exprs[id];
+        if matches!(e.kind, ExprKind::Lit(_) | ExprKind::Meta(_)) {
+            e.ty = Ty { elem: Elem::Val(d), shape: e.ty.shape.clone(), weak: false };
+            return id;
+        }
+        if ty.dtype() == Some(d) {
+            // A weak local already stored with this dtype.
+            return id;
+        }
+        let span = self.span(id);
+        self.push(ExprKind::Cast(id), Ty { elem: Elem::Val(d), shape: ty.shape, weak: false }, span)
+    }
+
+    /// The dtype a weak value takes when nothing else decides.
+    fn default_dtype(ty: &Ty) -> Option<DType> {
+        ty.dtype()
+    }
+
+    // ---------------------------------------------------------------- statements
+
+    fn lower_stmts(&mut self, stmts: &[syn::Stmt], is_helper: bool) -> Option<ExprId> {
+        let mut result = None;
+        for (i, s) in stmts.iter().enumerate() {
+            let last = i + 1 == stmts.len();
+            match s {
+                syn::Stmt::Local(l) => self.lower_let(l),
+                syn::Stmt::Item(item) => {
+                    self.diag.error(
+                        item.span(),
+                        "items are not supported inside kernels: define helper functions with #[helper] in a #[kernel_module]",
+                    );
+                }
+                syn::Stmt::Macro(m) => {
+                    self.diag.error(m.mac.path.span(), "macros are not supported in kernels");
+                }
+                syn::Stmt::Expr(e, semi) => {
+                    if is_helper && last && semi.is_none() && !is_statement_expr(e) {
+                        result = Some(self.lower_expr(e));
+                    } else {
+                        self.lower_expr_stmt(e);
+                    }
+                }
+            }
+        }
+        result
+    }
+
+    fn lower_let(&mut self, l: &syn::Local) {
+        let (name, mutable, span) = match &l.pat {
+            syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                (pi.ident.to_string(), pi.mutability.is_some(), pi.ident.span())
+            }
+            syn::Pat::Type(pt) => {
+                self.diag.error(
+                    pt.ty.span(),
+                    "type annotations are not supported on kernel variables: types are inferred; convert with `.to::<T>()`",
+                );
+                return;
+            }
+            other => {
+                self.diag.error(other.span(), "only `let name = ...` and `let mut name = ...` are supported in kernels");
+                return;
+            }
+        };
+        let Some(init) = &l.init else {
+            self.diag.error(span, format!("`{name}` must be initialized where it is declared"));
+            return;
+        };
+        if let Some((_, diverge)) = &init.diverge {
+            self.diag.error(diverge.span(), "`let ... else` is not supported in kernels");
+        }
+        let value = self.lower_expr(&init.expr);
+        let mut ty = self.ty(value);
+        let value = if mutable && ty.weak {
+            // A mutable variable holds one dtype: weak values take their default.
+            let d = Self::default_dtype(&ty).unwrap_or(DType::I32);
+            ty = ty.strong();
+            self.coerce(value, d)
+        } else {
+            value
+        };
+        let local = self.new_local(&name, ty, mutable);
+        self.emit(Stmt::Let { local, value });
+        self.bind(name, Binding::Local(local));
+    }
+
+    fn lower_expr_stmt(&mut self, e: &syn::Expr) {
+        match e {
+            syn::Expr::Assign(a) => {
+                let v = self.lower_expr(&a.right);
+                self.assign(&a.left, v, a.span());
+            }
+            syn::Expr::Binary(b) if compound_op(&b.op).is_some() => {
+                let op = compound_op(&b.op).unwrap_or(BinOp::Add);
+                let cur = self.lower_expr(&b.left);
+                let rhs = self.lower_expr(&b.right);
+                let v = self.binary(op, cur, rhs, b.op.span());
+                self.assign(&b.left, v, b.span());
+            }
+            syn::Expr::ForLoop(f) => self.lower_for(f),
+            syn::Expr::If(i) => self.lower_if(i),
+            syn::Expr::Return(r) => {
+                if let Some(v) = &r.expr {
+                    self.diag.error(v.span(), "kernels return nothing: `return;` ends the program instance");
+                } else if !self.helper_stack.is_empty() {
+                    self.diag.error(r.span(), "`return` is not supported in helpers: end the helper with its result expression");
+                } else {
+                    self.emit(Stmt::Return);
+                }
+            }
+            syn::Expr::Call(c) if call_name(c).as_deref() == Some("store") => self.lower_store(c),
+            syn::Expr::Block(b) if b.label.is_none() => {
+                self.scopes.push(HashMap::new());
+                self.lower_stmts(&b.block.stmts, false);
+                self.scopes.pop();
+            }
+            syn::Expr::While(w) => {
+                self.diag.error(w.while_token.span, "`while` loops are not supported in kernels: use `for i in (start..end).step_by(step)`");
+            }
+            syn::Expr::Loop(l) => {
+                self.diag.error(l.loop_token.span, "`loop` is not supported in kernels: use `for i in (start..end).step_by(step)`");
+            }
+            syn::Expr::Break(b) => {
+                self.diag.error(b.span(), "`break` is not supported in kernels: bound the loop instead, or use a mask");
+            }
+            syn::Expr::Continue(c) => {
+                self.diag.error(c.span(), "`continue` is not supported in kernels: use `if` or a mask");
+            }
+            other => {
+                // An expression evaluated for nothing (e.g. a bare `load(p);`) is lowered and dropped.
+                let v = self.lower_expr(other);
+                let ty = self.ty(v);
+                let local = self.new_local("_", ty, false);
+                self.emit(Stmt::Let { local, value: v });
+            }
+        }
+    }
+
+    fn assign(&mut self, target: &syn::Expr, value: ExprId, span: Span) {
+        let name = match target {
+            syn::Expr::Path(p) if p.path.get_ident().is_some() => p.path.get_ident().map(|i| i.to_string()).unwrap_or_default(),
+            other => {
+                self.diag.error(other.span(), "only variables can be assigned in kernels; write memory with `store(ptrs, value, mask)`");
+                return;
+            }
+        };
+        let tspan = target.span();
+        match self.lookup(&name) {
+            Some(Binding::Local(l)) => {
+                let local = self.k.locals[l].clone();
+                if !local.mutable {
+                    self.diag.error(tspan, format!("cannot assign twice to immutable variable `{name}`: declare it with `let mut {name}`"));
+                    return;
+                }
+                let vty = self.ty(value);
+                if vty.is_error() || local.ty.is_error() {
+                    return;
+                }
+                let value = match (vty.weak, local.ty.dtype()) {
+                    (true, Some(d)) if vty.shape == local.ty.shape => self.coerce(value, d),
+                    _ => value,
+                };
+                let vty = self.ty(value);
+                if let Err(m) = check_assign(&local.ty, &vty, &name) {
+                    self.diag.error(span, m);
+                    return;
+                }
+                self.emit(Stmt::Assign { local: l, value });
+            }
+            Some(Binding::Param(_)) => {
+                self.diag.error(tspan, format!("cannot assign to parameter `{name}`: shadow it with `let {name} = ...`"));
+            }
+            Some(Binding::Meta(_)) | Some(Binding::Func(_)) => {
+                self.diag.error(tspan, format!("cannot assign to meta-parameter `{name}`: it is fixed at compile time"));
+            }
+            Some(Binding::Helper(_)) => {
+                self.diag.error(tspan, format!("cannot assign to helper function `{name}`"));
+            }
+            None => {
+                self.diag.error(tspan, format!("cannot find variable `{name}` in this kernel"));
+            }
+        }
+    }
+
+    fn lower_for(&mut self, f: &syn::ExprForLoop) {
+        let var_name = match &*f.pat {
+            syn::Pat::Ident(pi) if pi.subpat.is_none() && pi.by_ref.is_none() => pi.ident.to_string(),
+            syn::Pat::Wild(_) => "_".to_string(),
+            other => {
+                self.diag.error(other.span(), "the loop variable must be a plain name");
+                return;
+            }
+        };
+        let (start, end, step) = match self.lower_range(&f.expr) {
+            Some(r) => r,
+            None => return,
+        };
+        let types = [self.ty(start), self.ty(end), self.ty(step)];
+        let mut d = DType::I32;
+        let mut bad = false;
+        for (t, id) in types.iter().zip([start, end, step]) {
+            if t.is_error() {
+                bad = true;
+                continue;
+            }
+            if !t.is_scalar() || !t.dtype().is_some_and(|d| d.is_int()) {
+                self.diag.error(self.span(id), format!("loop bounds and step must be integer scalars, found {t}"));
+                bad = true;
+            } else if !t.weak {
+                let td = t.dtype().unwrap_or(DType::I32);
+                d = if td.bits() > d.bits() { td } else { d };
+            }
+        }
+        if let ExprKind::Lit(Lit::Int(0)) = self.k.exprs[step].kind {
+            self.diag.error(self.span(step), "the loop step must not be zero");
+            bad = true;
+        }
+        if bad {
+            return;
+        }
+        let (start, end, step) = (self.coerce(start, d), self.coerce(end, d), self.coerce(step, d));
+        let var = self.new_local(&var_name, Ty::scalar(d), false);
+        self.scopes.push(HashMap::new());
+        self.bind(var_name, Binding::Local(var));
+        self.stmts.push(vec![]);
+        self.lower_stmts(&f.body.stmts, false);
+        let body = self.stmts.pop().unwrap_or_default();
+        self.scopes.pop();
+        self.emit(Stmt::For { var, start, end, step, body, span: f.for_token.span });
+    }
+
+    /// `a..b`, `(a..b).step_by(s)`, `range(a, b)` or `range(a, b, s)`.
+    fn lower_range(&mut self, e: &syn::Expr) -> Option<(ExprId, ExprId, ExprId)> {
+        let e = strip_parens(e);
+        match e {
+            syn::Expr::Range(r) => {
+                if let syn::RangeLimits::Closed(c) = r.limits {
+                    self.diag.error(c.span(), "inclusive ranges are not supported in kernel loops: use `start..end`");
+                    return None;
+                }
+                let (Some(a), Some(b)) = (&r.start, &r.end) else {
+                    self.diag.error(r.span(), "loop ranges need a start and an end: `start..end`");
+                    return None;
+                };
+                let a = self.lower_expr(a);
+                let b = self.lower_expr(b);
+                let one = self.push(ExprKind::Lit(Lit::Int(1)), Ty::weak(DType::I32), r.span());
+                Some((a, b, one))
+            }
+            syn::Expr::MethodCall(m) if m.method == "step_by" && m.args.len() == 1 => {
+                let (a, b, _) = self.lower_range(&m.receiver)?;
+                let s = self.lower_expr(&m.args[0]);
+                Some((a, b, s))
+            }
+            syn::Expr::Call(c) if call_name(c).as_deref() == Some("range") && (2..=3).contains(&c.args.len()) => {
+                let a = self.lower_expr(&c.args[0]);
+                let b = self.lower_expr(&c.args[1]);
+                let s = match c.args.get(2) {
+                    Some(s) => self.lower_expr(s),
+                    None => self.push(ExprKind::Lit(Lit::Int(1)), Ty::weak(DType::I32), c.span()),
+                };
+                Some((a, b, s))
+            }
+            other => {
+                self.diag.error(
+                    other.span(),
+                    "kernel loops iterate over `start..end`, `(start..end).step_by(step)` or `range(start, end, step)`",
+                );
+                None
+            }
+        }
+    }
+
+    fn lower_if(&mut self, i: &syn::ExprIf) {
+        // `if let Some(f) = FUNC_META { ... }`: resolved per variant at compile time.
+        if let syn::Expr::Let(l) = &*i.cond {
+            self.lower_if_let(i, l);
+            return;
+        }
+        let cond = self.lower_expr(&i.cond);
+        let cty = self.ty(cond);
+        if !cty.is_error() {
+            if !cty.is_scalar() {
+                self.diag.error(
+                    i.cond.span(),
+                    format!("`if` needs a scalar bool condition, found a block {cty}: select elementwise with `where_(mask, a, b)`"),
+                );
+            } else if cty.dtype() != Some(DType::Bool) {
+                self.diag.error(i.cond.span(), format!("`if` needs a bool condition, found {cty}"));
+            }
+        }
+        let then = self.lower_branch(&i.then_branch.stmts);
+        let els = match &i.else_branch {
+            None => vec![],
+            Some((_, e)) => match &**e {
+                syn::Expr::Block(b) => self.lower_branch(&b.block.stmts),
+                syn::Expr::If(nested) => {
+                    self.stmts.push(vec![]);
+                    self.scopes.push(HashMap::new());
+                    self.lower_if(nested);
+                    self.scopes.pop();
+                    self.stmts.pop().unwrap_or_default()
+                }
+                other => {
+                    self.diag.error(other.span(), "unsupported else branch");
+                    vec![]
+                }
+            },
+        };
+        self.emit(Stmt::If { cond, then, els });
+    }
+
+    fn lower_branch(&mut self, stmts: &[syn::Stmt]) -> Vec<Stmt> {
+        self.stmts.push(vec![]);
+        self.scopes.push(HashMap::new());
+        self.lower_stmts(stmts, false);
+        self.scopes.pop();
+        self.stmts.pop().unwrap_or_default()
+    }
+
+    fn lower_if_let(&mut self, i: &syn::ExprIf, l: &syn::ExprLet) {
+        let meta_name = match &*l.expr {
+            syn::Expr::Path(p) => p.path.get_ident().map(|x| x.to_string()),
+            _ => None,
+        };
+        let binding = meta_name.as_ref().and_then(|n| self.lookup(n));
+        let Some(Binding::Func(value)) = binding else {
+            self.diag.error(l.expr.span(), "`if let` in kernels only tests an optional function meta-parameter: `if let Some(f) = ACTIVATION`");
+            return;
+        };
+        let meta_name = meta_name.unwrap_or_default();
+        let optional = self.k.metas.iter().any(|m| m.name == meta_name && m.kind == MetaKind::Func { optional: true });
+        if !optional {
+            self.diag.error(l.expr.span(), format!("`{meta_name}` is `Func`, not `Option<Func>`: call it directly"));
+            return;
+        }
+        let inner = match &*l.pat {
+            syn::Pat::TupleStruct(ts) if ts.path.is_ident("Some") && ts.elems.len() == 1 => match &ts.elems[0] {
+                syn::Pat::Ident(pi) => pi.ident.to_string(),
+                syn::Pat::Wild(_) => "_".to_string(),
+                other => {
+                    self.diag.error(other.span(), "expected `Some(name)`");
+                    return;
+                }
+            },
+            other => {
+                self.diag.error(other.span(), "expected `Some(name)`");
+                return;
+            }
+        };
+        match value {
+            Some(h) => {
+                self.stmts.push(vec![]);
+                self.scopes.push(HashMap::new());
+                self.bind(inner, Binding::Helper(h));
+                self.lower_stmts(&i.then_branch.stmts, false);
+                self.scopes.pop();
+                let then = self.stmts.pop().unwrap_or_default();
+                for s in then {
+                    self.emit(s);
+                }
+            }
+            None => {
+                if let Some((_, e)) = &i.else_branch {
+                    match &**e {
+                        syn::Expr::Block(b) => {
+                            let els = self.lower_branch(&b.block.stmts);
+                            for s in els {
+                                self.emit(s);
+                            }
+                        }
+                        syn::Expr::If(nested) => self.lower_if(nested),
+                        other => {
+                            self.diag.error(other.span(), "unsupported else branch");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn lower_store(&mut self, c: &syn::ExprCall) {
+        if !(2..=3).contains(&c.args.len()) {
+            self.diag.error(c.span(), "store takes (pointers, value) or (pointers, value, mask)");
+            return;
+        }
+        let ptr = self.lower_expr(&c.args[0]);
+        let value = self.lower_expr(&c.args[1]);
+        let mask = c.args.get(2).map(|m| self.lower_expr(m));
+        let pty = self.ty(ptr);
+        let vty = self.ty(value);
+        if pty.is_error() || vty.is_error() {
+            return;
+        }
+        let Elem::Ptr(d) = pty.elem else {
+            self.diag.error(c.args[0].span(), format!("store needs a pointer or a block of pointers, found {pty}"));
+            return;
+        };
+        if let Err(m) = check_value_dtype(&vty, d, "the stored value") {
+            self.diag.error(c.args[1].span(), m);
+            return;
+        }
+        if let Err(m) = check_broadcast_to(&vty, &pty.shape, "the stored value") {
+            self.diag.error(c.args[1].span(), m);
+            return;
+        }
+        let value = self.coerce(value, d);
+        if let Some(m) = mask {
+            let mty = self.ty(m);
+            if !mty.is_error() {
+                if let Err(msg) = check_mask(&mty, &pty.shape) {
+                    self.diag.error(c.args[2].span(), msg);
+                    return;
+                }
+            }
+        }
+        self.emit(Stmt::Store { ptr, value, mask, span: c.span() });
+    }
+
+    // ---------------------------------------------------------------- expressions
+
+    fn lower_expr(&mut self, e: &syn::Expr) -> ExprId {
+        let span = e.span();
+        match e {
+            syn::Expr::Lit(l) => self.lower_lit(&l.lit),
+            syn::Expr::Paren(p) => self.lower_expr(&p.expr),
+            syn::Expr::Group(g) => self.lower_expr(&g.expr),
+            syn::Expr::Path(p) => self.lower_path(p),
+            syn::Expr::Binary(b) => {
+                if compound_op(&b.op).is_some() {
+                    return self.err(span, "compound assignment is a statement in kernels, not a value");
+                }
+                let op = match b.op {
+                    syn::BinOp::Add(_) => BinOp::Add,
+                    syn::BinOp::Sub(_) => BinOp::Sub,
+                    syn::BinOp::Mul(_) => BinOp::Mul,
+                    syn::BinOp::Div(_) => BinOp::Div,
+                    syn::BinOp::Rem(_) => BinOp::Rem,
+                    syn::BinOp::BitAnd(_) => BinOp::And,
+                    syn::BinOp::BitOr(_) => BinOp::Or,
+                    syn::BinOp::BitXor(_) => BinOp::Xor,
+                    syn::BinOp::Shl(_) => BinOp::Shl,
+                    syn::BinOp::Shr(_) => BinOp::Shr,
+                    syn::BinOp::Lt(_) => BinOp::Lt,
+                    syn::BinOp::Le(_) => BinOp::Le,
+                    syn::BinOp::Gt(_) => BinOp::Gt,
+                    syn::BinOp::Ge(_) => BinOp::Ge,
+                    syn::BinOp::Eq(_) => BinOp::Eq,
+                    syn::BinOp::Ne(_) => BinOp::Ne,
+                    syn::BinOp::And(_) | syn::BinOp::Or(_) => {
+                        let sym = if matches!(b.op, syn::BinOp::And(_)) { "&" } else { "|" };
+                        return self.err(
+                            b.op.span(),
+                            format!("short-circuit operators are not supported in kernels: combine masks with `{sym}` (parenthesize comparisons)"),
+                        );
+                    }
+                    _ => return self.err(b.op.span(), "unsupported operator in kernels"),
+                };
+                let l = self.lower_expr(&b.left);
+                let r = self.lower_expr(&b.right);
+                self.binary(op, l, r, span)
+            }
+            syn::Expr::Unary(u) => {
+                let x = self.lower_expr(&u.expr);
+                match u.op {
+                    syn::UnOp::Neg(_) => self.unary(UnOp::Neg, x, span),
+                    syn::UnOp::Not(_) => self.unary(UnOp::Not, x, span),
+                    _ => self.err(u.op.span(), "dereferencing is not supported in kernels: read memory with `load(ptrs)`"),
+                }
+            }
+            syn::Expr::Cast(c) => {
+                let x = self.lower_expr(&c.expr);
+                match dtype_of_type(&c.ty) {
+                    Some(d) => self.cast(x, d, span),
+                    None => self.err(c.ty.span(), "unknown dtype: expected f16, bf16, f32, f64, i32, u32, i64 or bool"),
+                }
+            }
+            syn::Expr::Call(c) => self.lower_call(c),
+            syn::Expr::MethodCall(m) => self.lower_method(m),
+            syn::Expr::Index(i) => self.err(
+                i.span(),
+                "indexing is not supported in kernels: build pointer blocks and `load` them; for `x[:, None]` / `x[None, :]` use `x.as_col()` / `x.as_row()`",
+            ),
+            syn::Expr::If(i) => self.err(
+                i.if_token.span,
+                "`if` is a statement in kernels, not a value: select elementwise with `where_(cond, a, b)`",
+            ),
+            syn::Expr::Macro(m) => self.err(m.mac.path.span(), "macros are not supported in kernels"),
+            syn::Expr::Closure(c) => self.err(c.span(), "closures are not supported in kernels: define a #[helper] function"),
+            syn::Expr::Reference(r) => self.err(r.span(), "references are not supported in kernels: blocks are values"),
+            syn::Expr::Field(f) => self.err(f.span(), "field access is not supported in kernels"),
+            syn::Expr::Tuple(t) => self.err(t.span(), "tuples are only supported as block shapes, like `zeros::<f32>([BLOCK_M, BLOCK_N])`"),
+            syn::Expr::Array(a) => self.err(a.span(), "arrays are only supported as block shapes, like `zeros::<f32>([BLOCK_M, BLOCK_N])`"),
+            syn::Expr::Range(r) => self.err(r.span(), "ranges are only supported in `for` loops; for a block of indices use `arange(start, end)`"),
+            syn::Expr::Match(m) => self.err(m.match_token.span, "`match` is not supported in kernels: use `if`/`else` or `where_`"),
+            syn::Expr::Unsafe(u) => self.err(u.unsafe_token.span, "`unsafe` is not supported in kernels: every access is checked"),
+            syn::Expr::Struct(s) => self.err(s.span(), "struct literals are not supported in kernels"),
+            _ => self.err(span, "this expression is not supported in kernels"),
+        }
+    }
+
+    fn lower_lit(&mut self, l: &syn::Lit) -> ExprId {
+        let span = l.span();
+        match l {
+            syn::Lit::Int(i) => {
+                let Ok(v) = i.base10_parse::<i64>() else {
+                    return self.err(span, "integer literal out of range for i64");
+                };
+                match i.suffix() {
+                    "" => self.push(ExprKind::Lit(Lit::Int(v)), Ty::weak(DType::I32), span),
+                    s => match DType::from_name(s) {
+                        Some(d) if d != DType::Bool => self.push(ExprKind::Lit(Lit::Int(v)), Ty::scalar(d), span),
+                        _ => self.err(span, format!("unsupported literal suffix `{s}`")),
+                    },
+                }
+            }
+            syn::Lit::Float(f) => {
+                let Ok(v) = f.base10_parse::<f64>() else {
+                    return self.err(span, "invalid float literal");
+                };
+                match f.suffix() {
+                    "" => self.push(ExprKind::Lit(Lit::Float(v)), Ty::weak(DType::F32), span),
+                    "f32" => self.push(ExprKind::Lit(Lit::Float(v)), Ty::scalar(DType::F32), span),
+                    "f64" => self.push(ExprKind::Lit(Lit::Float(v)), Ty::scalar(DType::F64), span),
+                    s => self.err(span, format!("unsupported literal suffix `{s}`")),
+                }
+            }
+            syn::Lit::Bool(b) => self.push(ExprKind::Lit(Lit::Bool(b.value)), Ty::scalar(DType::Bool), span),
+            _ => self.err(span, "only integer, float and bool literals are supported in kernels"),
+        }
+    }
+
+    fn lower_path(&mut self, p: &syn::ExprPath) -> ExprId {
+        let span = p.span();
+        let Some(id) = p.path.get_ident() else {
+            return self.err(span, "paths are not supported in kernels: use a local name, a parameter or a meta-parameter");
+        };
+        let name = id.to_string();
+        match self.lookup(&name) {
+            Some(Binding::Local(l)) => {
+                let ty = self.k.locals[l].ty.clone();
+                self.push(ExprKind::Local(l), ty, span)
+            }
+            Some(Binding::Param(i)) => {
+                let ty = match self.k.params[i].kind {
+                    ParamKind::Ptr(d) => Ty { elem: Elem::Ptr(d), shape: vec![], weak: false },
+                    ParamKind::Scalar(d) => Ty::scalar(d),
+                };
+                self.push(ExprKind::Param(i), ty, span)
+            }
+            Some(Binding::Meta(i)) => {
+                let ty = match self.k.metas[i].kind {
+                    MetaKind::Bool => Ty::scalar(DType::Bool),
+                    _ => Ty::weak(DType::I32),
+                };
+                self.push(ExprKind::Meta(i), ty, span)
+            }
+            Some(Binding::Func(_)) | Some(Binding::Helper(_)) => {
+                self.err(span, format!("`{name}` is a function: call it, like `{name}(x)`"))
+            }
+            None => {
+                if name == "None" || name == "Some" {
+                    return self.err(span, "options are only supported as `if let Some(f) = FUNC_META`");
+                }
+                self.err(span, format!("cannot find `{name}` in this kernel"))
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- operators
+
+    fn binary(&mut self, op: BinOp, a: ExprId, b: ExprId, span: Span) -> ExprId {
+        let (ta, tb) = (self.ty(a), self.ty(b));
+        if ta.is_error() || tb.is_error() {
+            return self.poison(span);
+        }
+        // Pointer arithmetic: `ptrs + offsets`, `offsets + ptrs`, `ptrs - offsets`.
+        let is_ptr = |t: &Ty| matches!(t.elem, Elem::Ptr(_));
+        if is_ptr(&ta) || is_ptr(&tb) {
+            let (p, o, pt, ot) = if is_ptr(&ta) { (a, b, ta.clone(), tb.clone()) } else { (b, a, tb.clone(), ta.clone()) };
+            let ok_op = op == BinOp::Add || (op == BinOp::Sub && is_ptr(&ta));
+            if !ok_op || is_ptr(&ot) {
+                return self.err(span, format!("`{}` is not defined between {ta} and {tb}: pointers support `ptr + offsets` and `ptr - offsets`", op.symbol()));
+            }
+            if !ot.dtype().is_some_and(|d| d.is_int()) {
+                return self.err(self.span(o), format!("pointer offsets must be integers, found {ot}"));
+            }
+            let shape = match check_broadcast(&pt, &ot, &format!("`{}`", op.symbol())) {
+                Ok(s) => s,
+                Err(m) => return self.err(span, m),
+            };
+            let o = if ot.weak { self.coerce(o, DType::I32) } else { o };
+            let o = if op == BinOp::Sub { self.unary(UnOp::Neg, o, span) } else { o };
+            return self.push(ExprKind::PtrAdd(p, o), Ty { elem: pt.elem, shape, weak: false }, span);
+        }
+        let shape = match check_broadcast(&ta, &tb, &format!("`{}`", op.symbol())) {
+            Ok(s) => s,
+            Err(m) => return self.err(span, m),
+        };
+        let (d, weak) = match check_promote(&ta, &tb) {
+            Ok(x) => x,
+            Err(m) => return self.err(span, m),
+        };
+        if let Err(m) = check_operator(op, d) {
+            return self.err(span, m);
+        }
+        let (a, b) = if weak { (a, b) } else { (self.coerce(a, d), self.coerce(b, d)) };
+        let ty = if op.is_comparison() {
+            Ty::block(DType::Bool, shape)
+        } else {
+            Ty { elem: Elem::Val(d), shape, weak }
+        };
+        // Weak operands keep their own (default) dtypes; make them agree.
+        let (a, b) = if weak && op_needs_same(self, a, b) {
+            (self.coerce(a, d), self.coerce(b, d))
+        } else {
+            (a, b)
+        };
+        self.push(ExprKind::Binary(op, a, b), ty, span)
+    }
+
+    fn unary(&mut self, op: UnOp, x: ExprId, span: Span) -> ExprId {
+        let t = self.ty(x);
+        if t.is_error() {
+            return self.poison(span);
+        }
+        match (op, t.elem) {
+            (_, Elem::Ptr(_)) => self.err(span, "pointers cannot be negated or inverted"),
+            (UnOp::Neg, Elem::Val(DType::Bool)) => self.err(span, "`-` is not defined on masks: use `!` to invert"),
+            (UnOp::Not, Elem::Val(d)) if d.is_float() => {
+                self.err(span, format!("`!` needs a mask or an integer, found {t}"))
+            }
+            _ => self.push(ExprKind::Unary(op, x), t, span),
+        }
+    }
+
+    fn cast(&mut self, x: ExprId, d: DType, span: Span) -> ExprId {
+        let t = self.ty(x);
+        if t.is_error() {
+            return self.poison(span);
+        }
+        if let Elem::Ptr(_) = t.elem {
+            return self.err(span, "pointers cannot be converted: convert the loaded values instead");
+        }
+        self.push(ExprKind::Cast(x), Ty::block(d, t.shape), span)
+    }
+
+    fn math(&mut self, f: MathFn, x: ExprId, span: Span) -> ExprId {
+        let t = self.ty(x);
+        if t.is_error() {
+            return self.poison(span);
+        }
+        let x = match t.dtype() {
+            Some(d) if d.is_float() => x,
+            Some(d) if t.weak && d != DType::Bool => self.coerce(x, DType::F32),
+            _ => return self.err(span, format!("`{}` needs a float, found {t}: convert with `.to::<f32>()`", f.name())),
+        };
+        let ty = self.ty(x);
+        self.push(ExprKind::Math(f, x), ty, span)
+    }
+
+    // ---------------------------------------------------------------- calls
+
+    fn lower_call(&mut self, c: &syn::ExprCall) -> ExprId {
+        let span = c.span();
+        let Some(name) = call_name(c) else {
+            return self.err(c.func.span(), "only named functions can be called in kernels");
+        };
+        let turbofish = call_turbofish(c);
+        // Helpers and function meta-parameters shadow nothing: builtins are resolved first
+        // only when no helper of that name exists.
+        match self.lookup(&name) {
+            Some(Binding::Helper(h)) => return self.call_helper(&h, &c.args, span),
+            Some(Binding::Func(Some(h))) => return self.call_helper(&h, &c.args, span),
+            Some(Binding::Func(None)) => {
+                return self.err(
+                    c.func.span(),
+                    format!("`{name}` is `None` in this instance: guard the call with `if let Some(f) = {name} {{ ... }}`"),
+                )
+            }
+            Some(Binding::Local(_)) | Some(Binding::Param(_)) | Some(Binding::Meta(_)) => {
+                return self.err(c.func.span(), format!("`{name}` is a value, not a function"))
+            }
+            None => {}
+        }
+        let args: Vec<&syn::Expr> = c.args.iter().collect();
+        let n = args.len();
+        let arity = |l: &mut Self, ok: bool, sig: &str| -> bool {
+            if !ok {
+                l.diag.error(span, format!("wrong number of arguments: expected `{sig}`"));
+            }
+            ok
+        };
+        match name.as_str() {
+            "program_id" | "num_programs" => {
+                if !arity(self, n == 1, &format!("{name}(axis)")) {
+                    return self.poison(span);
+                }
+                let Some(axis) = self.literal_usize(args[0], 2) else { return self.poison(span) };
+                let kind = if name == "program_id" { ExprKind::ProgramId(axis as u8) } else { ExprKind::NumPrograms(axis as u8) };
+                self.push(kind, Ty::scalar(DType::I32), span)
+            }
+            "arange" => {
+                if !arity(self, n == 2, "arange(start, end)") {
+                    return self.poison(span);
+                }
+                let (Some(s), Some(e)) = (self.lower_dim(args[0]), self.lower_dim(args[1])) else {
+                    return self.poison(span);
+                };
+                let len = e.sub(&s);
+                if !self.check_dims(&[len.clone()], span, "arange") {
+                    return self.poison(span);
+                }
+                self.push(ExprKind::Arange { start: s, end: e }, Ty::block(DType::I32, vec![len]), span)
+            }
+            "zeros" | "full" => {
+                let want = if name == "zeros" { 1 } else { 2 };
+                let sig = if name == "zeros" { "zeros::<T>([d0, d1, ...])" } else { "full::<T>([d0, ...], value)" };
+                if !arity(self, n == want, sig) {
+                    return self.poison(span);
+                }
+                let Some(shape) = self.lower_shape(args[0]) else { return self.poison(span) };
+                if !self.check_dims(&shape, span, &name) {
+                    return self.poison(span);
+                }
+                let value = if name == "zeros" {
+                    self.push(ExprKind::Lit(Lit::Int(0)), Ty::weak(DType::I32), span)
+                } else {
+                    self.lower_expr(args[1])
+                };
+                let vt = self.ty(value);
+                if vt.is_error() {
+                    return self.poison(span);
+                }
+                if !vt.is_scalar() || vt.dtype().is_none() {
+                    return self.err(args.get(1).map(|a| a.span()).unwrap_or(span), format!("the fill value must be a scalar, found {vt}"));
+                }
+                let d = match turbofish {
+                    Some(Ok(d)) => d,
+                    Some(Err(s)) => return self.err(s, "unknown dtype: expected f16, bf16, f32, f64, i32, u32, i64 or bool"),
+                    None if name == "zeros" => DType::F32,
+                    None => vt.dtype().unwrap_or(DType::F32),
+                };
+                let value = self.coerce(value, d);
+                self.push(ExprKind::Full(value), Ty::block(d, shape), span)
+            }
+            "load" => {
+                if !arity(self, (1..=3).contains(&n), "load(pointers), load(pointers, mask) or load(pointers, mask, other)") {
+                    return self.poison(span);
+                }
+                let ptr = self.lower_expr(args[0]);
+                let mask = args.get(1).map(|m| self.lower_expr(m));
+                let other = args.get(2).map(|o| self.lower_expr(o));
+                self.load(ptr, mask, other, &args, span)
+            }
+            "store" => self.err(span, "`store` is a statement: it returns nothing"),
+            "dot" => {
+                if !arity(self, n == 2 || n == 3, "dot(a, b) or dot(a, b, acc)") {
+                    return self.poison(span);
+                }
+                let a = self.lower_expr(args[0]);
+                let b = self.lower_expr(args[1]);
+                let acc = args.get(2).map(|x| self.lower_expr(x));
+                let (ta, tb) = (self.ty(a), self.ty(b));
+                let tacc = acc.map(|x| self.ty(x));
+                if ta.is_error() || tb.is_error() || tacc.as_ref().is_some_and(|t| t.is_error()) {
+                    return self.poison(span);
+                }
+                match check_dot(&ta, &tb, tacc.as_ref()) {
+                    Ok(ty) => self.push(ExprKind::Dot { a, b, acc }, ty, span),
+                    Err(m) => self.err(span, m),
+                }
+            }
+            "where_" => {
+                if !arity(self, n == 3, "where_(condition, a, b)") {
+                    return self.poison(span);
+                }
+                let c = self.lower_expr(args[0]);
+                let a = self.lower_expr(args[1]);
+                let b = self.lower_expr(args[2]);
+                self.select(c, a, b, span)
+            }
+            "cdiv" => {
+                if !arity(self, n == 2, "cdiv(a, b)") {
+                    return self.poison(span);
+                }
+                let a = self.lower_expr(args[0]);
+                let b = self.lower_expr(args[1]);
+                let one = self.push(ExprKind::Lit(Lit::Int(1)), Ty::weak(DType::I32), span);
+                let s = self.binary(BinOp::Add, a, b, span);
+                let s = self.binary(BinOp::Sub, s, one, span);
+                let (ts, tb) = (self.ty(s), self.ty(b));
+                if !ts.is_error() && !ts.dtype().is_some_and(|d| d.is_int()) {
+                    return self.err(span, format!("cdiv needs integers, found {ts}"));
+                }
+                let _ = tb;
+                self.binary(BinOp::Div, s, b, span)
+            }
+            "min" | "max" | "minimum" | "maximum" => {
+                if !arity(self, n == 2, &format!("{name}(a, b)")) {
+                    return self.poison(span);
+                }
+                let a = self.lower_expr(args[0]);
+                let b = self.lower_expr(args[1]);
+                let op = if name.starts_with("min") { BinOp::Min } else { BinOp::Max };
+                self.binary(op, a, b, span)
+            }
+            "sum" => {
+                if !arity(self, n == 2, "sum(x, axis)") {
+                    return self.poison(span);
+                }
+                let x = self.lower_expr(args[0]);
+                self.reduce(ReduceOp::Sum, x, args[1], span)
+            }
+            "trans" => {
+                if !arity(self, n == 1, "trans(x)") {
+                    return self.poison(span);
+                }
+                let x = self.lower_expr(args[0]);
+                self.trans(x, span)
+            }
+            "expand_dims" => {
+                if !arity(self, n == 2, "expand_dims(x, axis)") {
+                    return self.poison(span);
+                }
+                let x = self.lower_expr(args[0]);
+                let rank = self.ty(x).shape.len();
+                let Some(axis) = self.literal_usize(args[1], rank) else { return self.poison(span) };
+                self.expand_dims(x, axis, span)
+            }
+            "reshape" | "broadcast_to" => {
+                if !arity(self, n == 2, &format!("{name}(x, [d0, d1, ...])")) {
+                    return self.poison(span);
+                }
+                let x = self.lower_expr(args[0]);
+                self.reshape_like(&name, x, args[1], span)
+            }
+            other => {
+                if let Some(f) = MathFn::from_name(other) {
+                    if !arity(self, n == 1, &format!("{other}(x)")) {
+                        return self.poison(span);
+                    }
+                    let x = self.lower_expr(args[0]);
+                    return self.math(f, x, span);
+                }
+                self.err(
+                    c.func.span(),
+                    format!("unknown function `{other}` in kernel: the block language provides {BUILTINS}; helpers are declared with #[helper] in the same #[kernel_module]"),
+                )
+            }
+        }
+    }
+
+    fn lower_method(&mut self, m: &syn::ExprMethodCall) -> ExprId {
+        let span = m.span();
+        let name = m.method.to_string();
+        let n = m.args.len();
+        let wrong = |l: &mut Self, sig: &str| l.err(m.method.span(), format!("wrong number of arguments: expected `{sig}`"));
+        match name.as_str() {
+            "to" => {
+                let target = m.turbofish.as_ref().and_then(|t| {
+                    if t.args.len() != 1 {
+                        return None;
+                    }
+                    match &t.args[0] {
+                        syn::GenericArgument::Type(ty) => dtype_of_type(ty),
+                        _ => None,
+                    }
+                });
+                if n != 0 {
+                    return wrong(self, "x.to::<T>()");
+                }
+                let x = self.lower_expr(&m.receiver);
+                match target {
+                    Some(d) => self.cast(x, d, span),
+                    None => self.err(m.method.span(), "`to` needs a dtype: `x.to::<f16>()` (f16, bf16, f32, f64, i32, u32, i64, bool)"),
+                }
+            }
+            "as_col" | "as_row" => {
+                if n != 0 {
+                    return wrong(self, &format!("x.{name}()"));
+                }
+                let x = self.lower_expr(&m.receiver);
+                let t = self.ty(x);
+                if t.is_error() {
+                    return self.poison(span);
+                }
+                if t.shape.len() != 1 {
+                    return self.err(
+                        span,
+                        format!("`{name}()` turns a 1-D block into a {}; found {t}: use `expand_dims(axis)` for other ranks", if name == "as_col" { "column [N, 1]" } else { "row [1, N]" }),
+                    );
+                }
+                self.expand_dims(x, if name == "as_col" { 1 } else { 0 }, span)
+            }
+            "expand_dims" => {
+                if n != 1 {
+                    return wrong(self, "x.expand_dims(axis)");
+                }
+                let x = self.lower_expr(&m.receiver);
+                let rank = self.ty(x).shape.len();
+                let Some(axis) = self.literal_usize(&m.args[0], rank) else { return self.poison(span) };
+                self.expand_dims(x, axis, span)
+            }
+            "trans" => {
+                if n != 0 {
+                    return wrong(self, "x.trans()");
+                }
+                let x = self.lower_expr(&m.receiver);
+                self.trans(x, span)
+            }
+            "reshape" | "broadcast_to" => {
+                if n != 1 {
+                    return wrong(self, &format!("x.{name}([d0, d1, ...])"));
+                }
+                let x = self.lower_expr(&m.receiver);
+                self.reshape_like(&name, x, &m.args[0], span)
+            }
+            "sum" | "max" | "min" => {
+                if n != 1 {
+                    return wrong(self, &format!("x.{name}(axis)"));
+                }
+                let x = self.lower_expr(&m.receiver);
+                let op = match name.as_str() {
+                    "sum" => ReduceOp::Sum,
+                    "max" => ReduceOp::Max,
+                    _ => ReduceOp::Min,
+                };
+                self.reduce(op, x, &m.args[0], span)
+            }
+            "step_by" => self.err(span, "`step_by` is only supported on the range of a `for` loop"),
+            other => {
+                if let Some(f) = MathFn::from_name(other) {
+                    if n != 0 {
+                        return wrong(self, &format!("x.{other}()"));
+                    }
+                    let x = self.lower_expr(&m.receiver);
+                    return self.math(f, x, span);
+                }
+                self.err(m.method.span(), format!("unknown method `{other}` in kernel: blocks support {METHODS}"))
+            }
+        }
+    }
+
+    fn call_helper(&mut self, name: &str, args: &syn::punctuated::Punctuated<syn::Expr, syn::Token![,]>, span: Span) -> ExprId {
+        let Some(f) = self.cx.helpers.get(name).copied() else {
+            return self.err(span, format!("unknown helper `{name}`"));
+        };
+        if self.helper_stack.iter().any(|h| h == name) || self.helper_stack.len() >= MAX_INLINE_DEPTH {
+            return self.err(span, format!("helper `{name}` calls itself: recursion is not supported in kernels"));
+        }
+        let params: Vec<&syn::PatType> = f
+            .sig
+            .inputs
+            .iter()
+            .filter_map(|a| match a {
+                syn::FnArg::Typed(t) => Some(t),
+                _ => None,
+            })
+            .collect();
+        if params.len() != args.len() {
+            return self.err(span, format!("helper `{name}` takes {} argument(s), {} given", params.len(), args.len()));
+        }
+        let mut values = Vec::new();
+        for (p, a) in params.iter().zip(args.iter()) {
+            let v = self.lower_expr(a);
+            let vt = self.ty(v);
+            if !vt.is_error() {
+                if let Err(m) = check_helper_arg(&p.ty, &vt) {
+                    self.diag.error(a.span(), format!("argument of helper `{name}`: {m}"));
+                }
+            }
+            values.push(v);
+        }
+        // Helpers see only their own parameters and the other helpers.
+        let saved_scopes = std::mem::take(&mut self.scopes);
+        let mut scope = self.helper_scope();
+        for (p, v) in params.iter().zip(values) {
+            let pname = match &*p.pat {
+                syn::Pat::Ident(pi) => pi.ident.to_string(),
+                _ => "_".to_string(),
+            };
+            let ty = self.ty(v);
+            let local = self.new_local(&pname, ty, false);
+            self.emit(Stmt::Let { local, value: v });
+            scope.insert(pname, Binding::Local(local));
+        }
+        self.scopes.push(scope);
+        self.helper_stack.push(name.to_string());
+        let result = self.lower_stmts(&f.block.stmts, true);
+        self.helper_stack.pop();
+        self.scopes = saved_scopes;
+        match result {
+            Some(r) => {
+                // The result may reference helper locals; they stay valid (never reassigned).
+                r
+            }
+            None => self.err(span, format!("helper `{name}` returns no value: end it with the result expression")),
+        }
+    }
+
+    // ---------------------------------------------------------------- block operations
+
+    fn load(&mut self, ptr: ExprId, mask: Option<ExprId>, other: Option<ExprId>, args: &[&syn::Expr], span: Span) -> ExprId {
+        let pty = self.ty(ptr);
+        if pty.is_error() || mask.is_some_and(|m| self.ty(m).is_error()) || other.is_some_and(|o| self.ty(o).is_error()) {
+            return self.poison(span);
+        }
+        let Elem::Ptr(d) = pty.elem else {
+            return self.err(args[0].span(), format!("load needs a pointer or a block of pointers, found {pty}"));
+        };
+        if let Some(m) = mask {
+            if let Err(msg) = check_mask(&self.ty(m), &pty.shape) {
+                return self.err(args[1].span(), msg);
+            }
+        }
+        let other = match other {
+            Some(o) => {
+                let oty = self.ty(o);
+                if let Err(msg) = check_value_dtype(&oty, d, "`other`") {
+                    return self.err(args[2].span(), msg);
+                }
+                if let Err(msg) = check_broadcast_to(&oty, &pty.shape, "`other`") {
+                    return self.err(args[2].span(), msg);
+                }
+                Some(self.coerce(o, d))
+            }
+            None => None,
+        };
+        self.push(ExprKind::Load { ptr, mask, other }, Ty::block(d, pty.shape), span)
+    }
+
+    fn select(&mut self, c: ExprId, a: ExprId, b: ExprId, span: Span) -> ExprId {
+        let (tc, ta, tb) = (self.ty(c), self.ty(a), self.ty(b));
+        if tc.is_error() || ta.is_error() || tb.is_error() {
+            return self.poison(span);
+        }
+        if tc.elem != Elem::Val(DType::Bool) {
+            return self.err(self.span(c), format!("the condition of where_ must be a mask (bool), found {tc}"));
+        }
+        let shape = match check_broadcast(&ta, &tb, "where_").and_then(|s| check_broadcast(&tc, &ta.with_shape(s), "where_")) {
+            Ok(s) => s,
+            Err(m) => return self.err(span, m),
+        };
+        if let (Elem::Ptr(x), Elem::Ptr(y)) = (ta.elem, tb.elem) {
+            if x != y {
+                return self.err(span, format!("where_ between Ptr<{x}> and Ptr<{y}>"));
+            }
+            return self.push(ExprKind::Where(c, a, b), Ty { elem: ta.elem, shape, weak: false }, span);
+        }
+        let (d, weak) = match check_promote(&ta, &tb) {
+            Ok(x) => x,
+            Err(m) => return self.err(span, m),
+        };
+        let (a, b) = (self.coerce(a, d), self.coerce(b, d));
+        self.push(ExprKind::Where(c, a, b), Ty { elem: Elem::Val(d), shape, weak: weak && false }, span)
+    }
+
+    fn reduce(&mut self, op: ReduceOp, x: ExprId, axis: &syn::Expr, span: Span) -> ExprId {
+        let t = self.ty(x);
+        if t.is_error() {
+            return self.poison(span);
+        }
+        if t.shape.is_empty() {
+            return self.err(span, format!("`{}` reduces a block along an axis, found the scalar {t}", op.name()));
+        }
+        let Some(d) = t.dtype().filter(|d| *d != DType::Bool) else {
+            return self.err(span, format!("`{}` needs numbers, found {t}", op.name()));
+        };
+        let Some(ax) = self.literal_usize(axis, t.shape.len() - 1) else { return self.poison(span) };
+        let x = if t.weak { self.coerce(x, d) } else { x };
+        let mut shape = t.shape.clone();
+        shape.remove(ax);
+        self.push(ExprKind::Reduce { op, x, axis: ax }, Ty::block(d, shape), span)
+    }
+
+    fn expand_dims(&mut self, x: ExprId, axis: usize, span: Span) -> ExprId {
+        let t = self.ty(x);
+        if t.is_error() {
+            return self.poison(span);
+        }
+        let mut shape = t.shape.clone();
+        shape.insert(axis.min(shape.len()), Dim::constant(1));
+        let ty = t.with_shape(shape);
+        self.push(ExprKind::ExpandDims(x, axis), ty, span)
+    }
+
+    fn trans(&mut self, x: ExprId, span: Span) -> ExprId {
+        let t = self.ty(x);
+        if t.is_error() {
+            return self.poison(span);
+        }
+        if t.shape.len() != 2 {
+            return self.err(span, format!("trans needs a 2-D block, found {t}"));
+        }
+        let ty = t.with_shape(vec![t.shape[1].clone(), t.shape[0].clone()]);
+        self.push(ExprKind::Trans(x), ty, span)
+    }
+
+    fn reshape_like(&mut self, name: &str, x: ExprId, shape_expr: &syn::Expr, span: Span) -> ExprId {
+        let t = self.ty(x);
+        let Some(shape) = self.lower_shape(shape_expr) else { return self.poison(span) };
+        if t.is_error() || !self.check_dims(&shape, span, name) {
+            return self.poison(span);
+        }
+        if name == "reshape" {
+            let numel = |s: &[Dim]| s.iter().fold(Dim::constant(1), |acc, d| acc.mul(d));
+            if numel(&t.shape) != numel(&shape) {
+                return self.err(span, format!("reshape cannot change the number of elements: {} to {}", shape_to_string(&t.shape), shape_to_string(&shape)));
+            }
+            let ty = t.with_shape(shape);
+            self.push(ExprKind::Reshape(x), ty, span)
+        } else {
+            if let Err(m) = check_broadcast_to(&t, &shape, "the value").map_err(|_| {
+                format!("cannot broadcast {} to {}", shape_to_string(&t.shape), shape_to_string(&shape))
+            }) {
+                return self.err(span, m);
+            }
+            let ty = t.with_shape(shape);
+            self.push(ExprKind::BroadcastTo(x), ty, span)
+        }
+    }
+
+    // ---------------------------------------------------------------- compile-time values
+
+    /// An integer literal in `0..=max` (axes).
+    fn literal_usize(&mut self, e: &syn::Expr, max: usize) -> Option<usize> {
+        if let syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) = strip_parens(e) {
+            if let Ok(v) = i.base10_parse::<usize>() {
+                if v <= max {
+                    return Some(v);
+                }
+                self.diag.error(e.span(), format!("axis {v} is out of range: expected 0 to {max}"));
+                return None;
+            }
+        }
+        self.diag.error(e.span(), "expected an integer literal axis");
+        None
+    }
+
+    /// A compile-time dimension: integer literals and integer meta-parameters with `+ - *`.
+    fn lower_dim(&mut self, e: &syn::Expr) -> Option<Dim> {
+        match strip_parens(e) {
+            syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => i.base10_parse::<i64>().ok().map(Dim::constant),
+            syn::Expr::Path(p) if p.path.get_ident().is_some() => {
+                let name = p.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
+                match self.lookup(&name) {
+                    Some(Binding::Meta(i)) if matches!(self.k.metas[i].kind, MetaKind::Int(_)) => Some(Dim::symbol(&name)),
+                    _ => {
+                        self.diag.error(
+                            e.span(),
+                            format!("block sizes must be known at compile time: `{name}` is not an integer meta-parameter (declare it as `const {name}: i32`)"),
+                        );
+                        None
+                    }
+                }
+            }
+            syn::Expr::Binary(b) => {
+                let l = self.lower_dim(&b.left)?;
+                let r = self.lower_dim(&b.right)?;
+                match b.op {
+                    syn::BinOp::Add(_) => Some(l.add(&r)),
+                    syn::BinOp::Sub(_) => Some(l.sub(&r)),
+                    syn::BinOp::Mul(_) => Some(l.mul(&r)),
+                    _ => {
+                        self.diag.error(b.op.span(), "block sizes combine meta-parameters with `+`, `-` and `*` only");
+                        None
+                    }
+                }
+            }
+            other => {
+                self.diag.error(other.span(), "block sizes must be known at compile time: integer literals and meta-parameters");
+                None
+            }
+        }
+    }
+
+    fn lower_shape(&mut self, e: &syn::Expr) -> Option<Shape> {
+        let elems: Vec<&syn::Expr> = match strip_parens(e) {
+            syn::Expr::Array(a) => a.elems.iter().collect(),
+            syn::Expr::Tuple(t) => t.elems.iter().collect(),
+            other => {
+                self.diag.error(other.span(), "a block shape is written `[d0, d1, ...]`");
+                return None;
+            }
+        };
+        let dims: Vec<Option<Dim>> = elems.into_iter().map(|x| self.lower_dim(x)).collect();
+        dims.into_iter().collect()
+    }
+
+    /// Rule: block dimensions are positive powers of two in every declared instance.
+    fn check_dims(&mut self, dims: &[Dim], span: Span, what: &str) -> bool {
+        for d in dims {
+            if let Some(c) = d.as_const() {
+                if !check_pow2(c) {
+                    self.diag.error(span, format!("{what}: block dimension {c} is not a power of two (blocks hold 2^k elements per dimension)"));
+                    return false;
+                }
+                continue;
+            }
+            for (vals, desc) in self.cx.concrete {
+                let v = d.eval(&|s| vals.get(s).copied());
+                match v {
+                    Some(v) if check_pow2(v) => {}
+                    Some(v) => {
+                        self.diag.error(span, format!("{what}: block dimension `{d}` = {v} is not a power of two in the instance {desc}"));
+                        return false;
+                    }
+                    None => {}
+                }
+            }
+        }
+        true
+    }
+}
+
+/// Whether weak operands of a binary op must be given the same dtype explicitly.
+fn op_needs_same(l: &Lowerer<'_, '_>, a: ExprId, b: ExprId) -> bool {
+    l.ty(a).dtype() != l.ty(b).dtype()
+}
+
+/// Rule: a helper's parameter annotation (`Block`, `Block<f32>`, a scalar dtype or `_`) accepts the argument.
+fn check_helper_arg(ty: &syn::Type, v: &Ty) -> Result<(), String> {
+    if matches!(ty, syn::Type::Infer(_)) {
+        return Ok(());
+    }
+    let Some((id, args)) = path_last(ty) else {
+        return Err("unsupported parameter type: use `Block`, `Block<dtype>` or a scalar dtype".to_string());
+    };
+    if id == "Block" {
+        if let Some(inner) = single_type_arg(args) {
+            let want = dtype_of_type(inner).ok_or("unknown dtype in `Block<...>`")?;
+            if v.dtype() != Some(want) && !v.weak {
+                return Err(format!("expected Block<{want}>, found {v}"));
+            }
+        }
+        return Ok(());
+    }
+    if let Some(d) = dtype_of_type(ty) {
+        if !v.is_scalar() {
+            return Err(format!("expected a scalar {d}, found the block {v}"));
+        }
+        if v.dtype() != Some(d) && !v.weak {
+            return Err(format!("expected {d}, found {v}"));
+        }
+        return Ok(());
+    }
+    Err("unsupported parameter type: use `Block`, `Block<dtype>` or a scalar dtype".to_string())
+}
+
+fn compound_op(op: &syn::BinOp) -> Option<BinOp> {
+    Some(match op {
+        syn::BinOp::AddAssign(_) => BinOp::Add,
+        syn::BinOp::SubAssign(_) => BinOp::Sub,
+        syn::BinOp::MulAssign(_) => BinOp::Mul,
+        syn::BinOp::DivAssign(_) => BinOp::Div,
+        syn::BinOp::RemAssign(_) => BinOp::Rem,
+        syn::BinOp::BitAndAssign(_) => BinOp::And,
+        syn::BinOp::BitOrAssign(_) => BinOp::Or,
+        syn::BinOp::BitXorAssign(_) => BinOp::Xor,
+        syn::BinOp::ShlAssign(_) => BinOp::Shl,
+        syn::BinOp::ShrAssign(_) => BinOp::Shr,
+        _ => return None,
+    })
+}
+
+fn is_statement_expr(e: &syn::Expr) -> bool {
+    match e {
+        syn::Expr::Assign(_) | syn::Expr::ForLoop(_) | syn::Expr::If(_) | syn::Expr::Return(_) | syn::Expr::While(_) | syn::Expr::Loop(_) => true,
+        syn::Expr::Binary(b) => compound_op(&b.op).is_some(),
+        syn::Expr::Call(c) => call_name(c).as_deref() == Some("store"),
+        _ => false,
+    }
+}
+
+fn call_name(c: &syn::ExprCall) -> Option<String> {
+    match &*c.func {
+        syn::Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => Some(p.path.segments[0].ident.to_string()),
+        _ => None,
+    }
+}
+
+/// `zeros::<f16>(...)`: the dtype of the turbofish, if any.
+fn call_turbofish(c: &syn::ExprCall) -> Option<Result<DType, Span>> {
+    let syn::Expr::Path(p) = &*c.func else { return None };
+    let seg = p.path.segments.last()?;
+    match &seg.arguments {
+        syn::PathArguments::AngleBracketed(ab) if ab.args.len() == 1 => match &ab.args[0] {
+            syn::GenericArgument::Type(t) => Some(dtype_of_type(t).ok_or(t.span())),
+            other => Some(Err(other.span())),
+        },
+        syn::PathArguments::None => None,
+        other => Some(Err(other.span())),
+    }
+}
+
+fn strip_parens(e: &syn::Expr) -> &syn::Expr {
+    match e {
+        syn::Expr::Paren(p) => strip_parens(&p.expr),
+        syn::Expr::Group(g) => strip_parens(&g.expr),
+        other => other,
+    }
+}

@@ -1,0 +1,148 @@
+//! The kernel's signature: parameters (`Ptr<T>` and scalars) and meta-parameters
+//! (const generics, including function meta-parameters `const ACT: Option<Func>`).
+
+use crate::diag::Diagnostics;
+use crate::ir::{DType, MetaKind, MetaParam, Param, ParamKind};
+use syn::spanned::Spanned;
+use syn::{FnArg, GenericArgument, GenericParam, Pat, PathArguments, ReturnType, Type};
+
+pub struct Signature {
+    pub name: syn::Ident,
+    pub vis: syn::Visibility,
+    pub params: Vec<Param>,
+    pub metas: Vec<MetaParam>,
+}
+
+const SCALAR_PARAM_TYPES: &str = "i32, u32, i64, f32 or bool";
+
+/// Reads a function's signature, recording an error for each construct kernels do not support.
+pub fn parse_signature(f: &syn::ItemFn, what: &str, diag: &mut Diagnostics) -> Signature {
+    let sig = &f.sig;
+    check_fn_qualifiers(sig, what, diag);
+    let mut metas = Vec::new();
+    for g in &sig.generics.params {
+        match g {
+            GenericParam::Const(c) => {
+                if let Some(kind) = meta_kind(&c.ty) {
+                    metas.push(MetaParam { name: c.ident.to_string(), kind, span: c.ident.span() });
+                } else {
+                    diag.error(
+                        c.ty.span(),
+                        "unsupported meta-parameter type: use an integer type (i32, u32, i64, usize), bool, `Func` or `Option<Func>`",
+                    );
+                }
+            }
+            GenericParam::Type(t) => diag.error(
+                t.span(),
+                "type parameters are not supported in kernels: declare meta-parameters as `const NAME: i32` (or `Option<Func>` for functions)",
+            ),
+            GenericParam::Lifetime(l) => diag.error(l.span(), "lifetime parameters are not supported in kernels"),
+        }
+    }
+    if let Some(w) = &sig.generics.where_clause {
+        diag.error(w.span(), "where clauses are not supported in kernels");
+    }
+    let mut params = Vec::new();
+    for input in &sig.inputs {
+        match input {
+            FnArg::Receiver(r) => diag.error(r.span(), "kernels cannot take `self`"),
+            FnArg::Typed(pt) => {
+                let name = match &*pt.pat {
+                    Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => pi.ident.clone(),
+                    other => {
+                        diag.error(other.span(), "kernel parameters must be plain names");
+                        continue;
+                    }
+                };
+                match param_kind(&pt.ty) {
+                    Some(kind) => params.push(Param { name: name.to_string(), kind, span: name.span() }),
+                    None => diag.error(
+                        pt.ty.span(),
+                        format!("unsupported kernel parameter type: use `Ptr<T>` for buffers or a scalar ({SCALAR_PARAM_TYPES})"),
+                    ),
+                }
+            }
+        }
+    }
+    Signature { name: sig.ident.clone(), vis: f.vis.clone(), params, metas }
+}
+
+/// Rule: kernels and helpers are plain functions: no async, unsafe, const, extern or variadics.
+fn check_fn_qualifiers(sig: &syn::Signature, what: &str, diag: &mut Diagnostics) {
+    if let Some(a) = &sig.asyncness {
+        diag.error(a.span(), format!("{what}s cannot be `async`"));
+    }
+    if let Some(u) = &sig.unsafety {
+        diag.error(u.span(), format!("{what}s cannot be `unsafe`: every access is checked"));
+    }
+    if let Some(c) = &sig.constness {
+        diag.error(c.span(), format!("{what}s cannot be `const fn`"));
+    }
+    if let Some(abi) = &sig.abi {
+        diag.error(abi.span(), format!("{what}s cannot declare an ABI"));
+    }
+    if let Some(v) = &sig.variadic {
+        diag.error(v.span(), format!("{what}s cannot be variadic"));
+    }
+    if what == "kernel" {
+        if let ReturnType::Type(_, t) = &sig.output {
+            diag.error(t.span(), "kernels return nothing: write results with `store(ptrs, value, mask)`");
+        }
+    }
+}
+
+/// The last path segment's name and its generic arguments, for simple paths.
+pub fn path_last(ty: &Type) -> Option<(&syn::Ident, &PathArguments)> {
+    match ty {
+        Type::Path(tp) if tp.qself.is_none() => tp.path.segments.last().map(|s| (&s.ident, &s.arguments)),
+        Type::Group(g) => path_last(&g.elem),
+        Type::Paren(p) => path_last(&p.elem),
+        _ => None,
+    }
+}
+
+pub fn single_type_arg(args: &PathArguments) -> Option<&Type> {
+    match args {
+        PathArguments::AngleBracketed(ab) if ab.args.len() == 1 => match &ab.args[0] {
+            GenericArgument::Type(t) => Some(t),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// A dtype named by a type (`f16`, `half::f16`, `i32`, ...).
+pub fn dtype_of_type(ty: &Type) -> Option<DType> {
+    let (id, args) = path_last(ty)?;
+    if !args.is_empty() {
+        return None;
+    }
+    DType::from_name(&id.to_string())
+}
+
+fn param_kind(ty: &Type) -> Option<ParamKind> {
+    let (id, args) = path_last(ty)?;
+    if id == "Ptr" {
+        let d = dtype_of_type(single_type_arg(args)?)?;
+        return (d != DType::Bool).then_some(ParamKind::Ptr(d));
+    }
+    match dtype_of_type(ty)? {
+        d @ (DType::I32 | DType::U32 | DType::I64 | DType::F32 | DType::Bool) => Some(ParamKind::Scalar(d)),
+        _ => None,
+    }
+}
+
+fn meta_kind(ty: &Type) -> Option<MetaKind> {
+    let (id, args) = path_last(ty)?;
+    let name = id.to_string();
+    match name.as_str() {
+        "i32" | "u32" | "i64" | "u64" | "usize" | "isize" if args.is_empty() => Some(MetaKind::Int(name)),
+        "bool" if args.is_empty() => Some(MetaKind::Bool),
+        "Func" if args.is_empty() => Some(MetaKind::Func { optional: false }),
+        "Option" => {
+            let (inner, inner_args) = path_last(single_type_arg(args)?)?;
+            (inner == "Func" && inner_args.is_empty()).then_some(MetaKind::Func { optional: true })
+        }
+        _ => None,
+    }
+}

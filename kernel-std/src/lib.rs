@@ -1,0 +1,55 @@
+//! # kernel-std: the block language
+//!
+//! Kernels are ordinary Rust functions under [`#[kernel]`](macro@kernel). Their bodies are
+//! written in a small *block language* with Rust syntax and Triton's semantics: every value is
+//! either a scalar or a *block* (an n-dimensional tile whose shape is fixed when the kernel is
+//! compiled), and one *program instance* runs the body for each point of the launch grid.
+//!
+//! The macro parses the body, checks shapes and dtypes at `cargo build` time, and generates
+//! the CPU implementation and the launcher (see `docs/ARCHITECTURE.md`). This crate holds the
+//! attribute macros, the parameter types, and the [language reference](lang).
+//!
+//! ```ignore
+//! use kernel_std::prelude::*;
+//!
+//! #[kernel(BLOCK_SIZE = [1024])]
+//! pub fn add_kernel<const BLOCK_SIZE: i32>(x: Ptr<f32>, y: Ptr<f32>, out: Ptr<f32>, n: i32) {
+//!     let offsets = program_id(0) * BLOCK_SIZE + arange(0, BLOCK_SIZE);
+//!     let mask = offsets < n;
+//!     let sum = load(x + offsets, mask) + load(y + offsets, mask);
+//!     store(out + offsets, sum, mask);
+//! }
+//! ```
+#![no_std]
+
+pub mod lang;
+
+use core::marker::PhantomData;
+
+pub use half::{bf16, f16};
+pub use kernel_macros::{autotune, helper, kernel, kernel_module};
+
+/// A pointer to elements of type `T` in device (or host) memory: the type of a kernel's
+/// buffer parameters, like `a_ptr: Ptr<f16>`.
+///
+/// Inside a kernel, `ptr + offsets` with an integer block of offsets makes a block of
+/// pointers of the same shape, which [`load`](lang#memory) and [`store`](lang#memory) take.
+/// At launch, a `Ptr<T>` parameter is given a `&Tensor<T>` of the runtime.
+///
+/// ```ignore
+/// #[kernel]
+/// fn copy(src: Ptr<f32>, dst: Ptr<f32>) {
+///     let i = arange(0, 128);
+///     store(dst + i, load(src + i));
+/// }
+/// ```
+pub struct Ptr<T>(PhantomData<*mut T>);
+
+/// The value of a *function meta-parameter* (`const ACTIVATION: Option<Func>`): names a
+/// `#[helper]` function of the same [`kernel_module`](macro@kernel_module).
+pub struct Func;
+
+/// What `use kernel_std::prelude::*;` brings into scope: the attributes and parameter types.
+pub mod prelude {
+    pub use crate::{autotune, bf16, f16, helper, kernel, kernel_module, Func, Ptr};
+}
