@@ -27,6 +27,19 @@ pub fn local_ident(k: &Kernel, l: LocalId) -> Ident {
     format_ident!("{}_{}", base, l)
 }
 
+/// An `f64` literal, including infinities and NaN.
+fn float_literal(v: f64) -> TokenStream {
+    if v.is_nan() {
+        quote!(f64::NAN)
+    } else if v == f64::INFINITY {
+        quote!(f64::INFINITY)
+    } else if v == f64::NEG_INFINITY {
+        quote!(f64::NEG_INFINITY)
+    } else {
+        quote!(#v)
+    }
+}
+
 pub fn param_ident(name: &str) -> Ident {
     format_ident!("__p_{}", name.trim_start_matches("r#"))
 }
@@ -167,11 +180,14 @@ impl<'a> CpuGen<'a> {
                         quote!(#b)
                     }
                     (Lit::Int(v), _) => quote!(#rt::cpu::cast_scalar::<i64, #t>(#v)),
-                    (Lit::Float(v), Some(DType::F32)) => {
+                    (Lit::Float(v), Some(DType::F32)) if v.is_finite() => {
                         let v = *v as f32;
                         quote!((#v))
                     }
-                    (Lit::Float(v), _) => quote!(#rt::cpu::cast_scalar::<f64, #t>(#v)),
+                    (Lit::Float(v), _) => {
+                        let f = float_literal(*v);
+                        quote!(#rt::cpu::cast_scalar::<f64, #t>(#f))
+                    }
                 };
                 Val { ts, place: false, scalar: true }
             }

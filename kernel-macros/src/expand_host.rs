@@ -193,12 +193,20 @@ pub fn module(sig: &Signature, inst: &Instances, variants: &[Kernel], docs: &[sy
         .join("; ");
 
     // Meta for a config index plus the launch-time values.
-    let launch_meta_names: Vec<Ident> = sig
+    let launch_metas: Vec<&crate::ir::MetaParam> = sig
         .metas
         .iter()
         .filter(|m| !matches!(m.kind, MetaKind::Func { .. }))
         .filter(|m| !inst.configs.first().is_some_and(|c| c.metas.iter().any(|(n, _)| *n == m.name)))
-        .map(|m| format_ident!("{}", m.name))
+        .collect();
+    let launch_meta_names: Vec<Ident> = launch_metas.iter().map(|m| format_ident!("{}", m.name)).collect();
+    let launch_meta_params: Vec<TokenStream> = launch_metas
+        .iter()
+        .map(|m| {
+            let id = format_ident!("{}", m.name);
+            let t = meta_rust_ty(&m.kind);
+            quote!(#id: #t)
+        })
         .collect();
     let meta_arms = inst.configs.iter().enumerate().map(|(i, c)| {
         let tuned = c.metas.iter().map(|(n, v)| {
@@ -275,7 +283,7 @@ pub fn module(sig: &Signature, inst: &Instances, variants: &[Kernel], docs: &[sy
                 key: &[#(#keys),*],
             };
 
-            fn __meta_for(__config: usize, #(#launch_meta_names: _),*) -> Meta {
+            fn __meta_for(__config: usize, #(#launch_meta_params),*) -> Meta {
                 match __config {
                     #(#meta_arms)*
                     _ => ::core::unreachable!(),

@@ -683,7 +683,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
     fn lower_path(&mut self, p: &syn::ExprPath) -> ExprId {
         let span = p.span();
         let Some(id) = p.path.get_ident() else {
-            return self.err(span, "paths are not supported in kernels: use a local name, a parameter or a meta-parameter");
+            return self.lower_const_path(p);
         };
         let name = id.to_string();
         match self.lookup(&name) {
@@ -715,6 +715,36 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 self.err(span, format!("cannot find `{name}` in this kernel"))
             }
         }
+    }
+
+    /// `f32::INFINITY`, `f32::NEG_INFINITY`, `f32::NAN`, `i32::MAX`, ...: typed constants.
+    fn lower_const_path(&mut self, p: &syn::ExprPath) -> ExprId {
+        let span = p.span();
+        let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+        let (Some(d), true) = (segs.first().and_then(|s| DType::from_name(s)), segs.len() == 2 && p.qself.is_none()) else {
+            return self.err(span, "paths are not supported in kernels: use a local name, a parameter, a meta-parameter or a constant like `f32::INFINITY`");
+        };
+        let lit = match (segs[1].as_str(), d) {
+            ("INFINITY", d) if d.is_float() => Lit::Float(f64::INFINITY),
+            ("NEG_INFINITY", d) if d.is_float() => Lit::Float(f64::NEG_INFINITY),
+            ("NAN", d) if d.is_float() => Lit::Float(f64::NAN),
+            ("MAX", DType::F16) => Lit::Float(65504.0),
+            ("MIN", DType::F16) => Lit::Float(-65504.0),
+            ("MAX", DType::BF16) => Lit::Float(3.3895313892515355e38),
+            ("MIN", DType::BF16) => Lit::Float(-3.3895313892515355e38),
+            ("MAX", DType::F32) => Lit::Float(f32::MAX as f64),
+            ("MIN", DType::F32) => Lit::Float(f32::MIN as f64),
+            ("MAX", DType::F64) => Lit::Float(f64::MAX),
+            ("MIN", DType::F64) => Lit::Float(f64::MIN),
+            ("MAX", DType::I32) => Lit::Int(i32::MAX as i64),
+            ("MIN", DType::I32) => Lit::Int(i32::MIN as i64),
+            ("MAX", DType::U32) => Lit::Int(u32::MAX as i64),
+            ("MIN", DType::U32) => Lit::Int(0),
+            ("MAX", DType::I64) => Lit::Int(i64::MAX),
+            ("MIN", DType::I64) => Lit::Int(i64::MIN),
+            _ => return self.err(span, format!("unknown constant `{}::{}`: supported are INFINITY, NEG_INFINITY, NAN (floats), MAX and MIN", segs[0], segs[1])),
+        };
+        self.push(ExprKind::Lit(lit), Ty::scalar(d), span)
     }
 
     // ---------------------------------------------------------------- operators

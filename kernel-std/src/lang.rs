@@ -1,0 +1,91 @@
+//! # The block language reference
+//!
+//! A kernel body is Rust syntax with block semantics. The `#[kernel]` macro reads it, infers
+//! the dtype and the (symbolic) shape of every value, and reports violations as ordinary
+//! compile errors at the offending expression. Everything below is what a body may use;
+//! anything else is a compile error that says what to use instead.
+//!
+//! ## Values
+//!
+//! | kind | examples |
+//! |---|---|
+//! | scalar parameters | `M: i32`, `scale: f32` (also `u32`, `i64`, `bool`) |
+//! | pointer parameters | `a_ptr: Ptr<f16>` (also `bf16`, `f32`, `i32`, `i64`, `u32`) |
+//! | meta-parameters (compile time) | `const BLOCK_M: i32`, `const EVEN_K: bool`, `const ACTIVATION: Option<Func>` |
+//! | literals | `0`, `1.5`, `true`, `2i64`, `0.5f32`, `f32::NEG_INFINITY`, `i32::MAX` |
+//! | blocks | results of `arange`, `zeros`, `full`, `load`, and operations on blocks |
+//!
+//! Literals and integer meta-parameters are *weak*: `offs * 4` keeps `offs`'s dtype and
+//! `x * 0.5` keeps `x`'s float dtype. Strong dtypes promote like Triton's (`f16` with `f32`
+//! gives `f32`; `i32` with `i64` gives `i64`), except that `f16` with `bf16` and `i32` with
+//! `u32` are errors: convert one side with `.to::<T>()`.
+//!
+//! ## Program instances
+//!
+//! | function | meaning |
+//! |---|---|
+//! | `program_id(axis)` | index of this program along grid axis 0, 1 or 2 (`i32`) |
+//! | `num_programs(axis)` | grid size along that axis (`i32`) |
+//!
+//! ## Creating blocks
+//!
+//! | function | result |
+//! |---|---|
+//! | `arange(start, end)` | `i32[end - start]`: `start, start+1, ...`; `end - start` must be a power of two in every instance |
+//! | `zeros::<T>([d0, d1, ...])` | a block of zeros (dtype `f32` if no `T` is given) |
+//! | `full::<T>([d0, ...], value)` | a block filled with a scalar |
+//!
+//! Block dimensions are integer literals and integer meta-parameters combined with `+ - *`.
+//!
+//! ## Shapes and broadcasting
+//!
+//! Operands broadcast with NumPy's rules. Triton's `x[:, None]` and `x[None, :]` are spelled
+//! `x.as_col()` (shape `[N, 1]`) and `x.as_row()` (shape `[1, N]`); `x.expand_dims(axis)`
+//! inserts a unit axis anywhere. `x.trans()` transposes a 2-D block; `x.reshape([..])` and
+//! `x.broadcast_to([..])` change the shape.
+//!
+//! ```ignore
+//! let a_ptrs = a_ptr + (offs_am.as_col() * stride_am + offs_k.as_row() * stride_ak);
+//! ```
+//!
+//! ## Operators
+//!
+//! `+ - * / %` (integer `/` and `%` truncate toward zero like Rust's; integer division by zero is
+//! an error on the CPU backend), comparisons `< <= > >= == !=` giving masks (`bool` blocks),
+//! `& | ^ !` on masks and integers, `<< >>` on integers, unary `-`. Pointers support
+//! `ptrs + offsets`, `ptrs - offsets` and `ptrs += offsets` with integer offsets. `&&` and `||`
+//! are not supported: masks are combined elementwise with `&` and `|`.
+//!
+//! ## Functions
+//!
+//! | function | meaning |
+//! |---|---|
+//! | `load(ptrs)`, `load(ptrs, mask)`, `load(ptrs, mask, other)` | read a block; masked-off lanes are not read and take `other` (or 0) |
+//! | `store(ptrs, value)`, `store(ptrs, value, mask)` | write a block; `value`'s dtype must be the pointer's (convert with `.to::<T>()`) |
+//! | `dot(a, b)`, `dot(a, b, acc)` | `[M, K] x [K, N]` product of f16/bf16/f32 blocks, accumulated in f32; `acc += dot(a, b)` also works |
+//! | `where_(mask, a, b)` | elementwise select (`where` is a Rust keyword) |
+//! | `exp log exp2 log2 sqrt rsqrt abs sin cos floor ceil` | float math, as `exp(x)` or `x.exp()` |
+//! | `minimum(a, b)`, `maximum(a, b)`, `min(a, b)`, `max(a, b)` | elementwise min/max (on scalars too) |
+//! | `cdiv(a, b)` | `(a + b - 1) / b` |
+//! | `x.sum(axis)`, `x.max(axis)`, `x.min(axis)`, `sum(x, axis)` | reductions along an axis (f16/bf16 accumulate in f32) |
+//! | `x.to::<T>()`, `x as T` | dtype conversion (round to nearest even; float to int truncates and saturates) |
+//!
+//! ## Control flow
+//!
+//! `let` and `let mut` (a variable keeps its dtype and shape when reassigned), `for k in
+//! start..end`, `for k in (start..end).step_by(step)`, `for k in range(start, end, step)`
+//! (negative steps count down), `if`/`else` on scalar bools (runtime scalars or meta-parameters),
+//! `return;`, and `if let Some(f) = ACTIVATION { ... }` for optional function meta-parameters.
+//!
+//! ## Helpers
+//!
+//! Inside a [`kernel_module`](crate::kernel_module), `#[helper] fn leaky_relu(x: Block) -> Block`
+//! defines a function kernels can call or take as a function meta-parameter. Helpers are
+//! inlined and checked at each call site; a parameter typed `Block` takes any block, `Block<f32>`
+//! a block of that dtype, and a dtype (`f32`) a scalar.
+//!
+//! ## Instances
+//!
+//! Every meta-parameter value that can run is declared: `#[autotune(configs = [config(...)],
+//! key = [...])]` for tuned ones, `#[kernel(NAME = [v1, v2])]` for ones chosen at launch
+//! (including function meta-parameters), plus `num_warps`/`num_stages`.
