@@ -196,11 +196,11 @@ impl<'a> CpuGen<'a> {
                 Val { ts: quote!(#id), place: true, scalar: ty.is_scalar() }
             }
             ExprKind::ProgramId(a) => {
-                let a = *a as i32;
+                let a = *a as u32;
                 Val { ts: quote!(__ctx.program_id(#a)), place: false, scalar: true }
             }
             ExprKind::NumPrograms(a) => {
-                let a = *a as i32;
+                let a = *a as u32;
                 Val { ts: quote!(__ctx.num_programs(#a)), place: false, scalar: true }
             }
             ExprKind::Arange { start, end } => {
@@ -408,7 +408,8 @@ impl<'a> CpuGen<'a> {
                             let __end: #t = #e;
                             let __step: #t = #st;
                             if __step == 0 {
-                                return Err(#rt::cpu::KernelError::zero_step(#site));
+                                let __s = #site;
+                                return Err(#rt::cpu::KernelError::ZeroStep { kernel: __s.kernel, line: __s.line, column: __s.column });
                             }
                             let mut __i: #t = __start;
                             while (__step > 0 && __i < __end) || (__step < 0 && __i > __end) {

@@ -173,8 +173,8 @@ pub fn module(sig: &Signature, inst: &Instances, variants: &[Kernel], docs: &[sy
         .map(|n| {
             let id = format_ident!("{}", n);
             match meta_kind(n) {
-                MetaKind::Func { optional: true } => quote!(#id.map(|f| f.name())),
-                _ => quote!(Some(#id.name())),
+                MetaKind::Func { optional: true } => quote!(#id.map(|f| f.name)),
+                _ => quote!(Some(#id.name)),
             }
         })
         .collect();

@@ -14,8 +14,8 @@ fn unmasked_copy<const BLOCK: i32>(src: Ptr<f32>, dst: Ptr<f32>) {
     store(dst + offs, x);
 }
 
-const LOAD_LINE: u32 = 12;
-const STORE_LINE: u32 = 13;
+const LOAD_LINE: u32 = 13;
+const STORE_LINE: u32 = 14;
 
 /// Stores through a pointer with a negative offset.
 #[kernel]

@@ -1,0 +1,513 @@
+//! Launch plumbing shared by generated launchers: static kernel descriptions
+//! ([`KernelInfo`]), type-erased pointer arguments ([`PtrArg`]) and the CPU
+//! launcher ([`launch_cpu`]).
+
+use std::any::Any;
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use rayon::prelude::*;
+
+use crate::config::Config;
+use crate::cpu::{Ctx, KernelError, INTERNAL_PREFIX};
+use crate::device::Device;
+use crate::dtype::sealed::Cells;
+use crate::dtype::{DType, DTypeKind};
+use crate::error::LaunchError;
+use crate::grid::check_dims;
+use crate::tensor::Tensor;
+
+/// What a kernel parameter is.
+///
+/// ```
+/// use kernel_runtime::__private::ParamKind;
+/// use kernel_runtime::DTypeKind;
+/// assert!(ParamKind::Ptr(DTypeKind::F16).is_ptr());
+/// assert_eq!(ParamKind::Scalar(DTypeKind::I32).dtype(), DTypeKind::I32);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ParamKind {
+    /// A pointer to elements of this type (a tensor argument).
+    Ptr(DTypeKind),
+    /// A scalar of this type, passed by value.
+    Scalar(DTypeKind),
+}
+
+impl ParamKind {
+    /// Whether this is a pointer parameter.
+    ///
+    /// ```
+    /// use kernel_runtime::__private::ParamKind;
+    /// use kernel_runtime::DTypeKind;
+    /// assert!(!ParamKind::Scalar(DTypeKind::I32).is_ptr());
+    /// ```
+    pub const fn is_ptr(self) -> bool {
+        matches!(self, ParamKind::Ptr(_))
+    }
+
+    /// The element type (pointee type for pointers).
+    ///
+    /// ```
+    /// use kernel_runtime::__private::ParamKind;
+    /// use kernel_runtime::DTypeKind;
+    /// assert_eq!(ParamKind::Ptr(DTypeKind::BF16).dtype(), DTypeKind::BF16);
+    /// ```
+    pub const fn dtype(self) -> DTypeKind {
+        match self {
+            ParamKind::Ptr(d) | ParamKind::Scalar(d) => d,
+        }
+    }
+}
+
+/// One parameter of a kernel, as declared.
+///
+/// ```
+/// use kernel_runtime::__private::{ParamInfo, ParamKind};
+/// use kernel_runtime::DTypeKind;
+/// const A: ParamInfo = ParamInfo { name: "a_ptr", kind: ParamKind::Ptr(DTypeKind::F16) };
+/// assert_eq!(A.name, "a_ptr");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ParamInfo {
+    /// The parameter's name.
+    pub name: &'static str,
+    /// Pointer or scalar, and its dtype.
+    pub kind: ParamKind,
+}
+
+/// The static description of a kernel that `#[kernel]` emits.
+///
+/// ```
+/// use kernel_runtime::__private::{KernelInfo, ParamInfo, ParamKind};
+/// use kernel_runtime::{Config, DTypeKind, MetaValue};
+/// static INFO: KernelInfo = KernelInfo {
+///     name: "add_kernel",
+///     params: &[
+///         ParamInfo { name: "x_ptr", kind: ParamKind::Ptr(DTypeKind::F32) },
+///         ParamInfo { name: "n", kind: ParamKind::Scalar(DTypeKind::I32) },
+///     ],
+///     configs: &[Config::new(&[("BLOCK", MetaValue::Int(1024))], 4, 2)],
+///     key: &["n"],
+/// };
+/// assert_eq!(INFO.ptr_params().count(), 1);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KernelInfo {
+    /// The kernel's name.
+    pub name: &'static str,
+    /// All parameters, in declaration order.
+    pub params: &'static [ParamInfo],
+    /// The declared configurations (autotuning candidates or instances).
+    pub configs: &'static [Config],
+    /// Names of the parameters whose values key the autotuning cache.
+    pub key: &'static [&'static str],
+}
+
+impl KernelInfo {
+    /// The pointer parameters, in order: pointer argument `i` of a launch
+    /// (`P::arg(i)`) is the `i`-th of these.
+    ///
+    /// ```
+    /// use kernel_runtime::__private::{KernelInfo, ParamInfo, ParamKind};
+    /// use kernel_runtime::DTypeKind;
+    /// let info = KernelInfo { name: "k", params: &[], configs: &[], key: &[] };
+    /// assert_eq!(info.ptr_params().count(), 0);
+    /// ```
+    pub fn ptr_params(&self) -> impl Iterator<Item = &'static ParamInfo> {
+        self.params.iter().filter(|p| p.kind.is_ptr())
+    }
+}
+
+/// A tensor passed to a kernel's pointer parameter, with its dtype erased.
+///
+/// ```
+/// use kernel_runtime::__private::ptr_arg;
+/// use kernel_runtime::{Device, DTypeKind, Tensor};
+/// let t = Tensor::<f32>::zeros(&Device::cpu(), &[4]).unwrap();
+/// let a = ptr_arg("x_ptr", &t);
+/// assert_eq!((a.name(), a.dtype()), ("x_ptr", DTypeKind::F32));
+/// ```
+#[derive(Clone, Copy)]
+pub struct PtrArg<'a> {
+    pub(crate) name: &'static str,
+    pub(crate) kind: DTypeKind,
+    pub(crate) device: &'a Device,
+    /// The whole storage of the tensor.
+    pub(crate) cells: Cells<'a>,
+    /// The tensor's storage offset: pointer offset 0 is `cells[offset]`.
+    pub(crate) offset: usize,
+}
+
+impl fmt::Debug for PtrArg<'_> {
+    /// Names the argument without dumping the tensor's storage.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PtrArg")
+            .field("name", &self.name)
+            .field("dtype", &self.kind)
+            .field("device", &format_args!("{}", self.device))
+            .field("offset", &self.offset)
+            .field("storage_len", &self.cells.len())
+            .finish()
+    }
+}
+
+impl PtrArg<'_> {
+    /// The parameter name it is passed as.
+    ///
+    /// ```
+    /// # use kernel_runtime::__private::ptr_arg;
+    /// # use kernel_runtime::{Device, Tensor};
+    /// # let t = Tensor::<i32>::zeros(&Device::cpu(), &[1]).unwrap();
+    /// assert_eq!(ptr_arg("out", &t).name(), "out");
+    /// ```
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The tensor's element type.
+    ///
+    /// ```
+    /// # use kernel_runtime::__private::ptr_arg;
+    /// # use kernel_runtime::{Device, DTypeKind, Tensor};
+    /// # let t = Tensor::<i32>::zeros(&Device::cpu(), &[1]).unwrap();
+    /// assert_eq!(ptr_arg("out", &t).dtype(), DTypeKind::I32);
+    /// ```
+    pub fn dtype(&self) -> DTypeKind {
+        self.kind
+    }
+
+    /// The tensor's device.
+    ///
+    /// ```
+    /// # use kernel_runtime::__private::ptr_arg;
+    /// # use kernel_runtime::{Device, Tensor};
+    /// # let t = Tensor::<i32>::zeros(&Device::cpu(), &[1]).unwrap();
+    /// assert!(ptr_arg("out", &t).device().is_cpu());
+    /// ```
+    pub fn device(&self) -> &Device {
+        self.device
+    }
+}
+
+/// Passes tensor `t` as pointer parameter `name`. Pointer offset 0 is the
+/// tensor's first element; strides are the kernel's business (pass
+/// `t.stride(d)` as scalar arguments, as in Triton).
+///
+/// ```
+/// use kernel_runtime::__private::ptr_arg;
+/// use kernel_runtime::{Device, Tensor};
+/// let t = Tensor::<f32>::zeros(&Device::cpu(), &[2, 2]).unwrap();
+/// let arg = ptr_arg("a_ptr", &t);
+/// assert_eq!(arg.name(), "a_ptr");
+/// ```
+pub fn ptr_arg<'a, T: DType>(name: &'static str, t: &'a Tensor<T>) -> PtrArg<'a> {
+    PtrArg {
+        name,
+        kind: T::KIND,
+        device: t.device(),
+        cells: T::cells(t.storage()),
+        offset: t.storage_offset(),
+    }
+}
+
+/// Runs `body` once per program instance of `grid` on the rayon pool.
+///
+/// Checks first that `args` are the kernel's pointer parameters, in order,
+/// with the declared dtypes, all on the CPU. The first instance to fail stops
+/// the others (instances not yet started are skipped) and its error is
+/// returned (among instances that failed, the one with the smallest linear
+/// program id). A panic in `body` (an internal error of generated code)
+/// becomes [`KernelError::Internal`].
+///
+/// # Errors
+/// [`LaunchError::InvalidArgument`] / [`LaunchError::DeviceMismatch`] for bad
+/// arguments, [`LaunchError::InvalidGrid`] for a grid over the limits, and
+/// [`LaunchError::Kernel`] when an instance fails.
+///
+/// ```
+/// use kernel_runtime::__private::{launch_cpu, ptr_arg, KernelInfo, ParamInfo, ParamKind};
+/// use kernel_runtime::__private::cpu::{full, store, Blk, P, Site};
+/// use kernel_runtime::{Device, DTypeKind, Tensor};
+/// static INFO: KernelInfo = KernelInfo {
+///     name: "fill_kernel",
+///     params: &[ParamInfo { name: "y_ptr", kind: ParamKind::Ptr(DTypeKind::I32) }],
+///     configs: &[],
+///     key: &[],
+/// };
+/// let y = Tensor::<i32>::zeros(&Device::cpu(), &[4]).unwrap();
+/// let site = Site { kernel: "fill_kernel", line: 1, column: 1 };
+/// launch_cpu(&INFO, &[ptr_arg("y_ptr", &y)], [4, 1, 1], &|ctx| {
+///     let pid = ctx.program_id(0);
+///     store(ctx, &Blk::scalar(P { buf: 0, off: pid.into() }), &Blk::scalar(pid * pid), None, &site)
+/// })
+/// .unwrap();
+/// assert_eq!(y.to_vec(), vec![0, 1, 4, 9]);
+/// ```
+pub fn launch_cpu(
+    info: &KernelInfo,
+    args: &[PtrArg<'_>],
+    grid: [u32; 3],
+    body: &(dyn Fn(&Ctx<'_>) -> Result<(), KernelError> + Sync),
+) -> Result<(), LaunchError> {
+    check_args(info, args)?;
+    let grid = check_dims(grid.map(i128::from))?;
+    let [gx, gy, gz] = grid.map(u64::from);
+    let total = gx * gy * gz;
+    if total == 0 {
+        return Ok(());
+    }
+    let stop = AtomicBool::new(false);
+    let first: Mutex<Option<(u64, KernelError)>> = Mutex::new(None);
+    (0..total).into_par_iter().for_each(|linear| {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        // Every coordinate is below its grid size, which fits in u32.
+        let pid = [(linear % gx) as u32, ((linear / gx) % gy) as u32, (linear / (gx * gy)) as u32];
+        let ctx = Ctx::new(info.name, pid, grid, args);
+        let result = catch_unwind(AssertUnwindSafe(|| body(&ctx)))
+            .unwrap_or_else(|payload| Err(internal_from_panic(info.name, payload)));
+        if let Err(e) = result {
+            stop.store(true, Ordering::Relaxed);
+            let mut slot = first.lock().unwrap_or_else(PoisonError::into_inner);
+            if slot.as_ref().is_none_or(|(id, _)| linear < *id) {
+                *slot = Some((linear, e));
+            }
+        }
+    });
+    match first.into_inner().unwrap_or_else(PoisonError::into_inner) {
+        Some((_, e)) => Err(LaunchError::Kernel(e)),
+        None => Ok(()),
+    }
+}
+
+/// Checks `args` against the kernel's pointer parameters.
+fn check_args(info: &KernelInfo, args: &[PtrArg<'_>]) -> Result<(), LaunchError> {
+    let params: Vec<&ParamInfo> = info.ptr_params().collect();
+    if params.len() != args.len() {
+        let names: Vec<&str> = params.iter().map(|p| p.name).collect();
+        return Err(LaunchError::InvalidArgument {
+            arg: info.name,
+            expected: format!("{} pointer arguments ({})", params.len(), names.join(", ")),
+            found: format!("{} pointer arguments", args.len()),
+        });
+    }
+    for (param, arg) in params.iter().zip(args) {
+        if param.name != arg.name {
+            return Err(LaunchError::InvalidArgument {
+                arg: param.name,
+                expected: format!("pointer argument `{}` here", param.name),
+                found: format!("`{}`", arg.name),
+            });
+        }
+        let dtype = param.kind.dtype();
+        if dtype != arg.kind {
+            return Err(LaunchError::InvalidArgument {
+                arg: param.name,
+                expected: format!("a tensor of {dtype}"),
+                found: format!("a tensor of {}", arg.kind),
+            });
+        }
+        if !arg.device.is_cpu() {
+            return Err(LaunchError::DeviceMismatch {
+                arg: param.name,
+                expected: Device::cpu().to_string(),
+                found: arg.device.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The `KernelError::Internal` for a panic payload.
+fn internal_from_panic(kernel: &'static str, payload: Box<dyn Any + Send>) -> KernelError {
+    let text = match (payload.downcast_ref::<String>(), payload.downcast_ref::<&str>()) {
+        (Some(s), _) => s.as_str(),
+        (None, Some(s)) => s,
+        (None, None) => "a panic with a non-string payload",
+    };
+    let message = match text.strip_prefix(INTERNAL_PREFIX) {
+        Some(m) => m.to_string(),
+        None => format!("panic in the CPU implementation: {text}"),
+    };
+    KernelError::Internal { kernel, message }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::{arange, load, map1, map2, ptr_add, store, Blk, Num, Site, P};
+
+    static ADD: KernelInfo = KernelInfo {
+        name: "add_kernel",
+        params: &[
+            ParamInfo { name: "x_ptr", kind: ParamKind::Ptr(DTypeKind::F32) },
+            ParamInfo { name: "y_ptr", kind: ParamKind::Ptr(DTypeKind::F32) },
+            ParamInfo { name: "out_ptr", kind: ParamKind::Ptr(DTypeKind::F32) },
+            ParamInfo { name: "n", kind: ParamKind::Scalar(DTypeKind::I32) },
+        ],
+        configs: &[],
+        key: &["n"],
+    };
+
+    const LOAD_X: Site = Site { kernel: "add_kernel", line: 10, column: 9 };
+    const LOAD_Y: Site = Site { kernel: "add_kernel", line: 11, column: 9 };
+    const STORE: Site = Site { kernel: "add_kernel", line: 13, column: 5 };
+
+    /// A hand-written "generated" CPU body for Triton's vector-add tutorial.
+    /// `masked: false` forgets the mask, so the last block runs out of bounds.
+    fn add_body(n: i32, block: i32, masked: bool) -> impl Fn(&Ctx<'_>) -> Result<(), KernelError> + Sync {
+        move |ctx| {
+            let pid = ctx.program_id(0);
+            let offs = map2(&Blk::scalar(pid * block), &arange(0, block), Num::add);
+            let mask = map1(&offs, |o| o < n);
+            let mask = masked.then_some(&mask);
+            let at = |buf: u32| map2(&Blk::scalar(P::arg(buf)), &offs, ptr_add);
+            let x = load::<f32>(ctx, &at(0), mask, None, &LOAD_X)?;
+            let y = load::<f32>(ctx, &at(1), mask, None, &LOAD_Y)?;
+            store(ctx, &at(2), &map2(&x, &y, Num::add), mask, &STORE)
+        }
+    }
+
+    fn tensors(n: usize) -> [Tensor<f32>; 3] {
+        let dev = Device::cpu();
+        let x = Tensor::from_vec(&dev, &[n], (0..n).map(|i| i as f32).collect()).unwrap();
+        let y = Tensor::full(&dev, &[n], 0.5f32).unwrap();
+        let out = Tensor::zeros(&dev, &[n]).unwrap();
+        [x, y, out]
+    }
+
+    #[test]
+    fn vector_add_over_a_grid() {
+        let n = 1000;
+        let [x, y, out] = tensors(n);
+        let args = [ptr_arg("x_ptr", &x), ptr_arg("y_ptr", &y), ptr_arg("out_ptr", &out)];
+        let grid = [crate::cdiv(n as u32, 128), 1, 1];
+        launch_cpu(&ADD, &args, grid, &add_body(n as i32, 128, true)).unwrap();
+        let expected: Vec<f32> = (0..n).map(|i| i as f32 + 0.5).collect();
+        assert_eq!(out.to_vec(), expected);
+    }
+
+    #[test]
+    fn first_error_is_returned_and_names_the_site() {
+        let n = 1000;
+        let [x, y, out] = tensors(n);
+        let args = [ptr_arg("x_ptr", &x), ptr_arg("y_ptr", &y), ptr_arg("out_ptr", &out)];
+        let err = launch_cpu(&ADD, &args, [8, 1, 1], &add_body(n as i32, 128, false)).unwrap_err();
+        // Only the last block (pid 7, offsets 896..1024) is out of bounds.
+        assert_eq!(
+            err,
+            LaunchError::Kernel(KernelError::OutOfBounds {
+                kernel: "add_kernel",
+                line: 10,
+                column: 9,
+                op: "load",
+                arg: "x_ptr",
+                index: 1000,
+                len: 1000,
+            })
+        );
+    }
+
+    #[test]
+    fn smallest_failing_program_wins_and_others_stop() {
+        let info = KernelInfo { name: "fail", params: &[], configs: &[], key: &[] };
+        let ran = std::sync::atomic::AtomicUsize::new(0);
+        let err = launch_cpu(&info, &[], [64, 4, 2], &|ctx| {
+            ran.fetch_add(1, Ordering::Relaxed);
+            let site = Site { kernel: "fail", line: ctx.program_id(1) as u32, column: ctx.program_id(2) as u32 };
+            Num::div(1i32, 0).map(drop).map_err(|e| e.at(&site))
+        })
+        .unwrap_err();
+        let LaunchError::Kernel(KernelError::DivisionByZero { .. }) = err else {
+            panic!("unexpected error {err:?}");
+        };
+        assert!(ran.load(Ordering::Relaxed) < 64 * 4 * 2, "the stop flag should skip instances");
+    }
+
+    #[test]
+    fn program_ids_cover_a_3d_grid_once() {
+        let info = KernelInfo {
+            name: "ids",
+            params: &[ParamInfo { name: "out", kind: ParamKind::Ptr(DTypeKind::I32) }],
+            configs: &[],
+            key: &[],
+        };
+        let out = Tensor::<i32>::zeros(&Device::cpu(), &[3 * 4 * 5]).unwrap();
+        let site = Site { kernel: "ids", line: 1, column: 1 };
+        launch_cpu(&info, &[ptr_arg("out", &out)], [3, 4, 5], &|ctx| {
+            let [x, y, z] = [0, 1, 2].map(|a| ctx.program_id(a));
+            assert_eq!([0, 1, 2].map(|a| ctx.num_programs(a)), [3, 4, 5]);
+            let lin = i64::from(x + 3 * (y + 4 * z));
+            let old = load::<i32>(ctx, &Blk::scalar(P { buf: 0, off: lin }), None, None, &site)?;
+            store(ctx, &Blk::scalar(P { buf: 0, off: lin }), &map1(&old, |v| v + 1), None, &site)
+        })
+        .unwrap();
+        assert_eq!(out.to_vec(), vec![1; 60]);
+        // A zero-sized grid runs nothing.
+        launch_cpu(&info, &[ptr_arg("out", &out)], [0, 4, 5], &|_| unreachable!()).unwrap();
+    }
+
+    #[test]
+    fn panics_become_internal_errors() {
+        let info = KernelInfo { name: "bad", params: &[], configs: &[], key: &[] };
+        let err = launch_cpu(&info, &[], [2, 1, 1], &|_| {
+            let _ = crate::cpu::trans(&arange(0, 3));
+            Ok(())
+        })
+        .unwrap_err();
+        assert_eq!(
+            err,
+            LaunchError::Kernel(KernelError::Internal {
+                kernel: "bad",
+                message: "trans: expected a 2-D block, found shape [3]".to_string()
+            })
+        );
+        assert!(err.to_string().contains("this is a bug"));
+    }
+
+    #[test]
+    fn debug_does_not_dump_storage() {
+        let t = Tensor::<f32>::zeros(&Device::cpu(), &[1000]).unwrap();
+        let args = [ptr_arg("x", &t)];
+        assert_eq!(
+            format!("{:?}", args[0]),
+            "PtrArg { name: \"x\", dtype: F32, device: cpu, offset: 0, storage_len: 1000 }"
+        );
+        let ctx = Ctx::new("k", [0; 3], [1; 3], &args);
+        assert!(format!("{ctx:?}").len() < 300);
+    }
+
+    #[test]
+    fn arguments_are_checked_before_running() {
+        let [x, y, out] = tensors(4);
+        let never = |_: &Ctx<'_>| -> Result<(), KernelError> { unreachable!() };
+        let err = launch_cpu(&ADD, &[ptr_arg("x_ptr", &x), ptr_arg("y_ptr", &y)], [1, 1, 1], &never).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid argument `add_kernel`: expected 3 pointer arguments (x_ptr, y_ptr, out_ptr), found 2 pointer arguments"
+        );
+        let wrong = Tensor::<i32>::zeros(&Device::cpu(), &[4]).unwrap();
+        let err = launch_cpu(
+            &ADD,
+            &[ptr_arg("x_ptr", &x), ptr_arg("y_ptr", &wrong), ptr_arg("out_ptr", &out)],
+            [1, 1, 1],
+            &never,
+        )
+        .unwrap_err();
+        assert_eq!(err.to_string(), "invalid argument `y_ptr`: expected a tensor of f32, found a tensor of i32");
+        let err = launch_cpu(
+            &ADD,
+            &[ptr_arg("x_ptr", &x), ptr_arg("out_ptr", &out), ptr_arg("y_ptr", &y)],
+            [1, 1, 1],
+            &never,
+        )
+        .unwrap_err();
+        assert!(matches!(err, LaunchError::InvalidArgument { arg: "y_ptr", .. }));
+        let args = [ptr_arg("x_ptr", &x), ptr_arg("y_ptr", &y), ptr_arg("out_ptr", &out)];
+        let err = launch_cpu(&ADD, &args, [1, 65536, 1], &never).unwrap_err();
+        assert!(matches!(err, LaunchError::InvalidGrid { .. }));
+    }
+}

@@ -1,0 +1,570 @@
+//! [`Tensor`]: a strided view of device memory shared by all its views.
+
+use std::fmt;
+use std::sync::Arc;
+
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use rand_distr::{Distribution, StandardNormal, Uniform};
+
+use crate::cpu::for_each_strided;
+use crate::device::Device;
+use crate::dtype::{DType, DTypeKind};
+use crate::error::{DeviceError, TensorError};
+
+/// An n-dimensional array of `T` on a [`Device`]: shared storage plus a
+/// shape, strides (in elements) and a storage offset.
+///
+/// Cloning, [`transpose`](Tensor::transpose), [`t`](Tensor::t) and
+/// [`narrow`](Tensor::narrow) make *views*: they share storage, so a kernel
+/// writing through one view is seen by all. On the CPU each element is an
+/// atomic cell (relaxed loads and stores compile to plain moves), which is
+/// what lets many program instances write one tensor concurrently without
+/// `unsafe`.
+///
+/// ```
+/// use kernel_runtime::{Device, Tensor};
+/// let dev = Device::cpu();
+/// let a = Tensor::from_vec(&dev, &[2, 3], vec![1, 2, 3, 4, 5, 6i32]).unwrap();
+/// assert_eq!(a.shape(), &[2, 3]);
+/// assert_eq!(a.strides(), &[3, 1]);
+/// let at = a.t();
+/// assert_eq!(at.shape(), &[3, 2]);
+/// assert!(!at.is_contiguous());
+/// assert_eq!(at.to_vec(), vec![1, 4, 2, 5, 3, 6]);
+/// ```
+pub struct Tensor<T: DType> {
+    device: Device,
+    storage: Arc<[T::Atomic]>,
+    shape: Vec<usize>,
+    strides: Vec<usize>,
+    offset: usize,
+}
+
+impl<T: DType> Clone for Tensor<T> {
+    /// Another view of the same storage.
+    fn clone(&self) -> Self {
+        Tensor {
+            device: self.device.clone(),
+            storage: Arc::clone(&self.storage),
+            shape: self.shape.clone(),
+            strides: self.strides.clone(),
+            offset: self.offset,
+        }
+    }
+}
+
+impl<T: DType> fmt::Debug for Tensor<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tensor")
+            .field("dtype", &T::KIND)
+            .field("shape", &self.shape)
+            .field("strides", &self.strides)
+            .field("offset", &self.offset)
+            .field("device", &format_args!("{}", self.device))
+            .finish()
+    }
+}
+
+/// Row-major strides of `shape`.
+fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
+    let mut strides = vec![0; shape.len()];
+    let mut step = 1usize;
+    for (s, &n) in strides.iter_mut().zip(shape).rev() {
+        *s = step;
+        step = step.saturating_mul(n);
+    }
+    strides
+}
+
+/// Product of `shape`, or `ShapeOverflow`.
+fn checked_numel(shape: &[usize]) -> Result<usize, TensorError> {
+    shape
+        .iter()
+        .try_fold(1usize, |acc, &n| acc.checked_mul(n))
+        .ok_or_else(|| TensorError::ShapeOverflow { shape: shape.to_vec() })
+}
+
+/// Fails for devices this build cannot allocate on.
+fn check_device(device: &Device) -> Result<(), TensorError> {
+    match device.cuda_ordinal() {
+        None => Ok(()),
+        Some(ordinal) => Err(TensorError::Device(DeviceError::CudaUnavailable {
+            ordinal,
+            reason: "this build of kernel-runtime has no CUDA backend yet".to_string(),
+        })),
+    }
+}
+
+impl<T: DType> Tensor<T> {
+    /// A contiguous tensor of `shape` holding `data` in row-major order.
+    ///
+    /// # Errors
+    /// [`TensorError::ShapeMismatch`] when `data.len()` is not the product of
+    /// `shape`; [`TensorError::Device`] when `device` is unusable.
+    ///
+    /// ```
+    /// use kernel_runtime::{Device, Tensor};
+    /// let t = Tensor::from_vec(&Device::cpu(), &[2, 2], vec![1.0f32, 2.0, 3.0, 4.0]).unwrap();
+    /// assert_eq!(t.numel(), 4);
+    /// assert!(Tensor::from_vec(&Device::cpu(), &[3], vec![1.0f32]).is_err());
+    /// ```
+    pub fn from_vec(device: &Device, shape: &[usize], data: Vec<T>) -> Result<Self, TensorError> {
+        check_device(device)?;
+        let expected = checked_numel(shape)?;
+        if expected != data.len() {
+            return Err(TensorError::ShapeMismatch {
+                shape: shape.to_vec(),
+                expected,
+                found: data.len(),
+            });
+        }
+        Ok(Tensor {
+            device: device.clone(),
+            storage: data.into_iter().map(T::new_atomic).collect(),
+            shape: shape.to_vec(),
+            strides: contiguous_strides(shape),
+            offset: 0,
+        })
+    }
+
+    /// A contiguous tensor of `shape` filled with `v`.
+    ///
+    /// # Errors
+    /// As [`Tensor::from_vec`] (shape overflow, unusable device).
+    ///
+    /// ```
+    /// use kernel_runtime::{f16, Device, Tensor};
+    /// let t = Tensor::full(&Device::cpu(), &[2], f16::ONE).unwrap();
+    /// assert_eq!(t.to_vec(), vec![f16::ONE; 2]);
+    /// ```
+    pub fn full(device: &Device, shape: &[usize], v: T) -> Result<Self, TensorError> {
+        let n = checked_numel(shape)?;
+        Self::from_vec(device, shape, vec![v; n])
+    }
+
+    /// A contiguous tensor of `shape` filled with zeros.
+    ///
+    /// # Errors
+    /// As [`Tensor::from_vec`] (shape overflow, unusable device).
+    ///
+    /// ```
+    /// use kernel_runtime::{Device, Tensor};
+    /// let t = Tensor::<i64>::zeros(&Device::cpu(), &[3]).unwrap();
+    /// assert_eq!(t.to_vec(), vec![0, 0, 0]);
+    /// ```
+    pub fn zeros(device: &Device, shape: &[usize]) -> Result<Self, TensorError> {
+        Self::full(device, shape, T::default())
+    }
+
+    /// Samples of the standard normal distribution N(0, 1), rounded to `T`
+    /// (integers round to nearest), reproducible from `seed`.
+    ///
+    /// # Errors
+    /// As [`Tensor::from_vec`] (shape overflow, unusable device).
+    ///
+    /// ```
+    /// use kernel_runtime::{f16, Device, Tensor};
+    /// let a = Tensor::<f16>::randn(&Device::cpu(), &[64, 64], 0).unwrap();
+    /// let b = Tensor::<f16>::randn(&Device::cpu(), &[64, 64], 0).unwrap();
+    /// assert_eq!(a.to_vec(), b.to_vec());
+    /// ```
+    pub fn randn(device: &Device, shape: &[usize], seed: u64) -> Result<Self, TensorError> {
+        let n = checked_numel(shape)?;
+        let mut rng = StdRng::seed_from_u64(seed);
+        let data = (0..n).map(|_| T::from_f64(StandardNormal.sample(&mut rng))).collect();
+        Self::from_vec(device, shape, data)
+    }
+
+    /// Samples of the uniform distribution on `[lo, hi)`, rounded to `T`
+    /// (so a narrow type may round up to `hi`), reproducible from `seed`.
+    ///
+    /// # Errors
+    /// [`TensorError::InvalidRange`] unless `lo < hi` and `hi - lo` is finite;
+    /// otherwise as [`Tensor::from_vec`].
+    ///
+    /// ```
+    /// use kernel_runtime::{Device, Tensor};
+    /// let t = Tensor::<f32>::rand_uniform(&Device::cpu(), &[100], -2.0, 2.0, 7).unwrap();
+    /// assert!(t.to_vec().iter().all(|&v| (-2.0..2.0).contains(&v)));
+    /// assert!(Tensor::<f32>::rand_uniform(&Device::cpu(), &[1], 1.0, 1.0, 7).is_err());
+    /// ```
+    pub fn rand_uniform(
+        device: &Device,
+        shape: &[usize],
+        lo: f64,
+        hi: f64,
+        seed: u64,
+    ) -> Result<Self, TensorError> {
+        // `lo < hi` is false for NaN; a finite width rules out infinities.
+        if !(lo < hi && (hi - lo).is_finite()) {
+            return Err(TensorError::InvalidRange { lo, hi });
+        }
+        let n = checked_numel(shape)?;
+        let dist = Uniform::new(lo, hi);
+        let mut rng = StdRng::seed_from_u64(seed);
+        let data = (0..n).map(|_| T::from_f64(dist.sample(&mut rng))).collect();
+        Self::from_vec(device, shape, data)
+    }
+
+    /// The shape.
+    ///
+    /// ```
+    /// # use kernel_runtime::{Device, Tensor};
+    /// let t = Tensor::<f32>::zeros(&Device::cpu(), &[4, 5]).unwrap();
+    /// assert_eq!(t.shape(), &[4, 5]);
+    /// ```
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// The stride of dimension `dim`, in elements.
+    ///
+    /// # Panics
+    /// When `dim` is not below the rank, like slice indexing.
+    ///
+    /// ```
+    /// # use kernel_runtime::{Device, Tensor};
+    /// let t = Tensor::<f32>::zeros(&Device::cpu(), &[4, 5]).unwrap();
+    /// assert_eq!((t.stride(0), t.stride(1)), (5, 1));
+    /// assert_eq!((t.t().stride(0), t.t().stride(1)), (1, 5));
+    /// ```
+    pub fn stride(&self, dim: usize) -> usize {
+        match self.strides.get(dim) {
+            Some(&s) => s,
+            None => panic!(
+                "Tensor::stride: dimension {dim} is out of range for a tensor of rank {}",
+                self.shape.len()
+            ),
+        }
+    }
+
+    /// All strides, in elements.
+    ///
+    /// ```
+    /// # use kernel_runtime::{Device, Tensor};
+    /// let t = Tensor::<u32>::zeros(&Device::cpu(), &[2, 3, 4]).unwrap();
+    /// assert_eq!(t.strides(), &[12, 4, 1]);
+    /// ```
+    pub fn strides(&self) -> &[usize] {
+        &self.strides
+    }
+
+    /// Index of the first element in the shared storage.
+    ///
+    /// ```
+    /// # use kernel_runtime::{Device, Tensor};
+    /// let t = Tensor::<u32>::zeros(&Device::cpu(), &[4, 3]).unwrap();
+    /// assert_eq!(t.narrow(0, 2, 2).unwrap().storage_offset(), 6);
+    /// ```
+    pub fn storage_offset(&self) -> usize {
+        self.offset
+    }
+
+    /// Number of elements of this view.
+    ///
+    /// ```
+    /// # use kernel_runtime::{Device, Tensor};
+    /// assert_eq!(Tensor::<f32>::zeros(&Device::cpu(), &[4, 5]).unwrap().numel(), 20);
+    /// ```
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// The element type.
+    ///
+    /// ```
+    /// # use kernel_runtime::{bf16, Device, DTypeKind, Tensor};
+    /// assert_eq!(Tensor::<bf16>::zeros(&Device::cpu(), &[1]).unwrap().dtype(), DTypeKind::BF16);
+    /// ```
+    pub fn dtype(&self) -> DTypeKind {
+        T::KIND
+    }
+
+    /// The device holding the storage.
+    ///
+    /// ```
+    /// # use kernel_runtime::{Device, Tensor};
+    /// assert!(Tensor::<f32>::zeros(&Device::cpu(), &[1]).unwrap().device().is_cpu());
+    /// ```
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Whether the elements are in row-major order with no gaps (strides of
+    /// size-1 dimensions do not matter).
+    ///
+    /// ```
+    /// # use kernel_runtime::{Device, Tensor};
+    /// let t = Tensor::<f32>::zeros(&Device::cpu(), &[4, 5]).unwrap();
+    /// assert!(t.is_contiguous());
+    /// assert!(!t.t().is_contiguous());
+    /// ```
+    pub fn is_contiguous(&self) -> bool {
+        let mut expected = 1usize;
+        for (&n, &s) in self.shape.iter().zip(&self.strides).rev() {
+            if n == 0 {
+                return true;
+            }
+            if n != 1 && s != expected {
+                return false;
+            }
+            expected *= n;
+        }
+        true
+    }
+
+    /// The elements in logical row-major order (strides honoured).
+    ///
+    /// ```
+    /// # use kernel_runtime::{Device, Tensor};
+    /// let t = Tensor::from_vec(&Device::cpu(), &[2, 2], vec![1u32, 2, 3, 4]).unwrap();
+    /// assert_eq!(t.t().to_vec(), vec![1, 3, 2, 4]);
+    /// ```
+    pub fn to_vec(&self) -> Vec<T> {
+        let mut out = Vec::with_capacity(self.numel());
+        let base = &self.storage[self.offset.min(self.storage.len())..];
+        for_each_strided(&self.shape, &self.strides, |i| out.push(T::load(&base[i])));
+        out
+    }
+
+    /// The elements converted to f64, in logical row-major order.
+    ///
+    /// ```
+    /// # use kernel_runtime::{f16, Device, Tensor};
+    /// let t = Tensor::full(&Device::cpu(), &[2], f16::from_f32(0.5)).unwrap();
+    /// assert_eq!(t.to_f64_vec(), vec![0.5, 0.5]);
+    /// ```
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        self.to_vec().into_iter().map(T::to_f64).collect()
+    }
+
+    /// A view with dimensions `d0` and `d1` swapped (no copy).
+    ///
+    /// # Errors
+    /// [`TensorError::DimOutOfRange`] when either is not below the rank.
+    ///
+    /// ```
+    /// # use kernel_runtime::{Device, Tensor};
+    /// let t = Tensor::<f32>::zeros(&Device::cpu(), &[2, 3, 4]).unwrap();
+    /// let v = t.transpose(0, 2).unwrap();
+    /// assert_eq!(v.shape(), &[4, 3, 2]);
+    /// assert_eq!(v.strides(), &[1, 4, 12]);
+    /// assert!(t.transpose(0, 3).is_err());
+    /// ```
+    pub fn transpose(&self, d0: usize, d1: usize) -> Result<Self, TensorError> {
+        let rank = self.shape.len();
+        for dim in [d0, d1] {
+            if dim >= rank {
+                return Err(TensorError::DimOutOfRange { dim, rank });
+            }
+        }
+        let mut v = self.clone();
+        v.shape.swap(d0, d1);
+        v.strides.swap(d0, d1);
+        Ok(v)
+    }
+
+    /// The transpose of the last two dimensions (a view; the tensor itself
+    /// when the rank is below 2).
+    ///
+    /// ```
+    /// # use kernel_runtime::{Device, Tensor};
+    /// let t = Tensor::<f32>::zeros(&Device::cpu(), &[2, 3]).unwrap();
+    /// assert_eq!(t.t().shape(), &[3, 2]);
+    /// ```
+    pub fn t(&self) -> Self {
+        let mut v = self.clone();
+        let rank = v.shape.len();
+        if rank >= 2 {
+            v.shape.swap(rank - 2, rank - 1);
+            v.strides.swap(rank - 2, rank - 1);
+        }
+        v
+    }
+
+    /// The view of `len` indices of dimension `dim` starting at `start`.
+    ///
+    /// # Errors
+    /// [`TensorError::DimOutOfRange`] for a bad `dim`, or for a range past the
+    /// end of the dimension (reported as dimension `dim` with its size).
+    ///
+    /// ```
+    /// # use kernel_runtime::{Device, Tensor};
+    /// let t = Tensor::from_vec(&Device::cpu(), &[3, 2], vec![1, 2, 3, 4, 5, 6i32]).unwrap();
+    /// assert_eq!(t.narrow(0, 1, 2).unwrap().to_vec(), vec![3, 4, 5, 6]);
+    /// assert_eq!(t.narrow(1, 1, 1).unwrap().to_vec(), vec![2, 4, 6]);
+    /// assert!(t.narrow(0, 2, 2).is_err());
+    /// ```
+    pub fn narrow(&self, dim: usize, start: usize, len: usize) -> Result<Self, TensorError> {
+        let rank = self.shape.len();
+        let Some(&size) = self.shape.get(dim) else {
+            return Err(TensorError::DimOutOfRange { dim, rank });
+        };
+        match start.checked_add(len) {
+            Some(end) if end <= size => {}
+            _ => {
+                return Err(TensorError::ShapeMismatch {
+                    shape: self.shape.clone(),
+                    expected: size,
+                    found: start.saturating_add(len),
+                })
+            }
+        }
+        let mut v = self.clone();
+        if len > 0 {
+            v.offset += start * self.strides[dim];
+        }
+        v.shape[dim] = len;
+        Ok(v)
+    }
+
+    /// A contiguous copy (a view of the same storage when already contiguous).
+    ///
+    /// ```
+    /// # use kernel_runtime::{Device, Tensor};
+    /// let t = Tensor::from_vec(&Device::cpu(), &[2, 2], vec![1, 2, 3, 4i32]).unwrap();
+    /// let c = t.t().contiguous();
+    /// assert!(c.is_contiguous());
+    /// assert_eq!(c.to_vec(), vec![1, 3, 2, 4]);
+    /// ```
+    pub fn contiguous(&self) -> Self {
+        if self.is_contiguous() {
+            return self.clone();
+        }
+        Tensor {
+            device: self.device.clone(),
+            storage: self.to_vec().into_iter().map(T::new_atomic).collect(),
+            shape: self.shape.clone(),
+            strides: contiguous_strides(&self.shape),
+            offset: 0,
+        }
+    }
+
+    /// This tensor on `device`: itself (a view sharing storage) when it is
+    /// already there, like PyTorch's `.to`.
+    ///
+    /// # Errors
+    /// [`TensorError::Device`] when `device` is unusable in this build.
+    ///
+    /// ```
+    /// # use kernel_runtime::{Device, Tensor};
+    /// let t = Tensor::<f32>::zeros(&Device::cpu(), &[2]).unwrap();
+    /// assert!(t.to_device(&Device::cpu()).unwrap().device().is_cpu());
+    /// ```
+    pub fn to_device(&self, device: &Device) -> Result<Self, TensorError> {
+        check_device(device)?;
+        Ok(self.clone())
+    }
+
+    /// Sets every element of this view to `v` (seen by all views sharing the storage).
+    ///
+    /// ```
+    /// # use kernel_runtime::{Device, Tensor};
+    /// let t = Tensor::<i32>::zeros(&Device::cpu(), &[2, 2]).unwrap();
+    /// t.narrow(1, 1, 1).unwrap().fill(7);
+    /// assert_eq!(t.to_vec(), vec![0, 7, 0, 7]);
+    /// ```
+    pub fn fill(&self, v: T) {
+        let base = &self.storage[self.offset.min(self.storage.len())..];
+        for_each_strided(&self.shape, &self.strides, |i| T::store(&base[i], v));
+    }
+
+    /// The whole shared storage (for passing the tensor to a kernel).
+    pub(crate) fn storage(&self) -> &[T::Atomic] {
+        &self.storage
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use half::{bf16, f16};
+
+    use super::*;
+
+    fn iota(shape: &[usize]) -> Tensor<i32> {
+        let n: usize = shape.iter().product();
+        Tensor::from_vec(&Device::cpu(), shape, (0..n as i32).collect()).unwrap()
+    }
+
+    #[test]
+    fn construction_checks_length_and_overflow() {
+        let err = Tensor::<f32>::from_vec(&Device::cpu(), &[2, 3], vec![0.0; 5]).unwrap_err();
+        assert_eq!(err.to_string(), "data has 5 elements, but shape [2, 3] needs 6");
+        let err = Tensor::<u32>::zeros(&Device::cpu(), &[usize::MAX, 2]).unwrap_err();
+        assert!(matches!(err, TensorError::ShapeOverflow { .. }));
+        let s = Tensor::from_vec(&Device::cpu(), &[], vec![5i64]).unwrap();
+        assert_eq!((s.numel(), s.to_vec()), (1, vec![5]));
+        let e = Tensor::<f32>::zeros(&Device::cpu(), &[0, 3]).unwrap();
+        assert!(e.to_vec().is_empty() && e.is_contiguous());
+    }
+
+    #[test]
+    fn transposed_views_share_storage() {
+        let a = iota(&[2, 3]);
+        let at = a.t();
+        assert_eq!(at.strides(), &[1, 3]);
+        assert_eq!(at.to_vec(), vec![0, 3, 1, 4, 2, 5]);
+        at.narrow(0, 2, 1).unwrap().fill(-1); // column 2 of `a`
+        assert_eq!(a.to_vec(), vec![0, 1, -1, 3, 4, -1]);
+        assert_eq!(a.transpose(1, 0).unwrap().to_vec(), at.to_vec());
+        assert_eq!(a.transpose(0, 5).unwrap_err(), TensorError::DimOutOfRange { dim: 5, rank: 2 });
+        let c = at.contiguous();
+        assert_eq!((c.strides(), c.to_vec()), (&[2usize, 1][..], at.to_vec()));
+        c.fill(9); // a copy: `a` unchanged
+        assert_eq!(a.to_vec()[0], 0);
+    }
+
+    #[test]
+    fn three_d_views_and_contiguity() {
+        let a = iota(&[2, 3, 4]);
+        let v = a.transpose(0, 2).unwrap();
+        assert_eq!(v.shape(), &[4, 3, 2]);
+        assert_eq!(v.to_vec()[..4], [0, 12, 4, 16]);
+        let n = a.narrow(1, 1, 2).unwrap();
+        assert_eq!(n.storage_offset(), 4);
+        assert!(!n.is_contiguous());
+        assert_eq!(n.to_vec(), vec![4, 5, 6, 7, 8, 9, 10, 11, 16, 17, 18, 19, 20, 21, 22, 23]);
+        // Size-1 dimensions do not break contiguity.
+        assert!(a.narrow(0, 1, 1).unwrap().is_contiguous());
+        assert!(iota(&[3, 1]).t().is_contiguous());
+        assert_eq!(a.narrow(2, 4, 0).unwrap().numel(), 0);
+        assert!(a.narrow(3, 0, 1).is_err());
+    }
+
+    #[test]
+    fn random_tensors_are_seeded_and_rounded() {
+        let dev = Device::cpu();
+        let a = Tensor::<f32>::randn(&dev, &[10_000], 1).unwrap().to_f64_vec();
+        let mean = a.iter().sum::<f64>() / a.len() as f64;
+        let var = a.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / a.len() as f64;
+        assert!(mean.abs() < 0.05 && (var - 1.0).abs() < 0.05, "mean {mean} var {var}");
+        assert_ne!(a, Tensor::<f32>::randn(&dev, &[10_000], 2).unwrap().to_f64_vec());
+        let h = Tensor::<f16>::randn(&dev, &[100], 1).unwrap();
+        let f = Tensor::<f32>::randn(&dev, &[100], 1).unwrap();
+        for (h, f) in h.to_vec().into_iter().zip(f.to_vec()) {
+            assert_eq!(h, f16::from_f32(f));
+        }
+        let u = Tensor::<bf16>::rand_uniform(&dev, &[1000], 3.0, 5.0, 4).unwrap().to_f64_vec();
+        assert!(u.iter().all(|&v| (3.0..=5.0).contains(&v)));
+        let i = Tensor::<i32>::rand_uniform(&dev, &[1000], -0.5, 2.49, 4).unwrap().to_vec();
+        assert!(i.iter().all(|v| (0..=2).contains(v)) && i.contains(&2));
+        for (lo, hi) in [(1.0, 0.0), (f64::NAN, 1.0), (f64::MIN, f64::MAX), (0.0, f64::INFINITY)] {
+            assert!(matches!(
+                Tensor::<f32>::rand_uniform(&dev, &[1], lo, hi, 0),
+                Err(TensorError::InvalidRange { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn debug_and_device() {
+        let t = Tensor::<f16>::zeros(&Device::cpu(), &[2, 2]).unwrap();
+        assert_eq!(
+            format!("{t:?}"),
+            "Tensor { dtype: F16, shape: [2, 2], strides: [2, 1], offset: 0, device: cpu }"
+        );
+        assert_eq!(t.dtype(), DTypeKind::F16);
+        assert!(t.to_device(&Device::best()).unwrap().device().is_cpu());
+    }
+}

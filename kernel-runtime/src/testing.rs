@@ -1,0 +1,369 @@
+//! Test and benchmark helpers (Triton's `triton.testing`): [`allclose`],
+//! [`assert_close`], [`matmul_ref_f64`] and [`do_bench`].
+//!
+//! ```
+//! use kernel_runtime::testing::{assert_close, matmul_ref_f64};
+//! use kernel_runtime::{f16, Device, Tensor};
+//! let c = Tensor::from_vec(&Device::cpu(), &[1, 1], vec![f16::from_f32(11.0)]).unwrap();
+//! let expected = matmul_ref_f64(&[1.0, 2.0], &[3.0, 4.0], 1, 1, 2);
+//! assert_close(&c, &expected).unwrap();
+//! ```
+
+use std::fmt;
+use std::hint::black_box;
+use std::time::Instant;
+
+use crate::dtype::{DType, DTypeKind};
+use crate::tensor::Tensor;
+
+/// Absolute and relative tolerance: `|actual - expected| <= atol + rtol * |expected|`.
+///
+/// ```
+/// use kernel_runtime::testing::Tolerance;
+/// use kernel_runtime::DTypeKind;
+/// assert_eq!(Tolerance::for_dtype(DTypeKind::F16), Tolerance { atol: 1e-2, rtol: 1e-2 });
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tolerance {
+    /// Absolute tolerance.
+    pub atol: f64,
+    /// Relative tolerance (a fraction of `|expected|`).
+    pub rtol: f64,
+}
+
+impl Tolerance {
+    /// The default tolerance for results stored as `dtype`: `f16` 1e-2/1e-2,
+    /// `bf16` 5e-2/2e-2, `f32` 1e-4/1e-4, `f64` 1e-10/1e-10, integers and
+    /// `bool` exact.
+    ///
+    /// ```
+    /// use kernel_runtime::testing::Tolerance;
+    /// use kernel_runtime::DTypeKind;
+    /// assert_eq!(Tolerance::for_dtype(DTypeKind::I32).atol, 0.0);
+    /// ```
+    pub fn for_dtype(dtype: DTypeKind) -> Self {
+        let (atol, rtol) = match dtype {
+            DTypeKind::F16 => (1e-2, 1e-2),
+            DTypeKind::BF16 => (5e-2, 2e-2),
+            DTypeKind::F32 => (1e-4, 1e-4),
+            DTypeKind::F64 => (1e-10, 1e-10),
+            DTypeKind::I32 | DTypeKind::U32 | DTypeKind::I64 | DTypeKind::Bool => (0.0, 0.0),
+        };
+        Tolerance { atol, rtol }
+    }
+}
+
+/// Whether one pair of values is close: NaN matches NaN, an infinity matches
+/// only the same infinity, otherwise `|a - e| <= atol + rtol * |e|`.
+fn is_close(a: f64, e: f64, atol: f64, rtol: f64) -> bool {
+    if a.is_nan() || e.is_nan() {
+        return a.is_nan() && e.is_nan();
+    }
+    if a.is_infinite() || e.is_infinite() {
+        return a == e;
+    }
+    (a - e).abs() <= atol + rtol * e.abs()
+}
+
+/// Whether `actual` and `expected` have the same length and every pair is
+/// within `atol + rtol * |expected|` (NaN positions must match, infinities
+/// must match in sign).
+///
+/// ```
+/// use kernel_runtime::testing::allclose;
+/// assert!(allclose(&[1.0, f64::NAN], &[1.001, f64::NAN], 1e-2, 0.0));
+/// assert!(!allclose(&[1.0], &[1.1], 1e-2, 1e-2));
+/// assert!(!allclose(&[f64::INFINITY], &[f64::NEG_INFINITY], 1.0, 1.0));
+/// ```
+pub fn allclose(actual: &[f64], expected: &[f64], atol: f64, rtol: f64) -> bool {
+    actual.len() == expected.len()
+        && actual.iter().zip(expected).all(|(&a, &e)| is_close(a, e, atol, rtol))
+}
+
+/// Why [`assert_close`] failed, with a readable report.
+///
+/// ```
+/// use kernel_runtime::testing::{assert_close, CloseError};
+/// use kernel_runtime::{Device, Tensor};
+/// let t = Tensor::from_vec(&Device::cpu(), &[2], vec![1.0f32, 2.0]).unwrap();
+/// let err = assert_close(&t, &[1.0, 2.5]).unwrap_err();
+/// assert!(matches!(err, CloseError::NotClose { mismatches: 1, .. }));
+/// println!("{err}");
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum CloseError {
+    /// The element counts differ.
+    LengthMismatch {
+        /// Elements in the tensor.
+        actual: usize,
+        /// Elements expected.
+        expected: usize,
+    },
+    /// Some elements are outside the tolerance.
+    NotClose {
+        /// How many elements are outside the tolerance.
+        mismatches: usize,
+        /// Elements compared.
+        total: usize,
+        /// The worst element's absolute error (`inf` for NaN/infinity mismatches).
+        max_abs_err: f64,
+        /// The worst element's index (one entry per dimension).
+        index: Vec<usize>,
+        /// The worst element's value.
+        actual: f64,
+        /// The value expected there.
+        expected: f64,
+        /// The tolerance used.
+        tol: Tolerance,
+    },
+}
+
+impl fmt::Display for CloseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CloseError::LengthMismatch { actual, expected } => {
+                write!(f, "length mismatch: the tensor has {actual} elements, {expected} were expected")
+            }
+            CloseError::NotClose { mismatches, total, max_abs_err, index, actual, expected, tol } => {
+                write!(
+                    f,
+                    "not close: {mismatches} of {total} elements differ (atol {}, rtol {}); \
+                     largest error {max_abs_err:e} at index {index:?}: actual {actual}, expected {expected}",
+                    tol.atol, tol.rtol
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for CloseError {}
+
+/// Checks `actual` against `expected` (logical row-major order) with the
+/// default tolerance of `T` ([`Tolerance::for_dtype`]).
+///
+/// # Errors
+/// [`CloseError`] describing the mismatch: how many elements, the worst one
+/// and where.
+///
+/// ```
+/// use kernel_runtime::testing::assert_close;
+/// use kernel_runtime::{f16, Device, Tensor};
+/// let t = Tensor::full(&Device::cpu(), &[2, 2], f16::from_f32(0.1)).unwrap();
+/// assert_close(&t, &[0.1; 4]).unwrap();
+/// let err = assert_close(&t, &[0.1, 0.1, 0.1, 0.2]).unwrap_err();
+/// assert!(err.to_string().contains("1 of 4 elements differ"));
+/// assert!(err.to_string().contains("at index [1, 1]"));
+/// ```
+pub fn assert_close<T: DType>(actual: &Tensor<T>, expected: &[f64]) -> Result<(), CloseError> {
+    assert_close_with(actual, expected, Tolerance::for_dtype(T::KIND))
+}
+
+/// [`assert_close`] with an explicit tolerance.
+///
+/// # Errors
+/// As [`assert_close`].
+///
+/// ```
+/// use kernel_runtime::testing::{assert_close_with, Tolerance};
+/// use kernel_runtime::{Device, Tensor};
+/// let t = Tensor::from_vec(&Device::cpu(), &[1], vec![1.05f32]).unwrap();
+/// assert!(assert_close_with(&t, &[1.0], Tolerance { atol: 0.1, rtol: 0.0 }).is_ok());
+/// ```
+pub fn assert_close_with<T: DType>(
+    actual: &Tensor<T>,
+    expected: &[f64],
+    tol: Tolerance,
+) -> Result<(), CloseError> {
+    let values = actual.to_f64_vec();
+    if values.len() != expected.len() {
+        return Err(CloseError::LengthMismatch { actual: values.len(), expected: expected.len() });
+    }
+    let mut mismatches = 0usize;
+    let mut worst: Option<(usize, f64)> = None;
+    for (i, (&a, &e)) in values.iter().zip(expected).enumerate() {
+        if is_close(a, e, tol.atol, tol.rtol) {
+            continue;
+        }
+        mismatches += 1;
+        let err = if (a - e).is_finite() { (a - e).abs() } else { f64::INFINITY };
+        if worst.is_none_or(|(_, w)| err > w) {
+            worst = Some((i, err));
+        }
+    }
+    match worst {
+        None => Ok(()),
+        Some((flat, max_abs_err)) => Err(CloseError::NotClose {
+            mismatches,
+            total: values.len(),
+            max_abs_err,
+            index: unravel(flat, actual.shape()),
+            actual: values[flat],
+            expected: expected[flat],
+            tol,
+        }),
+    }
+}
+
+/// The multi-index of row-major position `flat` in `shape`.
+fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
+    let mut index = vec![0; shape.len()];
+    for (i, &n) in index.iter_mut().zip(shape).rev() {
+        if n > 0 {
+            *i = flat % n;
+            flat /= n;
+        }
+    }
+    index
+}
+
+/// `a @ b` in f64 for row-major `a: [m, k]` and `b: [k, n]` (the reference
+/// for matmul tests).
+///
+/// # Panics
+/// When `a.len() != m * k` or `b.len() != k * n`.
+///
+/// ```
+/// use kernel_runtime::testing::matmul_ref_f64;
+/// let c = matmul_ref_f64(&[1.0, 2.0, 3.0, 4.0], &[1.0, 0.0, 0.0, 1.0], 2, 2, 2);
+/// assert_eq!(c, vec![1.0, 2.0, 3.0, 4.0]);
+/// ```
+pub fn matmul_ref_f64(a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> Vec<f64> {
+    assert_eq!(a.len(), m * k, "matmul_ref_f64: `a` must have m * k = {} elements", m * k);
+    assert_eq!(b.len(), k * n, "matmul_ref_f64: `b` must have k * n = {} elements", k * n);
+    let mut c = vec![0.0f64; m * n];
+    if n == 0 || k == 0 {
+        return c;
+    }
+    for (c_row, a_row) in c.chunks_exact_mut(n).zip(a.chunks_exact(k)) {
+        for (&aik, b_row) in a_row.iter().zip(b.chunks_exact(n)) {
+            for (cv, &bv) in c_row.iter_mut().zip(b_row) {
+                *cv += aik * bv;
+            }
+        }
+    }
+    c
+}
+
+/// Wall-clock timings of [`do_bench`], in milliseconds.
+///
+/// ```
+/// use kernel_runtime::testing::BenchResult;
+/// let r = BenchResult { median_ms: 2.0, min_ms: 1.0, max_ms: 3.0, mean_ms: 2.0 };
+/// assert_eq!(r.tflops(2e9), 1.0);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BenchResult {
+    /// Median time of one call.
+    pub median_ms: f64,
+    /// Fastest call.
+    pub min_ms: f64,
+    /// Slowest call.
+    pub max_ms: f64,
+    /// Mean time of one call.
+    pub mean_ms: f64,
+}
+
+impl BenchResult {
+    /// Throughput in TFLOP/s for `flops` floating-point operations per call,
+    /// from the median time.
+    ///
+    /// ```
+    /// use kernel_runtime::testing::BenchResult;
+    /// let r = BenchResult { median_ms: 1.0, min_ms: 1.0, max_ms: 1.0, mean_ms: 1.0 };
+    /// assert_eq!(r.tflops(1e9), 1.0);
+    /// ```
+    pub fn tflops(&self, flops: f64) -> f64 {
+        flops / (self.median_ms * 1e-3) / 1e12
+    }
+}
+
+/// Times `f`: `warmup` untimed calls, then `reps` timed calls (at least one).
+/// Results are passed through [`black_box`] so the work is not optimized away.
+///
+/// ```
+/// use kernel_runtime::testing::do_bench;
+/// let r = do_bench(|| (0..1000u64).sum::<u64>(), 2, 5);
+/// assert!(r.min_ms <= r.median_ms && r.median_ms <= r.max_ms);
+/// ```
+pub fn do_bench<R>(mut f: impl FnMut() -> R, warmup: usize, reps: usize) -> BenchResult {
+    for _ in 0..warmup {
+        black_box(f());
+    }
+    let mut times: Vec<f64> = (0..reps.max(1))
+        .map(|_| {
+            let start = Instant::now();
+            black_box(f());
+            start.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    let n = times.len();
+    let median_ms = if n % 2 == 1 { times[n / 2] } else { (times[n / 2 - 1] + times[n / 2]) / 2.0 };
+    BenchResult {
+        median_ms,
+        min_ms: times[0],
+        max_ms: times[n - 1],
+        mean_ms: times.iter().sum::<f64>() / n as f64,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{bf16, f16, Device};
+
+    #[test]
+    fn allclose_rules() {
+        assert!(allclose(&[], &[], 0.0, 0.0));
+        assert!(!allclose(&[1.0], &[1.0, 2.0], 1.0, 1.0));
+        assert!(allclose(&[100.5], &[100.0], 0.0, 0.01));
+        assert!(!allclose(&[100.5], &[100.0], 0.0, 0.001));
+        assert!(allclose(&[f64::INFINITY, f64::NAN], &[f64::INFINITY, f64::NAN], 0.0, 0.0));
+        assert!(!allclose(&[f64::NAN], &[0.0], 1e9, 1e9));
+        assert!(!allclose(&[1e300], &[f64::INFINITY], 1e9, 1e9));
+    }
+
+    #[test]
+    fn report_names_count_worst_and_index() {
+        let t = Tensor::from_vec(&Device::cpu(), &[2, 3], vec![0.0f32, 1.0, 2.0, 3.0, 4.0, f32::NAN]).unwrap();
+        let err = assert_close(&t, &[0.0, 1.5, 2.0, 3.0, 4.2, 5.0]).unwrap_err();
+        // The NaN at [1, 2] is the worst mismatch (infinite error).
+        let CloseError::NotClose { mismatches, total, index, max_abs_err, actual, expected, tol } = &err else {
+            panic!("unexpected {err:?}")
+        };
+        assert_eq!((*mismatches, *total, index.as_slice()), (3, 6, &[1usize, 2][..]));
+        assert_eq!((*max_abs_err, *expected), (f64::INFINITY, 5.0));
+        assert!(actual.is_nan());
+        assert_eq!(*tol, Tolerance { atol: 1e-4, rtol: 1e-4 });
+        assert!(err.to_string().starts_with("not close: 3 of 6 elements differ (atol 0.0001, rtol 0.0001)"));
+        let err = assert_close(&t, &[0.0; 5]).unwrap_err();
+        assert_eq!(err, CloseError::LengthMismatch { actual: 6, expected: 5 });
+    }
+
+    #[test]
+    fn dtype_tolerances() {
+        let h = Tensor::full(&Device::cpu(), &[1], f16::from_f32(1.0)).unwrap();
+        assert!(assert_close(&h, &[1.009]).is_ok());
+        assert!(assert_close(&h, &[1.03]).is_err());
+        let b = Tensor::full(&Device::cpu(), &[1], bf16::from_f32(1.0)).unwrap();
+        assert!(assert_close(&b, &[1.05]).is_ok());
+        let i = Tensor::full(&Device::cpu(), &[1], 3i32).unwrap();
+        assert!(assert_close(&i, &[3.0]).is_ok() && assert_close(&i, &[3.5]).is_err());
+    }
+
+    #[test]
+    fn reference_matmul_and_bench() {
+        // [2, 3] x [3, 1]
+        let c = matmul_ref_f64(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[1.0, 1.0, 2.0], 2, 1, 3);
+        assert_eq!(c, vec![9.0, 21.0]);
+        assert_eq!(matmul_ref_f64(&[], &[], 2, 2, 0), vec![0.0; 4]);
+        let mut calls = 0;
+        let r = do_bench(|| calls += 1, 3, 4);
+        assert_eq!(calls, 7);
+        assert!(r.min_ms <= r.median_ms && r.median_ms <= r.max_ms && r.min_ms >= 0.0);
+        assert!(r.min_ms <= r.mean_ms && r.mean_ms <= r.max_ms);
+        assert_eq!(unravel(5, &[2, 3]), vec![1, 2]);
+        assert_eq!(unravel(0, &[]), Vec::<usize>::new());
+    }
+}
