@@ -1,5 +1,9 @@
 //! Example kernels written in the block language, with the wrappers that check shapes,
 //! allocate outputs and launch them. The binaries in `src/bin` run them.
+//!
+//! The crate builds for the host (wrappers, CPU backend, launchers) and for `nvptx64`
+//! (`cargo xtask build-ptx`: one device entry point per kernel instance).
+#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
 pub mod matmul;
 pub mod softmax;

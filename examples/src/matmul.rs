@@ -1,6 +1,7 @@
 //! The seeds' matrix multiplication: `C = activation(A @ B)` in f16 with f32 accumulation,
 //! grouped program ordering for L2 reuse, masked edges, and an optional fused activation.
 
+#[cfg(not(target_arch = "nvptx64"))]
 use kernel_runtime::{cdiv, Device, Func, LaunchError, Tensor};
 use kernel_std::prelude::*;
 
@@ -96,8 +97,10 @@ pub mod kernels {
     }
 }
 
+#[cfg(not(target_arch = "nvptx64"))]
 pub use kernels::{leaky_relu, swish};
 
+#[cfg(not(target_arch = "nvptx64"))]
 /// Why [`matmul`] refused its inputs or failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -116,6 +119,7 @@ pub enum MatmulError {
     Tensor(#[from] kernel_runtime::TensorError),
 }
 
+#[cfg(not(target_arch = "nvptx64"))]
 fn dims2(t: &Tensor<f16>, which: &'static str) -> Result<(usize, usize), MatmulError> {
     match t.shape() {
         [r, c] => Ok((*r, *c)),
@@ -123,6 +127,7 @@ fn dims2(t: &Tensor<f16>, which: &'static str) -> Result<(usize, usize), MatmulE
     }
 }
 
+#[cfg(not(target_arch = "nvptx64"))]
 /// Largest element offset a strided matrix can address must fit the kernel's i32 arithmetic.
 fn check_i32(t: &Tensor<f16>, which: &'static str) -> Result<(), MatmulError> {
     let (r, c) = dims2(t, which)?;
@@ -133,6 +138,7 @@ fn check_i32(t: &Tensor<f16>, which: &'static str) -> Result<(), MatmulError> {
     Ok(())
 }
 
+#[cfg(not(target_arch = "nvptx64"))]
 /// `activation(a @ b)` for f16 matrices of any strides, computed by [`kernels::matmul_kernel`].
 ///
 /// `activation` is `None`, `Some(leaky_relu)` or `Some(swish)`.
@@ -162,6 +168,7 @@ pub fn matmul(a: &Tensor<f16>, b: &Tensor<f16>, activation: Option<Func>) -> Res
     Ok(c)
 }
 
+#[cfg(not(target_arch = "nvptx64"))]
 /// The device examples run on: the GPU when one is usable, else the CPU.
 pub fn default_device() -> Device {
     Device::best()

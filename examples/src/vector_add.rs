@@ -1,5 +1,6 @@
 //! Element-wise addition of two vectors: the smallest complete kernel.
 
+#[cfg(not(target_arch = "nvptx64"))]
 use kernel_runtime::{cdiv, LaunchError, Tensor};
 use kernel_std::prelude::*;
 
@@ -14,6 +15,7 @@ pub fn add_kernel<const BLOCK_SIZE: i32>(x_ptr: Ptr<f32>, y_ptr: Ptr<f32>, outpu
     store(output_ptr + offsets, x + y, mask);
 }
 
+#[cfg(not(target_arch = "nvptx64"))]
 /// Adds two vectors of the same length.
 pub fn add(x: &Tensor<f32>, y: &Tensor<f32>) -> Result<Tensor<f32>, LaunchError> {
     if x.shape() != y.shape() {

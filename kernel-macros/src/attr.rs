@@ -146,7 +146,6 @@ impl Parse for ConfigAttr {
 pub struct AutotuneAttr {
     pub configs: Vec<ConfigAttr>,
     pub key: Vec<Ident>,
-    pub span: Span,
 }
 
 impl AutotuneAttr {
@@ -174,7 +173,7 @@ impl AutotuneAttr {
             if configs.is_empty() {
                 return Err(syn::Error::new(span, "autotune needs at least one config"));
             }
-            Ok(AutotuneAttr { configs, key, span })
+            Ok(AutotuneAttr { configs, key })
         };
         parser.parse2(tokens)
     }

@@ -32,10 +32,6 @@ impl Diagnostics {
         self.errors.is_empty()
     }
 
-    pub fn len(&self) -> usize {
-        self.errors.len()
-    }
-
     pub fn to_compile_errors(&self) -> TokenStream {
         self.errors.iter().map(|e| e.to_compile_error()).collect()
     }

@@ -3,7 +3,8 @@
 //! validates against, `launch`/`launch_config`, and the CPU implementation of each variant.
 
 use crate::expand_cpu::{dtype_tokens, param_ident, CpuGen};
-use crate::instances::{Instances, MetaVal};
+use crate::expand_device::DeviceEntry;
+use crate::instances::{InstanceKey, Instances, MetaVal};
 use crate::ir::{DType, Kernel, MetaKind, ParamKind};
 use crate::signature::Signature;
 use proc_macro2::{Ident, TokenStream};
@@ -110,7 +111,14 @@ pub fn stub(sig: &Signature, docs: &[syn::Attribute]) -> TokenStream {
     }
 }
 
-pub fn module(sig: &Signature, inst: &Instances, variants: &[Kernel], docs: &[syn::Attribute]) -> TokenStream {
+pub fn module(
+    sig: &Signature,
+    inst: &Instances,
+    variants: &[Kernel],
+    keys: &[InstanceKey],
+    entries: &[DeviceEntry],
+    docs: &[syn::Attribute],
+) -> TokenStream {
     let rt = rt();
     let (vis, name) = (&sig.vis, &sig.name);
     let kname = name.to_string();
@@ -145,7 +153,7 @@ pub fn module(sig: &Signature, inst: &Instances, variants: &[Kernel], docs: &[sy
         };
         quote!(#rt::ParamInfo { name: #n, kind: #kind })
     });
-    let keys = inst.key.iter();
+    let key_names = inst.key.iter();
 
     // Launch-time meta values must be declared instances.
     let launch_checks = inst.launch_metas.iter().map(|(n, vals)| {
@@ -238,7 +246,7 @@ pub fn module(sig: &Signature, inst: &Instances, variants: &[Kernel], docs: &[sy
     let run_arms = (0..variants.len()).map(|i| {
         let f = format_ident!("__cpu_variant_{}", i);
         let sa = &scalar_args;
-        quote!(#i => #rt::launch_cpu(&INFO, &__ptrs, __dims, &|__ctx| #f(__ctx, &__meta, #(#sa),*)),)
+        quote!(#i => #rt::launch(&INFO, __instance, &__ptrs, __dims, &__scalars, &|__ctx| #f(__ctx, &__meta, #(#sa),*)),)
     });
     let all_arg_names: Vec<TokenStream> = {
         let mut v: Vec<TokenStream> = sig.params.iter().map(|p| {
@@ -253,6 +261,48 @@ pub fn module(sig: &Signature, inst: &Instances, variants: &[Kernel], docs: &[sy
         }
         v
     };
+    let instance_infos: Vec<TokenStream> = keys
+        .iter()
+        .zip(entries)
+        .map(|(key, e)| {
+            let entry = &key.entry;
+            let (c, v) = (key.config, key.variant);
+            let lm = key.launch.iter().map(|(n, val)| {
+                let x = val.as_i64();
+                quote!((#n, #x))
+            });
+            let threads = (inst.configs[key.config].num_warps * 32) as u32;
+            let smem = e.shared_bytes as u32;
+            quote!(#rt::InstanceInfo { entry: #entry, config: #c, variant: #v, launch_metas: &[#(#lm),*], threads: #threads, shared_bytes: #smem })
+        })
+        .collect();
+    // Instance index from (config, variant, launch-time values).
+    let launch_value_exprs: Vec<TokenStream> = launch_metas
+        .iter()
+        .map(|m| {
+            let id = format_ident!("{}", m.name);
+            quote!((#id as i64))
+        })
+        .collect();
+    let scalar_values: Vec<TokenStream> = sig
+        .params
+        .iter()
+        .filter_map(|p| match p.kind {
+            ParamKind::Scalar(d) => {
+                let id = param_ident(&p.name);
+                let v = match d {
+                    DType::I32 => quote!(I32),
+                    DType::U32 => quote!(U32),
+                    DType::I64 => quote!(I64),
+                    DType::F32 => quote!(F32),
+                    _ => quote!(Bool),
+                };
+                Some(quote!(#rt::ScalarArg::#v(#id)))
+            }
+            ParamKind::Ptr(_) => None,
+        })
+        .collect();
+    let device_entries = entries.iter().map(|e| &e.tokens);
     let n_configs = inst.configs.len();
     let n_ptrs = sig.params.iter().filter(|p| matches!(p.kind, ParamKind::Ptr(_))).count();
     let autotuned = inst.autotuned;
@@ -280,7 +330,9 @@ pub fn module(sig: &Signature, inst: &Instances, variants: &[Kernel], docs: &[sy
                 name: #kname,
                 params: &[#(#params),*],
                 configs: CONFIGS,
-                key: &[#(#keys),*],
+                key: &[#(#key_names),*],
+                instances: &[#(#instance_infos),*],
+                module: #rt::ModuleInfo { crate_name: env!("CARGO_CRATE_NAME"), manifest_dir: env!("CARGO_MANIFEST_DIR") },
             };
 
             fn __meta_for(__config: usize, #(#launch_meta_params),*) -> Meta {
@@ -316,6 +368,13 @@ pub fn module(sig: &Signature, inst: &Instances, variants: &[Kernel], docs: &[sy
                 let __ptrs: [#rt::PtrArg<'_>; #n_ptrs] = [#(#ptr_args),*];
                 let __meta = __meta_for(config, #(#launch_meta_names),*);
                 let __dims = #rt::Grid::dims(&grid, &__meta)?;
+                let __launch_values: &[i64] = &[#(#launch_value_exprs),*];
+                let __instance = INFO
+                    .instances
+                    .iter()
+                    .position(|i| i.config == config && i.variant == __variant && i.launch_metas.iter().map(|(_, v)| *v).eq(__launch_values.iter().copied()))
+                    .ok_or_else(|| #rt::LaunchError::NoInstance { kernel: #kname, reason: "no compiled instance matches these meta-parameters".to_string() })?;
+                let __scalars = [#(#scalar_values),*];
                 match __variant {
                     #(#run_arms)*
                     _ => ::core::unreachable!(),
@@ -323,6 +382,12 @@ pub fn module(sig: &Signature, inst: &Instances, variants: &[Kernel], docs: &[sy
             }
 
             #(#cpu_fns)*
+        }
+
+        #[cfg(target_arch = "nvptx64")]
+        #[allow(non_snake_case)]
+        #vis mod #name {
+            #(#device_entries)*
         }
     }
 }

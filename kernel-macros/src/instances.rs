@@ -44,6 +44,25 @@ pub struct Instances {
 
 const MAX_INSTANCES: usize = 4096;
 
+/// One compiled instance: a config, a function-meta variant and launch-time meta values.
+pub struct InstanceKey {
+    pub config: usize,
+    pub variant: usize,
+    pub launch: Vec<(String, MetaVal)>,
+    /// Every integer/bool meta value of the instance.
+    pub vals: HashMap<String, i64>,
+    /// The stable, readable device entry name.
+    pub entry: String,
+}
+
+fn val_name(v: &MetaVal) -> String {
+    match v {
+        MetaVal::Int(i) if *i < 0 => format!("m{}", -i),
+        MetaVal::Int(i) => i.to_string(),
+        MetaVal::Bool(b) => b.to_string(),
+    }
+}
+
 impl Instances {
     /// Each assignment of the function meta-parameters: one IR variant each.
     pub fn variants(&self) -> Vec<Vec<(String, Option<String>)>> {
@@ -59,6 +78,44 @@ impl Instances {
                     })
                 })
                 .collect();
+        }
+        out
+    }
+
+    /// Every instance, config-major, then variant, then launch-time values in declaration order.
+    pub fn enumerate(&self, kernel: &str) -> Vec<InstanceKey> {
+        let variants = self.variants();
+        let mut launch_combos: Vec<Vec<(String, MetaVal)>> = vec![vec![]];
+        for (name, vals) in &self.launch_metas {
+            launch_combos = launch_combos
+                .into_iter()
+                .flat_map(|p| {
+                    vals.iter().map(move |v| {
+                        let mut q = p.clone();
+                        q.push((name.clone(), v.clone()));
+                        q
+                    })
+                })
+                .collect();
+        }
+        let mut out = Vec::new();
+        for (ci, c) in self.configs.iter().enumerate() {
+            for (vi, var) in variants.iter().enumerate() {
+                for combo in &launch_combos {
+                    let mut parts = vec![kernel.to_string()];
+                    for (_, f) in var {
+                        parts.push(f.clone().unwrap_or_else(|| "none".to_string()));
+                    }
+                    if self.autotuned {
+                        parts.push(format!("c{ci}"));
+                    }
+                    for (n, v) in combo {
+                        parts.push(format!("{n}_{}", val_name(v)));
+                    }
+                    let vals = c.metas.iter().chain(combo.iter()).map(|(n, v)| (n.clone(), v.as_i64())).collect();
+                    out.push(InstanceKey { config: ci, variant: vi, launch: combo.clone(), vals, entry: parts.join("__") });
+                }
+            }
         }
         out
     }

@@ -171,9 +171,6 @@ impl BinOp {
     pub fn is_comparison(self) -> bool {
         matches!(self, BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne)
     }
-    pub fn is_bitwise(self) -> bool {
-        matches!(self, BinOp::And | BinOp::Or | BinOp::Xor)
-    }
     pub fn symbol(self) -> &'static str {
         match self {
             BinOp::Add => "+",
@@ -338,7 +335,6 @@ pub enum ParamKind {
 pub struct Param {
     pub name: String,
     pub kind: ParamKind,
-    pub span: Span,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -370,11 +366,6 @@ pub struct Kernel {
     pub body: Vec<Stmt>,
 }
 
-impl Kernel {
-    pub fn expr(&self, id: ExprId) -> &Expr {
-        &self.exprs[id]
-    }
-}
 
 // ---------------------------------------------------------------------------------------
 // Display: `KERNEL_DUMP=dir` writes this text form of each variant.

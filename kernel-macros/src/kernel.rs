@@ -4,7 +4,7 @@
 
 use crate::attr::{attr_span, AutotuneAttr, KernelAttr};
 use crate::diag::Diagnostics;
-use crate::expand_host;
+use crate::{expand_device, expand_host};
 use crate::instances::collect_instances;
 use crate::lower::{lower_variant, LowerCtx};
 use crate::signature::parse_signature;
@@ -59,7 +59,12 @@ pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn:
         let stub = expand_host::stub(&sig, &docs);
         return quote::quote!(#errors #stub);
     }
-    let out = expand_host::module(&sig, &inst, &variants, &docs);
+    let keys = inst.enumerate(&sig.name.to_string());
+    let entries: Vec<_> = keys
+        .iter()
+        .map(|key| expand_device::entry(&variants[key.variant], &key.entry, &key.vals, inst.configs[key.config].num_warps as usize))
+        .collect();
+    let out = expand_host::module(&sig, &inst, &variants, &keys, &entries, &docs);
     dump(&sig.name.to_string(), &variants, &out);
     let _ = f.span();
     out

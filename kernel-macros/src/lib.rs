@@ -7,6 +7,7 @@ mod attr;
 mod check;
 mod diag;
 mod expand_cpu;
+mod expand_device;
 mod expand_host;
 mod instances;
 mod ir;

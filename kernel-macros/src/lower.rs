@@ -770,7 +770,13 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 Err(m) => return self.err(span, m),
             };
             let o = if ot.weak { self.coerce(o, DType::I32) } else { o };
-            let o = if op == BinOp::Sub { self.unary(UnOp::Neg, o, span) } else { o };
+            // `ptrs - offsets` negates the offsets as i64, so unsigned offsets subtract too.
+            let o = if op == BinOp::Sub {
+                let wide = self.coerce(o, DType::I64);
+                self.unary(UnOp::Neg, wide, span)
+            } else {
+                o
+            };
             return self.push(ExprKind::PtrAdd(p, o), Ty { elem: pt.elem, shape, weak: false }, span);
         }
         let shape = match check_broadcast(&ta, &tb, &format!("`{}`", op.symbol())) {

@@ -82,11 +82,6 @@ impl Dim {
         Some(total)
     }
 
-    /// Meta-parameter names this dimension mentions.
-    pub fn symbols(&self) -> impl Iterator<Item = &String> {
-        self.terms.keys().flatten()
-    }
-
     /// The terms `(symbols, coefficient)` of the polynomial.
     pub fn terms(&self) -> impl Iterator<Item = (&Vec<String>, i64)> {
         self.terms.iter().map(|(k, v)| (k, *v))

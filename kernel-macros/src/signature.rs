@@ -55,7 +55,7 @@ pub fn parse_signature(f: &syn::ItemFn, what: &str, diag: &mut Diagnostics) -> S
                     }
                 };
                 match param_kind(&pt.ty) {
-                    Some(kind) => params.push(Param { name: name.to_string(), kind, span: name.span() }),
+                    Some(kind) => params.push(Param { name: name.to_string(), kind }),
                     None => diag.error(
                         pt.ty.span(),
                         format!("unsupported kernel parameter type: use `Ptr<T>` for buffers or a scalar ({SCALAR_PARAM_TYPES})"),

@@ -21,8 +21,19 @@
 //! }
 //! ```
 #![no_std]
+#![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch))]
 
 pub mod lang;
+
+#[cfg(target_arch = "nvptx64")]
+pub mod device;
+
+/// What generated code reaches; not a public API.
+#[doc(hidden)]
+pub mod __private {
+    #[cfg(target_arch = "nvptx64")]
+    pub use crate::device;
+}
 
 use core::marker::PhantomData;
 
@@ -52,4 +63,11 @@ pub struct Func;
 /// What `use kernel_std::prelude::*;` brings into scope: the attributes and parameter types.
 pub mod prelude {
     pub use crate::{autotune, bf16, f16, helper, kernel, kernel_module, Func, Ptr};
+}
+
+/// Device code traps on panic (a kernel crate built for nvptx64 has no unwinding).
+#[cfg(target_arch = "nvptx64")]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    device::trap()
 }

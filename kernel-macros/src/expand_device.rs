@@ -1,0 +1,853 @@
+//! Device backend: one `extern "ptx-kernel"` entry per declared instance (concrete meta
+//! values), compiled for `nvptx64-nvidia-cuda` by `cargo xtask build-ptx`.
+//!
+//! Layout: a block of N elements is spread over the T threads of the program cyclically:
+//! thread `t` owns flat indices `t, t + T, t + 2T, ...` and keeps them in a register array
+//! `[E; ceil(N / T)]`. Consecutive threads own consecutive elements, so loads and stores of
+//! row-major blocks are coalesced. Scalars are computed by every thread (they are uniform).
+//!
+//! Values are produced in three ways:
+//! - *pure* immutable blocks (index arithmetic: `arange`, parameters, broadcasts, no loads)
+//!   are never stored: each use re-evaluates them at the coordinate it needs;
+//! - *affine* mutable blocks (`ptrs += uniform scalar`) are a pure initial value plus one
+//!   scalar offset, so pointer blocks advanced in a K loop cost no registers;
+//! - everything else is *materialized* in the owning threads' registers. A use at a coordinate
+//!   the thread does not own (broadcasting, `trans`) reads a copy staged in shared memory.
+//!
+//! `dot` and reductions stage their operands in shared memory and compute each owned output
+//! element with f32 FMAs (a correct SIMT implementation; tensor cores are a later stage).
+
+use crate::expand_cpu::param_ident;
+use crate::ir::*;
+use proc_macro2::{Ident, TokenStream};
+use quote::{format_ident, quote};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+
+#[derive(Clone, Debug)]
+enum LocalKind {
+    Scalar,
+    Pure(ExprId),
+    Affine(ExprId),
+    Materialized,
+}
+
+/// Where an expression is evaluated: at the iteration's own flat index (`__f`, register
+/// slot `__j`) or at an arbitrary flat index.
+#[derive(Clone)]
+enum At {
+    Own,
+    Flat(TokenStream),
+}
+
+/// A value held in per-thread register arrays.
+#[derive(Clone)]
+struct MatVar {
+    ident: Ident,
+    elem: TokenStream,
+    numel: usize,
+}
+
+pub struct DeviceEntry {
+    pub tokens: TokenStream,
+    pub shared_bytes: usize,
+}
+
+struct DevGen<'a> {
+    k: &'a Kernel,
+    vals: &'a HashMap<String, i64>,
+    threads: usize,
+    d: TokenStream,
+    shapes: Vec<Vec<usize>>,
+    kinds: Vec<LocalKind>,
+    /// Dot/reduce results of the statement being generated.
+    temps: RefCell<HashMap<ExprId, MatVar>>,
+    /// Materialized values the current phase reads at other threads' coordinates.
+    staged: RefCell<Vec<(MatVar, usize)>>,
+    cursor: Cell<usize>,
+    smem_max: Cell<usize>,
+    iter_numel: Cell<usize>,
+    counter: Cell<usize>,
+}
+
+fn elem_size(e: &Elem) -> usize {
+    match e {
+        Elem::Val(d) => match d {
+            DType::Bool => 1,
+            DType::F16 | DType::BF16 => 2,
+            DType::F32 | DType::I32 | DType::U32 => 4,
+            DType::F64 | DType::I64 => 8,
+        },
+        Elem::Ptr(_) => 8,
+        Elem::Error => 0,
+    }
+}
+
+pub fn dev_dtype(d: DType) -> TokenStream {
+    let dp = quote!(::kernel_std::__private::device);
+    match d {
+        DType::F16 => quote!(#dp::F16),
+        DType::BF16 => quote!(#dp::BF16),
+        DType::F32 => quote!(f32),
+        DType::F64 => quote!(f64),
+        DType::I32 => quote!(i32),
+        DType::U32 => quote!(u32),
+        DType::I64 => quote!(i64),
+        DType::Bool => quote!(bool),
+    }
+}
+
+impl<'a> DevGen<'a> {
+    fn new(k: &'a Kernel, vals: &'a HashMap<String, i64>, threads: usize) -> Self {
+        let shapes = k
+            .exprs
+            .iter()
+            .map(|e| e.ty.shape.iter().map(|d| d.eval(&|s| vals.get(s).copied()).unwrap_or(1).max(0) as usize).collect())
+            .collect();
+        let mut g = DevGen {
+            k,
+            vals,
+            threads,
+            d: quote!(::kernel_std::__private::device),
+            shapes,
+            kinds: vec![],
+            temps: RefCell::new(HashMap::new()),
+            staged: RefCell::new(vec![]),
+            cursor: Cell::new(0),
+            smem_max: Cell::new(0),
+            iter_numel: Cell::new(0),
+            counter: Cell::new(0),
+        };
+        g.kinds = g.classify_locals();
+        g
+    }
+
+    // ---------------------------------------------------------------- analysis
+
+    fn classify_locals(&self) -> Vec<LocalKind> {
+        let k = self.k;
+        let mut lets: HashMap<LocalId, ExprId> = HashMap::new();
+        let mut assigns: HashMap<LocalId, Vec<ExprId>> = HashMap::new();
+        fn walk(stmts: &[Stmt], lets: &mut HashMap<LocalId, ExprId>, assigns: &mut HashMap<LocalId, Vec<ExprId>>) {
+            for s in stmts {
+                match s {
+                    Stmt::Let { local, value } => {
+                        lets.insert(*local, *value);
+                    }
+                    Stmt::Assign { local, value } => assigns.entry(*local).or_default().push(*value),
+                    Stmt::For { body, .. } => walk(body, lets, assigns),
+                    Stmt::If { then, els, .. } => {
+                        walk(then, lets, assigns);
+                        walk(els, lets, assigns);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        walk(&k.body, &mut lets, &mut assigns);
+        let mut kinds: Vec<LocalKind> = Vec::with_capacity(k.locals.len());
+        for (id, l) in k.locals.iter().enumerate() {
+            let kind = if l.ty.is_scalar() {
+                LocalKind::Scalar
+            } else {
+                match (lets.get(&id), assigns.get(&id)) {
+                    (Some(v), None) if self.is_pure(*v, &kinds) => LocalKind::Pure(*v),
+                    (Some(v), Some(asg)) if self.is_pure(*v, &kinds) && asg.iter().all(|a| self.is_affine_step(id, *a)) => {
+                        LocalKind::Affine(*v)
+                    }
+                    _ => LocalKind::Materialized,
+                }
+            };
+            kinds.push(kind);
+        }
+        kinds
+    }
+
+    fn is_pure(&self, e: ExprId, kinds: &[LocalKind]) -> bool {
+        let k = self.k;
+        let ex = &k.exprs[e];
+        match &ex.kind {
+            ExprKind::Load { .. } | ExprKind::Dot { .. } | ExprKind::Reduce { .. } => false,
+            ExprKind::Local(l) => match kinds.get(*l) {
+                Some(LocalKind::Scalar) => !k.locals[*l].mutable,
+                Some(LocalKind::Pure(_)) => true,
+                _ => false,
+            },
+            _ => children(&ex.kind).into_iter().all(|c| self.is_pure(c, kinds)),
+        }
+    }
+
+    /// `x = x + s`, `x = x - s` or `x = ptr_add(x, s)` with a uniform scalar `s`.
+    fn is_affine_step(&self, l: LocalId, v: ExprId) -> bool {
+        let k = self.k;
+        let refers_to_self = |e: ExprId| -> bool { uses_local(k, e, l) };
+        match &k.exprs[v].kind {
+            ExprKind::PtrAdd(a, s) | ExprKind::Binary(BinOp::Add | BinOp::Sub, a, s) => {
+                matches!(k.exprs[*a].kind, ExprKind::Local(x) if x == l) && k.exprs[*s].ty.is_scalar() && !refers_to_self(*s)
+            }
+            _ => false,
+        }
+    }
+
+    // ---------------------------------------------------------------- helpers
+
+    fn fresh(&self, base: &str) -> Ident {
+        let n = self.counter.get();
+        self.counter.set(n + 1);
+        format_ident!("__{}{}", base, n)
+    }
+
+    fn elem(&self, t: &Ty) -> TokenStream {
+        match t.elem {
+            Elem::Val(d) => dev_dtype(d),
+            Elem::Ptr(d) => {
+                let e = dev_dtype(d);
+                quote!(*mut #e)
+            }
+            Elem::Error => quote!(()),
+        }
+    }
+
+    fn numel(&self, e: ExprId) -> usize {
+        self.shapes[e].iter().product()
+    }
+
+    fn per_thread(&self, numel: usize) -> usize {
+        numel.div_ceil(self.threads).max(1)
+    }
+
+    fn alloc(&self, bytes: usize) -> usize {
+        let off = self.cursor.get().next_multiple_of(16);
+        self.cursor.set(off + bytes);
+        self.smem_max.set(self.smem_max.get().max(off + bytes));
+        off
+    }
+
+    fn idx(&self, at: &At) -> TokenStream {
+        match at {
+            At::Own => quote!(__f),
+            At::Flat(t) => t.clone(),
+        }
+    }
+
+    /// The flat index in `to` (broadcast operand) of the element that `at` in `from` reads.
+    fn map_broadcast(&self, at: &At, from: &[usize], to: &[usize]) -> At {
+        if from == to {
+            return at.clone();
+        }
+        let to_numel: usize = to.iter().product();
+        if to_numel <= 1 {
+            return At::Flat(quote!(0usize));
+        }
+        let pf = self.idx(at);
+        let n = from.len();
+        let mut terms = Vec::new();
+        let mut to_stride = 1usize;
+        for i in (0..to.len()).rev() {
+            let fi = i + n - to.len();
+            if to[i] != 1 {
+                let from_stride: usize = from[fi + 1..].iter().product();
+                let dim = from[fi];
+                terms.push(quote!(((__pf / #from_stride) % #dim) * #to_stride));
+            }
+            to_stride *= to[i];
+        }
+        At::Flat(quote!({ let __pf: usize = #pf; 0usize #(+ #terms)* }))
+    }
+
+    fn operand(&self, parent: ExprId, child: ExprId, at: &At) -> TokenStream {
+        let child_shape = &self.shapes[child];
+        if child_shape.is_empty() {
+            return self.ev(child, &At::Own);
+        }
+        let a = self.map_broadcast(at, &self.shapes[parent], child_shape);
+        self.ev(child, &a)
+    }
+
+    fn read_mat(&self, m: &MatVar, at: &At) -> TokenStream {
+        let id = &m.ident;
+        if m.numel == 0 {
+            // A uniform scalar (a reduction to rank 0).
+            return quote!(#id);
+        }
+        if matches!(at, At::Own) && m.numel == self.iter_numel.get() {
+            return quote!(#id[__j]);
+        }
+        let idx = self.idx(at);
+        let off = {
+            let mut st = self.staged.borrow_mut();
+            match st.iter().find(|(v, _)| v.ident == m.ident) {
+                Some((_, off)) => *off,
+                None => {
+                    let size = m.numel * 8;
+                    let off = self.alloc(size);
+                    st.push((m.clone(), off));
+                    off
+                }
+            }
+        };
+        let e = &m.elem;
+        let d = &self.d;
+        quote!(#d::load((__smem.add(#off) as *mut #e).add(#idx)))
+    }
+
+    // ---------------------------------------------------------------- expressions
+
+    fn ev(&self, id: ExprId, at: &At) -> TokenStream {
+        if let Some(m) = self.temps.borrow().get(&id).cloned() {
+            return self.read_mat(&m, at);
+        }
+        let k = self.k;
+        let e = &k.exprs[id];
+        let d = &self.d;
+        let t = self.elem(&e.ty);
+        match &e.kind {
+            ExprKind::Param(i) => {
+                let p = param_ident(&k.params[*i].name);
+                quote!(#p)
+            }
+            ExprKind::Meta(i) => {
+                let v = self.vals.get(&k.metas[*i].name).copied().unwrap_or(0);
+                match e.ty.dtype() {
+                    Some(DType::Bool) => {
+                        let b = v != 0;
+                        quote!(#b)
+                    }
+                    _ => quote!(<#t as #d::Elem>::from_i64(#v)),
+                }
+            }
+            ExprKind::Lit(l) => match (l, e.ty.dtype()) {
+                (Lit::Bool(b), _) => quote!(#b),
+                (Lit::Int(v), Some(DType::I32)) => {
+                    let v = *v as i32;
+                    quote!((#v))
+                }
+                (Lit::Int(v), Some(DType::I64)) => quote!((#v)),
+                (Lit::Int(v), _) => quote!(<#t as #d::Elem>::from_i64(#v)),
+                (Lit::Float(v), _) if v.is_finite() => quote!(<#t as #d::Elem>::from_f64(#v)),
+                (Lit::Float(v), _) => {
+                    let f = if v.is_nan() {
+                        quote!(f64::NAN)
+                    } else if *v > 0.0 {
+                        quote!(f64::INFINITY)
+                    } else {
+                        quote!(f64::NEG_INFINITY)
+                    };
+                    quote!(<#t as #d::Elem>::from_f64(#f))
+                }
+            },
+            ExprKind::Local(l) => {
+                let ident = crate::expand_cpu::local_ident(k, *l);
+                match &self.kinds[*l] {
+                    LocalKind::Scalar => quote!(#ident),
+                    LocalKind::Pure(init) => self.ev(*init, at),
+                    LocalKind::Affine(init) => {
+                        let base = self.ev(*init, at);
+                        let off = format_ident!("{}_off", ident);
+                        match e.ty.elem {
+                            Elem::Ptr(_) => quote!(#d::ptr_add(#base, #off)),
+                            _ => quote!(<#t as #d::Num>::add(#base, #off)),
+                        }
+                    }
+                    LocalKind::Materialized => {
+                        let m = MatVar { ident, elem: t, numel: self.numel(id) };
+                        self.read_mat(&m, at)
+                    }
+                }
+            }
+            ExprKind::ProgramId(a) => {
+                let a = *a as u32;
+                quote!(#d::program_id(#a))
+            }
+            ExprKind::NumPrograms(a) => {
+                let a = *a as u32;
+                quote!(#d::num_programs(#a))
+            }
+            ExprKind::Arange { start, .. } => {
+                let s = start.eval(&|x| self.vals.get(x).copied()).unwrap_or(0) as i32;
+                let i = self.idx(at);
+                quote!((#s).wrapping_add((#i) as i32))
+            }
+            ExprKind::Full(v) => self.ev(*v, &At::Own),
+            ExprKind::Unary(op, x) => {
+                let xt = self.elem(&k.exprs[*x].ty);
+                let v = self.operand(id, *x, at);
+                match op {
+                    UnOp::Neg => quote!(<#xt as #d::Num>::neg(#v)),
+                    UnOp::Not => quote!(<#xt as #d::Int>::not(#v)),
+                }
+            }
+            ExprKind::Binary(op, a, b) => {
+                let ot = self.elem(&k.exprs[*a].ty);
+                let (va, vb) = (self.operand(id, *a, at), self.operand(id, *b, at));
+                let f = match op {
+                    BinOp::Add => quote!(<#ot as #d::Num>::add),
+                    BinOp::Sub => quote!(<#ot as #d::Num>::sub),
+                    BinOp::Mul => quote!(<#ot as #d::Num>::mul),
+                    BinOp::Div => quote!(<#ot as #d::Num>::div),
+                    BinOp::Rem => quote!(<#ot as #d::Num>::rem),
+                    BinOp::Min => quote!(<#ot as #d::Num>::min),
+                    BinOp::Max => quote!(<#ot as #d::Num>::max),
+                    BinOp::Lt => quote!(<#ot as #d::Num>::lt),
+                    BinOp::Le => quote!(<#ot as #d::Num>::le),
+                    BinOp::Gt => quote!(<#ot as #d::Num>::gt),
+                    BinOp::Ge => quote!(<#ot as #d::Num>::ge),
+                    BinOp::Eq => quote!(<#ot as #d::Num>::eq),
+                    BinOp::Ne => quote!(<#ot as #d::Num>::ne),
+                    BinOp::And => quote!(<#ot as #d::Int>::and),
+                    BinOp::Or => quote!(<#ot as #d::Int>::or),
+                    BinOp::Xor => quote!(<#ot as #d::Int>::xor),
+                    BinOp::Shl => quote!(<#ot as #d::Int>::shl),
+                    BinOp::Shr => quote!(<#ot as #d::Int>::shr),
+                };
+                quote!(#f(#va, #vb))
+            }
+            ExprKind::PtrAdd(p, o) => {
+                let (vp, vo) = (self.operand(id, *p, at), self.operand(id, *o, at));
+                quote!(#d::ptr_add(#vp, #vo))
+            }
+            ExprKind::Cast(x) => {
+                let from = self.elem(&k.exprs[*x].ty);
+                let v = self.operand(id, *x, at);
+                quote!(#d::cast::<#from, #t>(#v))
+            }
+            ExprKind::ExpandDims(x, _) | ExprKind::Reshape(x) => {
+                // Row-major flat order is unchanged.
+                if self.shapes[*x].is_empty() {
+                    self.ev(*x, &At::Own)
+                } else {
+                    self.ev(*x, at)
+                }
+            }
+            ExprKind::BroadcastTo(x) => self.operand(id, *x, at),
+            ExprKind::Trans(x) => {
+                let s = &self.shapes[id];
+                let (r0, r1) = (s[0], s[1]);
+                let f = self.idx(at);
+                let child = At::Flat(quote!({ let __tf: usize = #f; (__tf % #r1) * #r0 + __tf / #r1 }));
+                self.ev(*x, &child)
+            }
+            ExprKind::Math(m, x) => {
+                let xt = self.elem(&k.exprs[*x].ty);
+                let v = self.operand(id, *x, at);
+                let f = format_ident!("{}", m.name());
+                quote!(<#xt as #d::Float>::#f(#v))
+            }
+            ExprKind::Where(c, a, b) => {
+                let (vc, va, vb) = (self.operand(id, *c, at), self.operand(id, *a, at), self.operand(id, *b, at));
+                quote!(if #vc { #va } else { #vb })
+            }
+            ExprKind::Load { ptr, mask, other } => {
+                let p = self.operand(id, *ptr, at);
+                let o = match other {
+                    Some(o) => self.operand(id, *o, at),
+                    None => quote!(<#t as ::core::default::Default>::default()),
+                };
+                match mask {
+                    Some(m) => {
+                        let vm = self.operand(id, *m, at);
+                        quote!(if #vm { #d::load(#p) } else { #o })
+                    }
+                    None => quote!(#d::load(#p)),
+                }
+            }
+            ExprKind::Dot { .. } | ExprKind::Reduce { .. } => {
+                // Hoisted before the statement; reaching here is an internal error.
+                quote!(::core::unreachable!())
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- phases
+
+    /// A loop over the owned elements of a block of `numel` elements; `body` is generated
+    /// with that iteration context. Staged values it reads are copied to shared memory first.
+    fn phase(&self, numel: usize, body: impl FnOnce(&Self) -> TokenStream) -> TokenStream {
+        let saved_iter = self.iter_numel.replace(numel);
+        let saved_staged = self.staged.replace(vec![]);
+        let b = body(self);
+        let staged = self.staged.replace(saved_staged);
+        self.iter_numel.set(saved_iter);
+        let threads = self.threads;
+        let pt = self.per_thread(numel);
+        let d = &self.d;
+        let stage_code: Vec<TokenStream> = staged
+            .iter()
+            .map(|(m, off)| {
+                let (id, e, n) = (&m.ident, &m.elem, m.numel);
+                let ptn = self.per_thread(n);
+                quote! {
+                    for __j in 0..#ptn {
+                        let __f = __tid + __j * #threads;
+                        if __f < #n { #d::store((__smem.add(#off) as *mut #e).add(__f), #id[__j]); }
+                    }
+                }
+            })
+            .collect();
+        let (pre, post) = if staged.is_empty() {
+            (quote!(), quote!())
+        } else {
+            (quote!(#(#stage_code)* #d::bar_sync();), quote!(#d::bar_sync();))
+        };
+        quote! {
+            #pre
+            for __j in 0..#pt {
+                let __f = __tid + __j * #threads;
+                if __f < #numel { #b }
+            }
+            #post
+        }
+    }
+
+    /// Computes every `dot` and reduction inside `root` (innermost first) into temporaries.
+    fn hoist(&self, root: ExprId, out: &mut TokenStream) {
+        let k = self.k;
+        for c in children(&k.exprs[root].kind) {
+            self.hoist(c, out);
+        }
+        match &k.exprs[root].kind {
+            ExprKind::Dot { a, b, acc } => out.extend(self.gen_dot(root, *a, *b, *acc)),
+            ExprKind::Reduce { op, x, axis } => out.extend(self.gen_reduce(root, *op, *x, *axis)),
+            _ => {}
+        }
+    }
+
+    fn gen_dot(&self, id: ExprId, a: ExprId, b: ExprId, acc: Option<ExprId>) -> TokenStream {
+        let d = &self.d;
+        let (sa, sb) = (self.shapes[a].clone(), self.shapes[b].clone());
+        let (m, kk, n) = (sa[0], sa[1], sb[1]);
+        let ea = self.elem(&self.k.exprs[a].ty);
+        let size = elem_size(&self.k.exprs[a].ty.elem);
+        let off_a = self.alloc(m * kk * size);
+        let off_b = self.alloc(kk * n * size);
+        let stage_a = self.phase(m * kk, |g| {
+            let v = g.ev(a, &At::Own);
+            quote!(#d::store((__smem.add(#off_a) as *mut #ea).add(__f), #v);)
+        });
+        let stage_b = self.phase(kk * n, |g| {
+            let v = g.ev(b, &At::Own);
+            quote!(#d::store((__smem.add(#off_b) as *mut #ea).add(__f), #v);)
+        });
+        let out = self.fresh("dot");
+        let pt = self.per_thread(m * n);
+        let compute = self.phase(m * n, |g| {
+            let init = match acc {
+                Some(x) => g.ev(x, &At::Own),
+                None => quote!(0.0f32),
+            };
+            quote! {
+                let __row = __f / #n;
+                let __col = __f % #n;
+                let __pa = (__smem.add(#off_a) as *mut #ea).add(__row * #kk);
+                let __pb = (__smem.add(#off_b) as *mut #ea).add(__col);
+                let mut __s: f32 = #init;
+                for __k in 0..#kk {
+                    let __x = <#ea as #d::Elem>::to_f32(#d::load(__pa.add(__k)));
+                    let __y = <#ea as #d::Elem>::to_f32(#d::load(__pb.add(__k * #n)));
+                    __s = #d::fma(__x, __y, __s);
+                }
+                #out[__j] = __s;
+            }
+        });
+        self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: quote!(f32), numel: m * n });
+        quote! {
+            let mut #out: [f32; #pt] = [0.0f32; #pt];
+            #stage_a
+            #stage_b
+            #d::bar_sync();
+            #compute
+            #d::bar_sync();
+        }
+    }
+
+    fn gen_reduce(&self, id: ExprId, op: ReduceOp, x: ExprId, axis: usize) -> TokenStream {
+        let d = &self.d;
+        let sx = self.shapes[x].clone();
+        let ex = self.elem(&self.k.exprs[x].ty);
+        let t = self.elem(&self.k.exprs[id].ty);
+        let nx: usize = sx.iter().product();
+        let off = self.alloc(nx * elem_size(&self.k.exprs[x].ty.elem));
+        let stage = self.phase(nx, |g| {
+            let v = g.ev(x, &At::Own);
+            quote!(#d::store((__smem.add(#off) as *mut #ex).add(__f), #v);)
+        });
+        let r = sx[axis];
+        let inner: usize = sx[axis + 1..].iter().product();
+        let float = self.k.exprs[x].ty.dtype().is_some_and(|d| d.is_float());
+        // Accumulate floats in f32 (f64 stays f64), integers in their own type.
+        let (acc_t, init, to_acc, from_acc) = if float && self.k.exprs[x].ty.dtype() != Some(DType::F64) {
+            let init = match op {
+                ReduceOp::Sum => quote!(0.0f32),
+                ReduceOp::Max => quote!(f32::NEG_INFINITY),
+                ReduceOp::Min => quote!(f32::INFINITY),
+            };
+            (quote!(f32), init, quote!(<#ex as #d::Elem>::to_f32), quote!(<#t as #d::Elem>::from_f32))
+        } else {
+            let init = match op {
+                ReduceOp::Sum => quote!(<#ex as #d::Elem>::from_i64(0)),
+                ReduceOp::Max => quote!(__first),
+                ReduceOp::Min => quote!(__first),
+            };
+            (ex.clone(), init, quote!(), quote!())
+        };
+        let combine = match op {
+            ReduceOp::Sum => quote!(<#acc_t as #d::Num>::add(__a, __v)),
+            ReduceOp::Max => quote!(<#acc_t as #d::Num>::max(__a, __v)),
+            ReduceOp::Min => quote!(<#acc_t as #d::Num>::min(__a, __v)),
+        };
+        // Output flat index f -> (outer, inner) -> base offset into x.
+        let body = |outf: TokenStream| {
+            quote! {{
+                let __of: usize = #outf;
+                let __base = (__of / #inner) * (#r * #inner) + (__of % #inner);
+                let __px = __smem.add(#off) as *mut #ex;
+                let __first = #to_acc(#d::load(__px.add(__base)));
+                let mut __a: #acc_t = #init;
+                for __r in 0..#r {
+                    let __v = #to_acc(#d::load(__px.add(__base + __r * #inner)));
+                    __a = #combine;
+                }
+                #from_acc(__a)
+            }}
+        };
+        let out = self.fresh("red");
+        let result_shape = &self.shapes[id];
+        if result_shape.is_empty() {
+            // Every thread computes the scalar (it is uniform).
+            let v = body(quote!(0usize));
+            self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: t.clone(), numel: 0 });
+            return quote! {
+                #stage
+                #d::bar_sync();
+                let #out: #t = #v;
+                #d::bar_sync();
+            };
+        }
+        let nout: usize = result_shape.iter().product();
+        let pt = self.per_thread(nout);
+        let compute = self.phase(nout, |_| {
+            let v = body(quote!(__f));
+            quote!(#out[__j] = #v;)
+        });
+        self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: t.clone(), numel: nout });
+        quote! {
+            let mut #out: [#t; #pt] = unsafe { ::core::mem::zeroed() };
+            #stage
+            #d::bar_sync();
+            #compute
+        }
+    }
+
+    // ---------------------------------------------------------------- statements
+
+    fn stmt_roots(s: &Stmt) -> Vec<ExprId> {
+        match s {
+            Stmt::Let { value, .. } | Stmt::Assign { value, .. } => vec![*value],
+            Stmt::Store { ptr, value, mask, .. } => {
+                let mut v = vec![*ptr, *value];
+                v.extend(mask.iter().copied());
+                v
+            }
+            Stmt::For { start, end, step, .. } => vec![*start, *end, *step],
+            Stmt::If { cond, .. } => vec![*cond],
+            Stmt::Return => vec![],
+        }
+    }
+
+    fn stmts(&self, stmts: &[Stmt]) -> TokenStream {
+        let mut out = TokenStream::new();
+        for s in stmts {
+            self.cursor.set(0);
+            self.temps.borrow_mut().clear();
+            let mut pre = TokenStream::new();
+            for r in Self::stmt_roots(s) {
+                self.hoist(r, &mut pre);
+            }
+            out.extend(pre);
+            out.extend(self.stmt(s));
+        }
+        out
+    }
+
+    fn stmt(&self, s: &Stmt) -> TokenStream {
+        let k = self.k;
+        let d = &self.d;
+        match s {
+            Stmt::Let { local, value } | Stmt::Assign { local, value } => {
+                let is_let = matches!(s, Stmt::Let { .. });
+                let id = crate::expand_cpu::local_ident(k, *local);
+                let lty = &k.locals[*local].ty;
+                let t = self.elem(lty);
+                match &self.kinds[*local] {
+                    LocalKind::Scalar => {
+                        let v = self.ev(*value, &At::Own);
+                        if is_let {
+                            quote!(let mut #id: #t = #v;)
+                        } else {
+                            quote!(#id = #v;)
+                        }
+                    }
+                    LocalKind::Pure(_) => quote!(),
+                    LocalKind::Affine(_) => {
+                        let off = format_ident!("{}_off", id);
+                        let off_t = match lty.elem {
+                            Elem::Ptr(_) => quote!(i64),
+                            _ => t.clone(),
+                        };
+                        if is_let {
+                            return quote!(let mut #off: #off_t = <#off_t as #d::Elem>::from_i64(0););
+                        }
+                        let (op, step) = match &k.exprs[*value].kind {
+                            ExprKind::PtrAdd(_, st) => (BinOp::Add, *st),
+                            ExprKind::Binary(op, _, st) => (*op, *st),
+                            _ => (BinOp::Add, *value),
+                        };
+                        let sv = self.ev(step, &At::Own);
+                        let st = self.elem(&k.exprs[step].ty);
+                        let f = if op == BinOp::Sub { quote!(sub) } else { quote!(add) };
+                        quote!(#off = <#off_t as #d::Num>::#f(#off, #d::cast::<#st, #off_t>(#sv));)
+                    }
+                    LocalKind::Materialized => {
+                        let numel: usize = lty.shape.iter().map(|x| x.eval(&|s| self.vals.get(s).copied()).unwrap_or(1) as usize).product();
+                        let pt = self.per_thread(numel);
+                        let decl = if is_let {
+                            quote!(let mut #id: [#t; #pt] = unsafe { ::core::mem::zeroed() };)
+                        } else {
+                            quote!()
+                        };
+                        let body = self.phase(numel, |g| {
+                            let v = g.ev(*value, &At::Own);
+                            quote!(#id[__j] = #v;)
+                        });
+                        quote!(#decl #body)
+                    }
+                }
+            }
+            Stmt::Store { ptr, value, mask, .. } => {
+                let numel = self.numel(*ptr);
+                if self.shapes[*ptr].is_empty() {
+                    let p = self.ev(*ptr, &At::Own);
+                    let v = self.ev(*value, &At::Own);
+                    let w = quote!(#d::store(#p, #v););
+                    return match mask {
+                        Some(m) => {
+                            let vm = self.ev(*m, &At::Own);
+                            quote!(if #vm { #w })
+                        }
+                        None => w,
+                    };
+                }
+                self.phase(numel, |g| {
+                    let p = g.ev(*ptr, &At::Own);
+                    let v = g.operand(*ptr, *value, &At::Own);
+                    let w = quote!(#d::store(#p, #v););
+                    match mask {
+                        Some(m) => {
+                            let vm = g.operand(*ptr, *m, &At::Own);
+                            quote!(if #vm { #w })
+                        }
+                        None => w,
+                    }
+                })
+            }
+            Stmt::For { var, start, end, step, body, .. } => {
+                let id = crate::expand_cpu::local_ident(k, *var);
+                let t = self.elem(&k.locals[*var].ty);
+                let (s, e, st) = (self.ev(*start, &At::Own), self.ev(*end, &At::Own), self.ev(*step, &At::Own));
+                let body = self.stmts(body);
+                quote! {{
+                    let __start: #t = #s;
+                    let __end: #t = #e;
+                    let __step: #t = #st;
+                    let mut __i: #t = __start;
+                    while __step != 0 && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end)) {
+                        let #id: #t = __i;
+                        #body
+                        __i = match __i.checked_add(__step) { Some(n) => n, None => break };
+                    }
+                }}
+            }
+            Stmt::If { cond, then, els } => {
+                let c = self.ev(*cond, &At::Own);
+                let (t, e) = (self.stmts(then), self.stmts(els));
+                quote!(if #c { #t } else { #e })
+            }
+            Stmt::Return => quote!(return;),
+        }
+    }
+}
+
+fn children(k: &ExprKind) -> Vec<ExprId> {
+    match k {
+        ExprKind::Param(_)
+        | ExprKind::Meta(_)
+        | ExprKind::Lit(_)
+        | ExprKind::Local(_)
+        | ExprKind::ProgramId(_)
+        | ExprKind::NumPrograms(_)
+        | ExprKind::Arange { .. } => vec![],
+        ExprKind::Full(x)
+        | ExprKind::Unary(_, x)
+        | ExprKind::Cast(x)
+        | ExprKind::ExpandDims(x, _)
+        | ExprKind::Trans(x)
+        | ExprKind::Reshape(x)
+        | ExprKind::BroadcastTo(x)
+        | ExprKind::Math(_, x)
+        | ExprKind::Reduce { x, .. } => vec![*x],
+        ExprKind::Binary(_, a, b) | ExprKind::PtrAdd(a, b) => vec![*a, *b],
+        ExprKind::Where(c, a, b) => vec![*c, *a, *b],
+        ExprKind::Load { ptr, mask, other } => {
+            let mut v = vec![*ptr];
+            v.extend(mask.iter().copied());
+            v.extend(other.iter().copied());
+            v
+        }
+        ExprKind::Dot { a, b, acc } => {
+            let mut v = vec![*a, *b];
+            v.extend(acc.iter().copied());
+            v
+        }
+    }
+}
+
+fn uses_local(k: &Kernel, e: ExprId, l: LocalId) -> bool {
+    match &k.exprs[e].kind {
+        ExprKind::Local(x) => *x == l,
+        other => children(other).into_iter().any(|c| uses_local(k, c, l)),
+    }
+}
+
+/// Generates the `extern "ptx-kernel"` entry of one instance.
+pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps: usize) -> DeviceEntry {
+    let threads = 32 * num_warps;
+    let g = DevGen::new(k, vals, threads);
+    let body = g.stmts(&k.body);
+    let d = &g.d;
+    let params = k.params.iter().map(|p| {
+        let id = param_ident(&p.name);
+        match p.kind {
+            ParamKind::Ptr(dt) => {
+                let e = dev_dtype(dt);
+                quote!(#id: *mut #e)
+            }
+            ParamKind::Scalar(dt) => {
+                let e = dev_dtype(dt);
+                quote!(#id: #e)
+            }
+        }
+    });
+    let name = format_ident!("{}", entry_name);
+    let tokens = quote! {
+        #[no_mangle]
+        #[allow(unused_mut, unused_variables, unused_assignments, unused_parens, unused_unsafe, non_snake_case, unreachable_code, clippy::all)]
+        pub unsafe extern "ptx-kernel" fn #name(#(#params),*) {
+            unsafe {
+                let __tid: usize = #d::thread_idx() as usize;
+                let __smem: *mut u8 = #d::smem();
+                #body
+            }
+        }
+    };
+    DeviceEntry { tokens, shared_bytes: g.smem_max.get() }
+}

@@ -1,0 +1,428 @@
+//! Device building blocks (nvptx64 only): small `#[inline(always)]` functions over PTX
+//! instructions that the generated device code calls. Each wraps one instruction or a short
+//! fixed sequence, so the generated Rust stays readable and the PTX predictable.
+//!
+//! Half-precision values are carried as bit patterns ([`F16`], [`BF16`]) and converted with
+//! `cvt` instructions: arithmetic on them is done in f32 and rounded once, exactly like the CPU
+//! backend.
+
+use core::arch::asm;
+
+/// An IEEE half-precision value, as its bits.
+#[derive(Clone, Copy, Default, PartialEq)]
+#[repr(transparent)]
+pub struct F16(pub u16);
+
+/// A bfloat16 value, as its bits.
+#[derive(Clone, Copy, Default, PartialEq)]
+#[repr(transparent)]
+pub struct BF16(pub u16);
+
+// The module's dynamic shared memory; its size is given at launch.
+core::arch::global_asm!(".extern .shared .align 16 .b8 __kernel_smem[];");
+
+/// Generic address of the dynamic shared memory.
+#[inline(always)]
+pub fn smem() -> *mut u8 {
+    let p: u64;
+    unsafe { asm!("cvta.shared.u64 {p}, __kernel_smem;", p = out(reg64) p, options(pure, nomem, nostack)) };
+    p as *mut u8
+}
+
+/// `bar.sync 0`: every thread of the block waits here.
+#[inline(always)]
+pub fn bar_sync() {
+    unsafe { asm!("bar.sync 0;", options(nostack)) };
+}
+
+#[inline(always)]
+pub fn thread_idx() -> u32 {
+    let v: u32;
+    unsafe { asm!("mov.u32 {v}, %tid.x;", v = out(reg32) v, options(pure, nomem, nostack)) };
+    v
+}
+
+/// The program id along `axis` (`%ctaid`).
+#[inline(always)]
+pub fn program_id(axis: u32) -> i32 {
+    let v: u32;
+    unsafe {
+        match axis {
+            0 => asm!("mov.u32 {v}, %ctaid.x;", v = out(reg32) v, options(pure, nomem, nostack)),
+            1 => asm!("mov.u32 {v}, %ctaid.y;", v = out(reg32) v, options(pure, nomem, nostack)),
+            _ => asm!("mov.u32 {v}, %ctaid.z;", v = out(reg32) v, options(pure, nomem, nostack)),
+        }
+    }
+    v as i32
+}
+
+/// The grid size along `axis` (`%nctaid`).
+#[inline(always)]
+pub fn num_programs(axis: u32) -> i32 {
+    let v: u32;
+    unsafe {
+        match axis {
+            0 => asm!("mov.u32 {v}, %nctaid.x;", v = out(reg32) v, options(pure, nomem, nostack)),
+            1 => asm!("mov.u32 {v}, %nctaid.y;", v = out(reg32) v, options(pure, nomem, nostack)),
+            _ => asm!("mov.u32 {v}, %nctaid.z;", v = out(reg32) v, options(pure, nomem, nostack)),
+        }
+    }
+    v as i32
+}
+
+/// Ends the program with a trap (used by the panic handler of kernel crates).
+#[inline(always)]
+pub fn trap() -> ! {
+    unsafe { asm!("trap;", options(noreturn, nostack)) }
+}
+
+#[inline(always)]
+pub fn f16_to_f32(x: F16) -> f32 {
+    let v: f32;
+    unsafe { asm!("cvt.f32.f16 {v}, {x};", v = out(reg32) v, x = in(reg16) x.0, options(pure, nomem, nostack)) };
+    v
+}
+
+#[inline(always)]
+pub fn f32_to_f16(x: f32) -> F16 {
+    let v: u16;
+    unsafe { asm!("cvt.rn.f16.f32 {v}, {x};", v = out(reg16) v, x = in(reg32) x, options(pure, nomem, nostack)) };
+    F16(v)
+}
+
+#[inline(always)]
+pub fn bf16_to_f32(x: BF16) -> f32 {
+    f32::from_bits((x.0 as u32) << 16)
+}
+
+#[inline(always)]
+pub fn f32_to_bf16(x: f32) -> BF16 {
+    // Round to nearest even; NaN stays NaN.
+    let b = x.to_bits();
+    if x.is_nan() {
+        return BF16(((b >> 16) as u16) | 0x40);
+    }
+    let r = b.wrapping_add(0x7fff + ((b >> 16) & 1));
+    BF16((r >> 16) as u16)
+}
+
+/// Every element type of device blocks: conversion through f64/i64 for casts.
+pub trait Elem: Copy {
+    fn to_f32(self) -> f32;
+    fn from_f32(v: f32) -> Self;
+    fn to_f64(self) -> f64;
+    fn from_f64(v: f64) -> Self;
+    fn to_i64(self) -> i64;
+    fn from_i64(v: i64) -> Self;
+}
+
+macro_rules! int_elem {
+    ($($t:ty),*) => {$(
+        impl Elem for $t {
+            #[inline(always)] fn to_f32(self) -> f32 { self as f32 }
+            #[inline(always)] fn from_f32(v: f32) -> Self { v as $t }
+            #[inline(always)] fn to_f64(self) -> f64 { self as f64 }
+            #[inline(always)] fn from_f64(v: f64) -> Self { v as $t }
+            #[inline(always)] fn to_i64(self) -> i64 { self as i64 }
+            #[inline(always)] fn from_i64(v: i64) -> Self { v as $t }
+        }
+    )*};
+}
+int_elem!(i32, u32, i64);
+
+macro_rules! float_elem {
+    ($($t:ty),*) => {$(
+        impl Elem for $t {
+            #[inline(always)] fn to_f32(self) -> f32 { self as f32 }
+            #[inline(always)] fn from_f32(v: f32) -> Self { v as $t }
+            #[inline(always)] fn to_f64(self) -> f64 { self as f64 }
+            #[inline(always)] fn from_f64(v: f64) -> Self { v as $t }
+            #[inline(always)] fn to_i64(self) -> i64 { self as i64 }
+            #[inline(always)] fn from_i64(v: i64) -> Self { v as $t }
+        }
+    )*};
+}
+float_elem!(f32, f64);
+
+impl Elem for bool {
+    #[inline(always)] fn to_f32(self) -> f32 { self as u8 as f32 }
+    #[inline(always)] fn from_f32(v: f32) -> Self { v != 0.0 }
+    #[inline(always)] fn to_f64(self) -> f64 { self as u8 as f64 }
+    #[inline(always)] fn from_f64(v: f64) -> Self { v != 0.0 }
+    #[inline(always)] fn to_i64(self) -> i64 { self as i64 }
+    #[inline(always)] fn from_i64(v: i64) -> Self { v != 0 }
+}
+
+impl Elem for F16 {
+    #[inline(always)] fn to_f32(self) -> f32 { f16_to_f32(self) }
+    #[inline(always)] fn from_f32(v: f32) -> Self { f32_to_f16(v) }
+    #[inline(always)] fn to_f64(self) -> f64 { f16_to_f32(self) as f64 }
+    #[inline(always)]
+    fn from_f64(v: f64) -> Self {
+        // f64 -> f16 directly (one rounding).
+        let r: u16;
+        unsafe { asm!("cvt.rn.f16.f64 {r}, {v};", r = out(reg16) r, v = in(reg64) v, options(pure, nomem, nostack)) };
+        F16(r)
+    }
+    #[inline(always)] fn to_i64(self) -> i64 { f16_to_f32(self) as i64 }
+    #[inline(always)] fn from_i64(v: i64) -> Self { Self::from_f64(v as f64) }
+}
+
+impl Elem for BF16 {
+    #[inline(always)] fn to_f32(self) -> f32 { bf16_to_f32(self) }
+    #[inline(always)] fn from_f32(v: f32) -> Self { f32_to_bf16(v) }
+    #[inline(always)] fn to_f64(self) -> f64 { bf16_to_f32(self) as f64 }
+    #[inline(always)] fn from_f64(v: f64) -> Self { f32_to_bf16(v as f32) }
+    #[inline(always)] fn to_i64(self) -> i64 { bf16_to_f32(self) as i64 }
+    #[inline(always)] fn from_i64(v: i64) -> Self { f32_to_bf16(v as f32) }
+}
+
+/// Conversion between element types, with the CPU backend's semantics.
+pub trait CastTo<B> {
+    fn cast(self) -> B;
+}
+
+macro_rules! cast_via {
+    // Float targets go through f64 (exact for every source); integer targets through i64
+    // from integers and through the float's own truncating, saturating `as` from floats.
+    (float: $($src:ty),* => $dst:ty) => {$(
+        impl CastTo<$dst> for $src { #[inline(always)] fn cast(self) -> $dst { <$dst as Elem>::from_f64(self.to_f64()) } }
+    )*};
+}
+cast_via!(float: F16, BF16, f32, f64, i32, u32, i64, bool => f64);
+cast_via!(float: F16, BF16, f64, i32, u32, i64, bool => f32);
+cast_via!(float: BF16, f64, i32, u32, i64, bool => F16);
+cast_via!(float: F16, f64, i32, u32, i64, bool => BF16);
+impl CastTo<f32> for f32 { #[inline(always)] fn cast(self) -> f32 { self } }
+impl CastTo<F16> for F16 { #[inline(always)] fn cast(self) -> F16 { self } }
+impl CastTo<BF16> for BF16 { #[inline(always)] fn cast(self) -> BF16 { self } }
+impl CastTo<F16> for f32 { #[inline(always)] fn cast(self) -> F16 { f32_to_f16(self) } }
+impl CastTo<BF16> for f32 { #[inline(always)] fn cast(self) -> BF16 { f32_to_bf16(self) } }
+
+macro_rules! cast_int {
+    ($($src:ty),* => $dst:ty) => {$(
+        impl CastTo<$dst> for $src { #[inline(always)] fn cast(self) -> $dst { self as $dst } }
+    )*};
+}
+cast_int!(i32, u32, i64, f32, f64 => i32);
+cast_int!(i32, u32, i64, f32, f64 => u32);
+cast_int!(i32, u32, i64, f32, f64 => i64);
+macro_rules! cast_half_int {
+    ($($src:ty),* => $dst:ty) => {$(
+        impl CastTo<$dst> for $src { #[inline(always)] fn cast(self) -> $dst { self.to_f32() as $dst } }
+    )*};
+}
+cast_half_int!(F16, BF16 => i32);
+cast_half_int!(F16, BF16 => u32);
+cast_half_int!(F16, BF16 => i64);
+macro_rules! cast_bool {
+    ($($src:ty),* => bool) => {$(
+        impl CastTo<bool> for $src { #[inline(always)] fn cast(self) -> bool { self.to_f64() != 0.0 } }
+    )*};
+}
+cast_bool!(F16, BF16, f32, f64, i32, u32, i64 => bool);
+impl CastTo<bool> for bool { #[inline(always)] fn cast(self) -> bool { self } }
+impl CastTo<i32> for bool { #[inline(always)] fn cast(self) -> i32 { self as i32 } }
+impl CastTo<u32> for bool { #[inline(always)] fn cast(self) -> u32 { self as u32 } }
+impl CastTo<i64> for bool { #[inline(always)] fn cast(self) -> i64 { self as i64 } }
+
+#[inline(always)]
+pub fn cast<A: CastTo<B>, B>(a: A) -> B {
+    a.cast()
+}
+
+/// Arithmetic and comparisons with the CPU backend's semantics: integers wrap, half
+/// precision computes in f32 and rounds once. Integer division by zero gives 0 on the GPU
+/// (the CPU backend reports it as an error).
+pub trait Num: Copy {
+    fn add(a: Self, b: Self) -> Self;
+    fn sub(a: Self, b: Self) -> Self;
+    fn mul(a: Self, b: Self) -> Self;
+    fn div(a: Self, b: Self) -> Self;
+    fn rem(a: Self, b: Self) -> Self;
+    fn neg(a: Self) -> Self;
+    fn min(a: Self, b: Self) -> Self;
+    fn max(a: Self, b: Self) -> Self;
+    fn lt(a: Self, b: Self) -> bool;
+    fn le(a: Self, b: Self) -> bool;
+    fn gt(a: Self, b: Self) -> bool;
+    fn ge(a: Self, b: Self) -> bool;
+    fn eq(a: Self, b: Self) -> bool;
+    fn ne(a: Self, b: Self) -> bool;
+}
+
+macro_rules! int_num {
+    ($($t:ty),*) => {$(
+        impl Num for $t {
+            #[inline(always)] fn add(a: Self, b: Self) -> Self { a.wrapping_add(b) }
+            #[inline(always)] fn sub(a: Self, b: Self) -> Self { a.wrapping_sub(b) }
+            #[inline(always)] fn mul(a: Self, b: Self) -> Self { a.wrapping_mul(b) }
+            #[inline(always)] fn div(a: Self, b: Self) -> Self { if b == 0 { 0 } else { a.wrapping_div(b) } }
+            #[inline(always)] fn rem(a: Self, b: Self) -> Self { if b == 0 { 0 } else { a.wrapping_rem(b) } }
+            #[inline(always)] fn neg(a: Self) -> Self { (0 as $t).wrapping_sub(a) }
+            #[inline(always)] fn min(a: Self, b: Self) -> Self { if a < b { a } else { b } }
+            #[inline(always)] fn max(a: Self, b: Self) -> Self { if a > b { a } else { b } }
+            #[inline(always)] fn lt(a: Self, b: Self) -> bool { a < b }
+            #[inline(always)] fn le(a: Self, b: Self) -> bool { a <= b }
+            #[inline(always)] fn gt(a: Self, b: Self) -> bool { a > b }
+            #[inline(always)] fn ge(a: Self, b: Self) -> bool { a >= b }
+            #[inline(always)] fn eq(a: Self, b: Self) -> bool { a == b }
+            #[inline(always)] fn ne(a: Self, b: Self) -> bool { a != b }
+        }
+    )*};
+}
+int_num!(i32, u32, i64);
+
+macro_rules! float_num {
+    ($($t:ty),*) => {$(
+        impl Num for $t {
+            #[inline(always)] fn add(a: Self, b: Self) -> Self { a + b }
+            #[inline(always)] fn sub(a: Self, b: Self) -> Self { a - b }
+            #[inline(always)] fn mul(a: Self, b: Self) -> Self { a * b }
+            #[inline(always)] fn div(a: Self, b: Self) -> Self { a / b }
+            #[inline(always)] fn rem(a: Self, b: Self) -> Self { a % b }
+            #[inline(always)] fn neg(a: Self) -> Self { -a }
+            #[inline(always)] fn min(a: Self, b: Self) -> Self { if a.is_nan() || b.is_nan() { <$t>::NAN } else if a < b { a } else { b } }
+            #[inline(always)] fn max(a: Self, b: Self) -> Self { if a.is_nan() || b.is_nan() { <$t>::NAN } else if a > b { a } else { b } }
+            #[inline(always)] fn lt(a: Self, b: Self) -> bool { a < b }
+            #[inline(always)] fn le(a: Self, b: Self) -> bool { a <= b }
+            #[inline(always)] fn gt(a: Self, b: Self) -> bool { a > b }
+            #[inline(always)] fn ge(a: Self, b: Self) -> bool { a >= b }
+            #[inline(always)] fn eq(a: Self, b: Self) -> bool { a == b }
+            #[inline(always)] fn ne(a: Self, b: Self) -> bool { a != b }
+        }
+    )*};
+}
+float_num!(f32, f64);
+
+macro_rules! half_num {
+    ($($t:ty),*) => {$(
+        impl Num for $t {
+            #[inline(always)] fn add(a: Self, b: Self) -> Self { Self::from_f32(a.to_f32() + b.to_f32()) }
+            #[inline(always)] fn sub(a: Self, b: Self) -> Self { Self::from_f32(a.to_f32() - b.to_f32()) }
+            #[inline(always)] fn mul(a: Self, b: Self) -> Self { Self::from_f32(a.to_f32() * b.to_f32()) }
+            #[inline(always)] fn div(a: Self, b: Self) -> Self { Self::from_f32(a.to_f32() / b.to_f32()) }
+            #[inline(always)] fn rem(a: Self, b: Self) -> Self { Self::from_f32(a.to_f32() % b.to_f32()) }
+            #[inline(always)] fn neg(a: Self) -> Self { Self(a.0 ^ 0x8000) }
+            #[inline(always)] fn min(a: Self, b: Self) -> Self { Self::from_f32(<f32 as Num>::min(a.to_f32(), b.to_f32())) }
+            #[inline(always)] fn max(a: Self, b: Self) -> Self { Self::from_f32(<f32 as Num>::max(a.to_f32(), b.to_f32())) }
+            #[inline(always)] fn lt(a: Self, b: Self) -> bool { a.to_f32() < b.to_f32() }
+            #[inline(always)] fn le(a: Self, b: Self) -> bool { a.to_f32() <= b.to_f32() }
+            #[inline(always)] fn gt(a: Self, b: Self) -> bool { a.to_f32() > b.to_f32() }
+            #[inline(always)] fn ge(a: Self, b: Self) -> bool { a.to_f32() >= b.to_f32() }
+            #[inline(always)] fn eq(a: Self, b: Self) -> bool { a.to_f32() == b.to_f32() }
+            #[inline(always)] fn ne(a: Self, b: Self) -> bool { a.to_f32() != b.to_f32() }
+        }
+    )*};
+}
+half_num!(F16, BF16);
+
+/// Bitwise operations on integers and masks.
+pub trait Int: Copy {
+    fn and(a: Self, b: Self) -> Self;
+    fn or(a: Self, b: Self) -> Self;
+    fn xor(a: Self, b: Self) -> Self;
+    fn not(a: Self) -> Self;
+    fn shl(a: Self, b: Self) -> Self;
+    fn shr(a: Self, b: Self) -> Self;
+}
+
+macro_rules! int_bits {
+    ($($t:ty),*) => {$(
+        impl Int for $t {
+            #[inline(always)] fn and(a: Self, b: Self) -> Self { a & b }
+            #[inline(always)] fn or(a: Self, b: Self) -> Self { a | b }
+            #[inline(always)] fn xor(a: Self, b: Self) -> Self { a ^ b }
+            #[inline(always)] fn not(a: Self) -> Self { !a }
+            #[inline(always)] fn shl(a: Self, b: Self) -> Self { a.wrapping_shl(b as u32) }
+            #[inline(always)] fn shr(a: Self, b: Self) -> Self { a.wrapping_shr(b as u32) }
+        }
+    )*};
+}
+int_bits!(i32, u32, i64);
+
+impl Int for bool {
+    #[inline(always)] fn and(a: Self, b: Self) -> Self { a & b }
+    #[inline(always)] fn or(a: Self, b: Self) -> Self { a | b }
+    #[inline(always)] fn xor(a: Self, b: Self) -> Self { a ^ b }
+    #[inline(always)] fn not(a: Self) -> Self { !a }
+    #[inline(always)] fn shl(a: Self, _b: Self) -> Self { a }
+    #[inline(always)] fn shr(a: Self, _b: Self) -> Self { a }
+}
+
+#[inline(always)]
+fn ex2(x: f32) -> f32 {
+    let v: f32;
+    unsafe { asm!("ex2.approx.f32 {v}, {x};", v = out(reg32) v, x = in(reg32) x, options(pure, nomem, nostack)) };
+    v
+}
+
+#[inline(always)]
+fn lg2(x: f32) -> f32 {
+    let v: f32;
+    unsafe { asm!("lg2.approx.f32 {v}, {x};", v = out(reg32) v, x = in(reg32) x, options(pure, nomem, nostack)) };
+    v
+}
+
+macro_rules! unary_asm {
+    ($name:ident, $ins:literal) => {
+        #[inline(always)]
+        fn $name(x: f32) -> f32 {
+            let v: f32;
+            unsafe { asm!(concat!($ins, " {v}, {x};"), v = out(reg32) v, x = in(reg32) x, options(pure, nomem, nostack)) };
+            v
+        }
+    };
+}
+unary_asm!(sqrt_rn, "sqrt.rn.f32");
+unary_asm!(rsqrt_approx, "rsqrt.approx.f32");
+unary_asm!(sin_approx, "sin.approx.f32");
+unary_asm!(cos_approx, "cos.approx.f32");
+unary_asm!(floor_f32, "cvt.rmi.f32.f32");
+unary_asm!(ceil_f32, "cvt.rpi.f32.f32");
+
+/// Float math: f32 instructions (the `.approx` ones as Triton uses them); half precision and
+/// f64 go through f32.
+pub trait Float: Elem {
+    #[inline(always)] fn exp(x: Self) -> Self { Self::from_f32(ex2(x.to_f32() * core::f32::consts::LOG2_E)) }
+    #[inline(always)] fn exp2(x: Self) -> Self { Self::from_f32(ex2(x.to_f32())) }
+    #[inline(always)] fn log(x: Self) -> Self { Self::from_f32(lg2(x.to_f32()) * core::f32::consts::LN_2) }
+    #[inline(always)] fn log2(x: Self) -> Self { Self::from_f32(lg2(x.to_f32())) }
+    #[inline(always)] fn sqrt(x: Self) -> Self { Self::from_f32(sqrt_rn(x.to_f32())) }
+    #[inline(always)] fn rsqrt(x: Self) -> Self { Self::from_f32(rsqrt_approx(x.to_f32())) }
+    #[inline(always)] fn abs(x: Self) -> Self { Self::from_f32(f32::from_bits(x.to_f32().to_bits() & 0x7fff_ffff)) }
+    #[inline(always)] fn sin(x: Self) -> Self { Self::from_f32(sin_approx(x.to_f32())) }
+    #[inline(always)] fn cos(x: Self) -> Self { Self::from_f32(cos_approx(x.to_f32())) }
+    #[inline(always)] fn floor(x: Self) -> Self { Self::from_f32(floor_f32(x.to_f32())) }
+    #[inline(always)] fn ceil(x: Self) -> Self { Self::from_f32(ceil_f32(x.to_f32())) }
+}
+impl Float for f32 {}
+impl Float for f64 {}
+impl Float for F16 {}
+impl Float for BF16 {}
+
+/// `p + off` elements (wrapping, never dereferenced here).
+#[inline(always)]
+pub fn ptr_add<T, I: Elem>(p: *mut T, off: I) -> *mut T {
+    p.wrapping_offset(off.to_i64() as isize)
+}
+
+/// Reads one element (the caller has checked the mask).
+#[inline(always)]
+pub unsafe fn load<T: Copy>(p: *mut T) -> T {
+    unsafe { core::ptr::read(p) }
+}
+
+/// Writes one element (the caller has checked the mask).
+#[inline(always)]
+pub unsafe fn store<T: Copy>(p: *mut T, v: T) {
+    unsafe { core::ptr::write(p, v) }
+}
+
+/// `a * b + c` in f32 with one rounding (`fma.rn.f32`).
+#[inline(always)]
+pub fn fma(a: f32, b: f32, c: f32) -> f32 {
+    let v: f32;
+    unsafe { asm!("fma.rn.f32 {v}, {a}, {b}, {c};", v = out(reg32) v, a = in(reg32) a, b = in(reg32) b, c = in(reg32) c, options(pure, nomem, nostack)) };
+    v
+}
