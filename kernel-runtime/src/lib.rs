@@ -58,7 +58,7 @@ pub use tensor::Tensor;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::cpu;
-    pub use crate::launch::{launch_cpu, ptr_arg, KernelInfo, ParamInfo, ParamKind, PtrArg};
+    pub use crate::launch::{launch, launch_cpu, ptr_arg, InstanceInfo, KernelInfo, ModuleInfo, ParamInfo, ParamKind, PtrArg, ScalarArg};
     pub use crate::{
         Config, DType, DTypeKind, Device, Func, Grid, GridDims, LaunchError, MetaValue, Tensor,
     };

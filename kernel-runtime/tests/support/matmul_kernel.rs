@@ -6,7 +6,7 @@ use kernel_runtime::__private::cpu::{
     arange, cast, dot, expand_dims, full, load, map1, map2, ptr_add, select, store, try_map2, Blk,
     Ctx, KernelError, Num, Site, P,
 };
-use kernel_runtime::__private::{launch_cpu, ptr_arg, KernelInfo, ParamInfo, ParamKind};
+use kernel_runtime::__private::{launch_cpu, ptr_arg, KernelInfo, ModuleInfo, ParamInfo, ParamKind};
 use kernel_runtime::{cdiv, f16, Config, DTypeKind, LaunchError, MetaValue, Tensor};
 
 const NAME: &str = "matmul_kernel";
@@ -34,6 +34,8 @@ pub static INFO: KernelInfo = KernelInfo {
     ],
     configs: &CONFIGS,
     key: &["M", "N", "K"],
+    instances: &[],
+    module: ModuleInfo { crate_name: "t", manifest_dir: "." },
 };
 
 const fn site(line: u32, column: u32) -> Site {
