@@ -1,23 +1,23 @@
 //! Parsing of the kernel attributes: `#[kernel(NAME = [values], num_warps = 4)]` and
 //! `#[autotune(configs = [config(BLOCK_M = 128, num_warps = 8, num_stages = 3), ...], key = [M, N])]`.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
 use syn::parse::{Parse, ParseStream, Parser};
 use syn::punctuated::Punctuated;
-use syn::spanned::Spanned;
+use crate::diag::{Sp, SpanRange};
 use syn::{bracketed, parenthesized, Ident, LitBool, LitInt, Token};
 
 /// A meta-parameter value written in an attribute.
 #[derive(Clone, Debug)]
 pub enum AttrValue {
-    Int(i64, Span),
-    Bool(bool, Span),
+    Int(i64, Sp),
+    Bool(bool, Sp),
     /// `None`, `Some(helper)` or a bare `helper`.
-    Func(Option<Ident>, Span),
+    Func(Option<Ident>, Sp),
 }
 
 impl AttrValue {
-    pub fn span(&self) -> Span {
+    pub fn span(&self) -> Sp {
         match self {
             AttrValue::Int(_, s) | AttrValue::Bool(_, s) | AttrValue::Func(_, s) => *s,
         }
@@ -28,27 +28,32 @@ impl Parse for AttrValue {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         if input.peek(LitBool) {
             let b: LitBool = input.parse()?;
-            return Ok(AttrValue::Bool(b.value, b.span()));
+            return Ok(AttrValue::Bool(b.value, b.sp()));
         }
         if input.peek(Token![-]) || input.peek(LitInt) {
-            let neg = input.parse::<Option<Token![-]>>()?.is_some();
+            let neg = input.parse::<Option<Token![-]>>()?;
             let lit: LitInt = input.parse()?;
             let v: i64 = lit.base10_parse()?;
-            return Ok(AttrValue::Int(if neg { -v } else { v }, lit.span()));
+            let sp = match &neg {
+                Some(m) => m.sp().to(lit.sp()),
+                None => lit.sp(),
+            };
+            return Ok(AttrValue::Int(if neg.is_some() { -v } else { v }, sp));
         }
         let id: Ident = input.parse().map_err(|e| {
             syn::Error::new(e.span(), "expected a meta-parameter value: an integer, `true`/`false`, `None` or `Some(helper)`")
         })?;
         if id == "None" {
-            return Ok(AttrValue::Func(None, id.span()));
+            return Ok(AttrValue::Func(None, id.sp()));
         }
         if id == "Some" {
             let content;
             parenthesized!(content in input);
             let f: Ident = content.parse()?;
-            return Ok(AttrValue::Func(Some(f), id.span()));
+            let sp = id.sp().to(f.sp());
+            return Ok(AttrValue::Func(Some(f), sp));
         }
-        let span = id.span();
+        let span = id.sp();
         Ok(AttrValue::Func(Some(id), span))
     }
 }
@@ -79,11 +84,11 @@ impl Parse for Assignment {
 pub struct KernelAttr {
     /// Declared values of launch-time meta-parameters: `BLOCK_SIZE = [256, 1024]`.
     pub values: Vec<(Ident, Vec<AttrValue>)>,
-    pub num_warps: Option<(i64, Span)>,
-    pub num_stages: Option<(i64, Span)>,
+    pub num_warps: Option<(i64, Sp)>,
+    pub num_stages: Option<(i64, Sp)>,
 }
 
-fn single_int(a: &Assignment) -> syn::Result<(i64, Span)> {
+fn single_int(a: &Assignment) -> syn::Result<(i64, Sp)> {
     match a.values.as_slice() {
         [AttrValue::Int(v, s)] => Ok((*v, *s)),
         _ => Err(syn::Error::new(a.name.span(), format!("`{}` takes one integer", a.name))),
@@ -111,9 +116,9 @@ impl KernelAttr {
 #[derive(Debug)]
 pub struct ConfigAttr {
     pub metas: Vec<(Ident, AttrValue)>,
-    pub num_warps: i64,
-    pub num_stages: i64,
-    pub span: Span,
+    pub num_warps: (i64, Sp),
+    pub num_stages: (i64, Sp),
+    pub span: Sp,
 }
 
 impl Parse for ConfigAttr {
@@ -125,12 +130,12 @@ impl Parse for ConfigAttr {
         let content;
         parenthesized!(content in input);
         let list = Punctuated::<Assignment, Token![,]>::parse_terminated(&content)?;
-        let mut c = ConfigAttr { metas: vec![], num_warps: 4, num_stages: 3, span: kw.span() };
+        let mut c = ConfigAttr { metas: vec![], num_warps: (4, kw.sp()), num_stages: (3, kw.sp()), span: kw.sp() };
         for a in list {
             if a.name == "num_warps" {
-                c.num_warps = single_int(&a)?.0;
+                c.num_warps = single_int(&a)?;
             } else if a.name == "num_stages" {
-                c.num_stages = single_int(&a)?.0;
+                c.num_stages = single_int(&a)?;
             } else if a.values.len() == 1 {
                 c.metas.push((a.name, a.values[0].clone()));
             } else {
@@ -149,7 +154,7 @@ pub struct AutotuneAttr {
 }
 
 impl AutotuneAttr {
-    pub fn parse(tokens: TokenStream, span: Span) -> syn::Result<AutotuneAttr> {
+    pub fn parse(tokens: TokenStream, span: Sp) -> syn::Result<AutotuneAttr> {
         let parser = |input: ParseStream| -> syn::Result<AutotuneAttr> {
             let mut configs = None;
             let mut key = Vec::new();
@@ -169,9 +174,9 @@ impl AutotuneAttr {
                     input.parse::<Token![,]>()?;
                 }
             }
-            let configs: Vec<ConfigAttr> = configs.ok_or_else(|| syn::Error::new(span, "autotune needs `configs = [config(...), ...]`"))?;
+            let configs: Vec<ConfigAttr> = configs.ok_or_else(|| syn::Error::new(span.start, "autotune needs `configs = [config(...), ...]`"))?;
             if configs.is_empty() {
-                return Err(syn::Error::new(span, "autotune needs at least one config"));
+                return Err(syn::Error::new(span.start, "autotune needs at least one config"));
             }
             Ok(AutotuneAttr { configs, key })
         };
@@ -180,6 +185,6 @@ impl AutotuneAttr {
 }
 
 /// The span of an attribute's path, for errors about the attribute as a whole.
-pub fn attr_span(a: &syn::Attribute) -> Span {
-    a.path().span()
+pub fn attr_span(a: &syn::Attribute) -> Sp {
+    a.path().sp()
 }

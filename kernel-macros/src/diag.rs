@@ -1,7 +1,54 @@
-//! Diagnostics: every error of a kernel is collected and reported at once.
+//! Diagnostics: every error of a kernel is collected and reported at once, each spanning the
+//! whole offending expression.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Punct, Spacing, Span, TokenStream, TokenTree};
+use quote::ToTokens;
 use std::collections::HashSet;
+
+/// A source range: the first and last token of a construct. On stable Rust a proc macro
+/// cannot join spans, but an error spanned by two tokens underlines everything between them.
+#[derive(Clone, Copy, Debug)]
+pub struct Sp {
+    pub start: Span,
+    pub end: Span,
+}
+
+impl From<Span> for Sp {
+    fn from(s: Span) -> Sp {
+        Sp { start: s, end: s }
+    }
+}
+
+/// `.sp()`: the range of any syntax node.
+pub trait SpanRange {
+    fn sp(&self) -> Sp;
+}
+
+impl<T: ToTokens> SpanRange for T {
+    fn sp(&self) -> Sp {
+        let mut tokens = self.to_token_stream().into_iter();
+        let Some(first) = tokens.next() else {
+            return Span::call_site().into();
+        };
+        let last = tokens.last().unwrap_or_else(|| first.clone());
+        Sp { start: first.span(), end: last.span() }
+    }
+}
+
+impl Sp {
+    pub fn to(self, end: Sp) -> Sp {
+        Sp { start: self.start, end: end.end }
+    }
+
+    fn error(self, msg: &str) -> syn::Error {
+        let mut a = Punct::new('#', Spacing::Alone);
+        a.set_span(self.start);
+        let mut b = Punct::new('#', Spacing::Alone);
+        b.set_span(self.end);
+        let ts: TokenStream = [TokenTree::Punct(a), TokenTree::Punct(b)].into_iter().collect();
+        syn::Error::new_spanned(ts, msg)
+    }
+}
 
 #[derive(Default)]
 pub struct Diagnostics {
@@ -10,12 +57,13 @@ pub struct Diagnostics {
 }
 
 impl Diagnostics {
-    /// Records an error at `span` (duplicates from several variants are dropped).
-    pub fn error(&mut self, span: Span, msg: impl Into<String>) {
+    /// Records an error over `sp` (duplicates from several variants are dropped).
+    pub fn error(&mut self, sp: impl Into<Sp>, msg: impl Into<String>) {
+        let sp = sp.into();
         let msg = msg.into();
-        let key = format!("{:?}|{}", span, msg);
+        let key = format!("{:?}|{:?}|{}", sp.start, sp.end, msg);
         if self.seen.insert(key) {
-            self.errors.push(syn::Error::new(span, msg));
+            self.errors.push(sp.error(&msg));
         }
     }
 

@@ -5,7 +5,7 @@
 
 use crate::ir::*;
 use crate::shape::Dim;
-use proc_macro2::{Ident, Span, TokenStream};
+use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 
 pub struct CpuGen<'a> {
@@ -81,7 +81,8 @@ impl<'a> CpuGen<'a> {
         }
     }
 
-    fn site(&self, span: Span) -> TokenStream {
+    fn site(&self, sp: crate::diag::Sp) -> TokenStream {
+        let span = sp.start;
         let rt = &self.rt;
         let name = &self.k.name;
         quote_spanned!(span=> &#rt::cpu::Site { kernel: #name, line: line!(), column: column!() })
@@ -322,7 +323,7 @@ impl<'a> CpuGen<'a> {
         }
     }
 
-    fn binary(&self, op: BinOp, a: ExprId, b: ExprId, ty: &Ty, span: Span) -> Val {
+    fn binary(&self, op: BinOp, a: ExprId, b: ExprId, ty: &Ty, span: crate::diag::Sp) -> Val {
         let rt = &self.rt;
         let k = self.k;
         let ot = self.elem_ty(&k.exprs[a].ty);

@@ -62,7 +62,7 @@ struct LaunchSig {
     meta_fields: Vec<TokenStream>,
 }
 
-fn launch_sig(sig: &Signature, inst: Option<&Instances>) -> LaunchSig {
+fn launch_sig(sig: &Signature, tuned: &[String]) -> LaunchSig {
     let rt = rt();
     let mut args = Vec::new();
     for p in &sig.params {
@@ -78,7 +78,6 @@ fn launch_sig(sig: &Signature, inst: Option<&Instances>) -> LaunchSig {
             }
         }
     }
-    let tuned: Vec<String> = inst.and_then(|i| i.configs.first()).map(|c| c.metas.iter().map(|(n, _)| n.clone()).collect()).unwrap_or_default();
     let mut meta_fields = Vec::new();
     for m in &sig.metas {
         let id = format_ident!("{}", m.name);
@@ -94,9 +93,9 @@ fn launch_sig(sig: &Signature, inst: Option<&Instances>) -> LaunchSig {
 }
 
 /// What a kernel with errors expands to: its module with the same API, so call sites type-check.
-pub fn stub(sig: &Signature, docs: &[syn::Attribute]) -> TokenStream {
+pub fn stub(sig: &Signature, tuned: &[String], docs: &[syn::Attribute]) -> TokenStream {
     let rt = rt();
-    let LaunchSig { args, meta_fields } = launch_sig(sig, None);
+    let LaunchSig { args, meta_fields } = launch_sig(sig, tuned);
     let (vis, name) = (&sig.vis, &sig.name);
     quote! {
         #(#docs)*
@@ -104,7 +103,7 @@ pub fn stub(sig: &Signature, docs: &[syn::Attribute]) -> TokenStream {
         #vis mod #name {
             #[derive(Clone, Copy, Debug, PartialEq)]
             pub struct Meta { #(#meta_fields),* }
-            pub fn launch<G: #rt::Grid<Meta>>(grid: G, #(#args),*) -> ::core::result::Result<(), #rt::LaunchError> {
+            pub fn launch<G: #rt::Grid<Meta>>(__grid: G, #(#args),*) -> ::core::result::Result<(), #rt::LaunchError> {
                 ::core::unreachable!("this kernel did not compile")
             }
         }
@@ -122,7 +121,8 @@ pub fn module(
     let rt = rt();
     let (vis, name) = (&sig.vis, &sig.name);
     let kname = name.to_string();
-    let LaunchSig { args, meta_fields } = launch_sig(sig, Some(inst));
+    let tuned: Vec<String> = inst.configs.first().map(|c| c.metas.iter().map(|(n, _)| n.clone()).collect()).unwrap_or_default();
+    let LaunchSig { args, meta_fields } = launch_sig(sig, &tuned);
     let meta_kind = |n: &str| sig.metas.iter().find(|m| m.name == n).map(|m| m.kind.clone()).unwrap_or(MetaKind::Bool);
 
     // CONFIGS: the autotune configs (or the single default).
@@ -246,7 +246,7 @@ pub fn module(
     let run_arms = (0..variants.len()).map(|i| {
         let f = format_ident!("__cpu_variant_{}", i);
         let sa = &scalar_args;
-        quote!(#i => #rt::launch(&INFO, __instance, &__ptrs, __dims, &__scalars, &|__ctx| #f(__ctx, &__meta, #(#sa),*)),)
+        quote!(#i => #rt::launch(&self::INFO, __instance, &__ptrs, __dims, &__scalars, &|__ctx| #f(__ctx, &__meta, #(#sa),*)),)
     });
     let all_arg_names: Vec<TokenStream> = {
         let mut v: Vec<TokenStream> = sig.params.iter().map(|p| {
@@ -344,16 +344,16 @@ pub fn module(
 
             /// Launches the kernel over `grid` (a tuple, or a closure of `&Meta` giving one).
             /// On the CPU the first config runs.
-            pub fn launch<G: #rt::Grid<Meta>>(grid: G, #(#args),*) -> ::core::result::Result<(), #rt::LaunchError> {
-                launch_config(0, grid, #(#all_arg_names),*)
+            pub fn launch<G: #rt::Grid<Meta>>(__grid: G, #(#args),*) -> ::core::result::Result<(), #rt::LaunchError> {
+                self::launch_config(0, __grid, #(#all_arg_names),*)
             }
 
             /// Launches with the config `CONFIGS[config]`.
-            pub fn launch_config<G: #rt::Grid<Meta>>(config: usize, grid: G, #(#args),*) -> ::core::result::Result<(), #rt::LaunchError> {
-                if config >= #n_configs {
+            pub fn launch_config<G: #rt::Grid<Meta>>(__config: usize, __grid: G, #(#args),*) -> ::core::result::Result<(), #rt::LaunchError> {
+                if __config >= #n_configs {
                     return Err(#rt::LaunchError::NoInstance {
                         kernel: #kname,
-                        reason: format!("config index {} is out of range ({} configs)", config, #n_configs),
+                        reason: format!("config index {} is out of range ({} configs)", __config, #n_configs),
                     });
                 }
                 #(#launch_checks)*
@@ -366,13 +366,13 @@ pub fn module(
                     }),
                 };
                 let __ptrs: [#rt::PtrArg<'_>; #n_ptrs] = [#(#ptr_args),*];
-                let __meta = __meta_for(config, #(#launch_meta_names),*);
-                let __dims = #rt::Grid::dims(&grid, &__meta)?;
+                let __meta = self::__meta_for(__config, #(#launch_meta_names),*);
+                let __dims = #rt::Grid::dims(&__grid, &__meta)?;
                 let __launch_values: &[i64] = &[#(#launch_value_exprs),*];
-                let __instance = INFO
+                let __instance = self::INFO
                     .instances
                     .iter()
-                    .position(|i| i.config == config && i.variant == __variant && i.launch_metas.iter().map(|(_, v)| *v).eq(__launch_values.iter().copied()))
+                    .position(|i| i.config == __config && i.variant == __variant && i.launch_metas.iter().map(|(_, v)| *v).eq(__launch_values.iter().copied()))
                     .ok_or_else(|| #rt::LaunchError::NoInstance { kernel: #kname, reason: "no compiled instance matches these meta-parameters".to_string() })?;
                 let __scalars = [#(#scalar_values),*];
                 match __variant {

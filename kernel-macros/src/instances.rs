@@ -2,10 +2,9 @@
 //! meta values. Every instance that can run is known at compile time.
 
 use crate::attr::{AttrValue, AutotuneAttr, KernelAttr};
-use crate::diag::Diagnostics;
+use crate::diag::{Diagnostics, Sp, SpanRange};
 use crate::ir::{MetaKind, ParamKind};
 use crate::signature::Signature;
-use proc_macro2::Span;
 use std::collections::HashMap;
 
 /// A meta-parameter value.
@@ -176,7 +175,7 @@ fn check_meta_value(kind: &MetaKind, name: &str, v: &AttrValue, helpers: &[Strin
             Some(id) if helpers.iter().any(|h| id == h) => true,
             Some(id) => {
                 let known = if helpers.is_empty() { "none: define helpers with #[helper] inside a #[kernel_module]".to_string() } else { helpers.join(", ") };
-                diag.error(id.span(), format!("`{id}` is not a helper function of this kernel module (helpers: {known})"));
+                diag.error(id.sp(), format!("`{id}` is not a helper function of this kernel module (helpers: {known})"));
                 false
             }
         },
@@ -201,11 +200,15 @@ fn to_meta_val(v: &AttrValue) -> MetaVal {
     }
 }
 
-/// Rule: `num_warps` is a power of two from 1 to 32 and `num_stages` is 1 to 8.
-fn check_launch_options(num_warps: i64, num_stages: i64, span: Span, diag: &mut Diagnostics) {
+/// Rule: `num_warps` is a power of two from 1 to 32.
+fn check_num_warps(num_warps: i64, span: Sp, diag: &mut Diagnostics) {
     if !(1..=32).contains(&num_warps) || (num_warps & (num_warps - 1)) != 0 {
         diag.error(span, format!("num_warps must be a power of two from 1 to 32, got {num_warps}"));
     }
+}
+
+/// Rule: `num_stages` is 1 to 8.
+fn check_num_stages(num_stages: i64, span: Sp, diag: &mut Diagnostics) {
     if !(1..=8).contains(&num_stages) {
         diag.error(span, format!("num_stages must be from 1 to 8, got {num_stages}"));
     }
@@ -216,17 +219,18 @@ pub fn collect_instances(
     kattr: &KernelAttr,
     autotune: Option<&AutotuneAttr>,
     helpers: &[String],
-    fn_span: Span,
+    fn_span: Sp,
+    attrs_failed: bool,
     diag: &mut Diagnostics,
 ) -> Instances {
     let meta_kind = |n: &str| sig.metas.iter().find(|m| m.name == n).map(|m| m.kind.clone());
     let default_warps = kattr.num_warps.map(|w| w.0).unwrap_or(4);
     let default_stages = kattr.num_stages.map(|w| w.0).unwrap_or(3);
     if let Some((w, s)) = kattr.num_warps {
-        check_launch_options(w, default_stages, s, diag);
+        check_num_warps(w, s, diag);
     }
     if let Some((st, s)) = kattr.num_stages {
-        check_launch_options(default_warps, st, s, diag);
+        check_num_stages(st, s, diag);
     }
 
     // Autotuned meta-parameters.
@@ -234,14 +238,16 @@ pub fn collect_instances(
     let mut tuned: Vec<String> = Vec::new();
     if let Some(at) = autotune {
         for (i, c) in at.configs.iter().enumerate() {
-            check_launch_options(c.num_warps, c.num_stages, c.span, diag);
+            check_num_warps(c.num_warps.0, c.num_warps.1, diag);
+            check_num_stages(c.num_stages.0, c.num_stages.1, diag);
             let mut metas = Vec::new();
             for (name, v) in &c.metas {
                 let n = name.to_string();
                 match meta_kind(&n) {
-                    None => diag.error(name.span(), format!("`{n}` is not a meta-parameter of this kernel")),
+                    None if sig.all_const_generics.contains(&n) => {}
+                    None => diag.error(name.sp(), format!("`{n}` is not a meta-parameter of this kernel")),
                     Some(MetaKind::Func { .. }) => diag.error(
-                        name.span(),
+                        name.sp(),
                         format!("function meta-parameter `{n}` is chosen at launch: declare its values in #[kernel({n} = [...])]"),
                     ),
                     Some(k) => {
@@ -263,7 +269,7 @@ pub fn collect_instances(
                     diag.error(c.span, "every autotune config must set the same meta-parameters as the first one");
                 }
             }
-            configs.push(ConfigData { metas, num_warps: c.num_warps, num_stages: c.num_stages });
+            configs.push(ConfigData { metas, num_warps: c.num_warps.0, num_stages: c.num_stages.0 });
         }
     } else {
         configs.push(ConfigData { metas: vec![], num_warps: default_warps, num_stages: default_stages });
@@ -275,15 +281,17 @@ pub fn collect_instances(
     for (name, vals) in &kattr.values {
         let n = name.to_string();
         let Some(kind) = meta_kind(&n) else {
-            diag.error(name.span(), format!("`{n}` is not a meta-parameter of this kernel"));
+            if !sig.all_const_generics.contains(&n) {
+                diag.error(name.sp(), format!("`{n}` is not a meta-parameter of this kernel"));
+            }
             continue;
         };
         if tuned.contains(&n) {
-            diag.error(name.span(), format!("`{n}` is already chosen by the autotune configs"));
+            diag.error(name.sp(), format!("`{n}` is already chosen by the autotune configs"));
             continue;
         }
         if vals.is_empty() {
-            diag.error(name.span(), format!("declare at least one value for `{n}`"));
+            diag.error(name.sp(), format!("declare at least one value for `{n}`"));
             continue;
         }
         let ok = vals.iter().all(|v| check_meta_value(&kind, &n, v, helpers, diag));
@@ -303,9 +311,10 @@ pub fn collect_instances(
             launch_metas.push((n, vals.iter().map(to_meta_val).collect()));
         }
     }
-    // Rule: every meta-parameter has declared values.
-    for m in &sig.metas {
-        let declared = tuned.contains(&m.name) || kattr.values.iter().any(|(n, _)| *n == m.name);
+    // Rule: every meta-parameter has declared values (unless an attribute already failed).
+    let mentioned_in_configs = |n: &str| autotune.is_some_and(|at| at.configs.iter().any(|c| c.metas.iter().any(|(m, _)| m == n)));
+    for m in sig.metas.iter().filter(|_| !attrs_failed) {
+        let declared = tuned.contains(&m.name) || kattr.values.iter().any(|(n, _)| *n == m.name) || mentioned_in_configs(&m.name);
         if !declared {
             let hint = match m.kind {
                 MetaKind::Func { .. } => format!("#[kernel({} = [None, Some(helper)])]", m.name),
@@ -321,8 +330,8 @@ pub fn collect_instances(
             let ks = k.to_string();
             match sig.params.iter().find(|p| p.name == ks) {
                 Some(p) if matches!(p.kind, ParamKind::Scalar(_)) => key.push(ks),
-                Some(_) => diag.error(k.span(), format!("autotune key `{ks}` must be a scalar parameter, not a pointer")),
-                None => diag.error(k.span(), format!("autotune key `{ks}` is not a parameter of this kernel")),
+                Some(_) => diag.error(k.sp(), format!("autotune key `{ks}` must be a scalar parameter, not a pointer")),
+                None => diag.error(k.sp(), format!("autotune key `{ks}` is not a parameter of this kernel")),
             }
         }
     }

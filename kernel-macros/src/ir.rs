@@ -7,7 +7,7 @@
 //! (element type and symbolic shape) and the span of the source it came from.
 
 use crate::shape::{shape_to_string, Dim, Shape};
-use proc_macro2::Span;
+use crate::diag::Sp;
 use std::fmt;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Hash)]
@@ -305,15 +305,15 @@ pub enum ExprKind {
 pub struct Expr {
     pub kind: ExprKind,
     pub ty: Ty,
-    pub span: Span,
+    pub span: Sp,
 }
 
 #[derive(Clone, Debug)]
 pub enum Stmt {
     Let { local: LocalId, value: ExprId },
     Assign { local: LocalId, value: ExprId },
-    Store { ptr: ExprId, value: ExprId, mask: Option<ExprId>, span: Span },
-    For { var: LocalId, start: ExprId, end: ExprId, step: ExprId, body: Vec<Stmt>, span: Span },
+    Store { ptr: ExprId, value: ExprId, mask: Option<ExprId>, span: Sp },
+    For { var: LocalId, start: ExprId, end: ExprId, step: ExprId, body: Vec<Stmt>, span: Sp },
     If { cond: ExprId, then: Vec<Stmt>, els: Vec<Stmt> },
     Return,
 }
@@ -350,7 +350,7 @@ pub enum MetaKind {
 pub struct MetaParam {
     pub name: String,
     pub kind: MetaKind,
-    pub span: Span,
+    pub span: Sp,
 }
 
 /// One variant of a kernel, validated: later passes may trust every type in it.

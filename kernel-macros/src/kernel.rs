@@ -10,7 +10,7 @@ use crate::lower::{lower_variant, LowerCtx};
 use crate::signature::parse_signature;
 use proc_macro2::TokenStream;
 use std::collections::HashMap;
-use syn::spanned::Spanned;
+use crate::diag::SpanRange;
 
 pub fn is_attr(a: &syn::Attribute, name: &str) -> bool {
     a.path().segments.last().is_some_and(|s| s.ident == name)
@@ -18,8 +18,10 @@ pub fn is_attr(a: &syn::Attribute, name: &str) -> bool {
 
 pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn::ItemFn>) -> TokenStream {
     let mut diag = Diagnostics::default();
+    let mut attrs_failed = false;
     let kattr = KernelAttr::parse(attr).unwrap_or_else(|e| {
         diag.push(e);
+        attrs_failed = true;
         KernelAttr::default()
     });
     let mut autotune = None;
@@ -32,7 +34,10 @@ pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn:
             };
             match AutotuneAttr::parse(tokens, attr_span(a)) {
                 Ok(at) => autotune = Some(at),
-                Err(e) => diag.push(e),
+                Err(e) => {
+                    diag.push(e);
+                    attrs_failed = true;
+                }
             }
         } else if is_attr(a, "doc") {
             docs.push(a.clone());
@@ -45,10 +50,16 @@ pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn:
     let sig = parse_signature(&f, "kernel", &mut diag);
     let mut helper_names: Vec<String> = helpers.keys().cloned().collect();
     helper_names.sort();
-    let inst = collect_instances(&sig, &kattr, autotune.as_ref(), &helper_names, f.sig.ident.span(), &mut diag);
+    let inst = collect_instances(&sig, &kattr, autotune.as_ref(), &helper_names, f.sig.ident.sp(), attrs_failed, &mut diag);
+    // Meta-parameters chosen by autotuning are not `launch` arguments, in the stub either.
+    let tuned: Vec<String> = autotune
+        .as_ref()
+        .and_then(|a| a.configs.first())
+        .map(|c| c.metas.iter().map(|(n, _)| n.to_string()).collect())
+        .unwrap_or_default();
     if !diag.is_empty() {
         let errors = diag.to_compile_errors();
-        let stub = expand_host::stub(&sig, &docs);
+        let stub = expand_host::stub(&sig, &tuned, &docs);
         return quote::quote!(#errors #stub);
     }
     let concrete = inst.concrete();
@@ -56,7 +67,7 @@ pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn:
     let variants: Vec<_> = inst.variants().iter().map(|v| lower_variant(&cx, &f.block, v, &mut diag)).collect();
     if !diag.is_empty() {
         let errors = diag.to_compile_errors();
-        let stub = expand_host::stub(&sig, &docs);
+        let stub = expand_host::stub(&sig, &tuned, &docs);
         return quote::quote!(#errors #stub);
     }
     let keys = inst.enumerate(&sig.name.to_string());
@@ -66,7 +77,7 @@ pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn:
         .collect();
     let out = expand_host::module(&sig, &inst, &variants, &keys, &entries, &docs);
     dump(&sig.name.to_string(), &variants, &out);
-    let _ = f.span();
+    let _ = f.sp();
     out
 }
 

@@ -4,13 +4,11 @@
 //! caused it. Helper calls are inlined here, with the function meta-parameters substituted.
 
 use crate::check::*;
-use crate::diag::Diagnostics;
+use crate::diag::{Diagnostics, Sp, SpanRange};
 use crate::ir::*;
 use crate::shape::{shape_to_string, Dim, Shape};
 use crate::signature::{dtype_of_type, path_last, single_type_arg, Signature};
-use proc_macro2::Span;
 use std::collections::HashMap;
-use syn::spanned::Spanned;
 
 /// Everything a variant's lowering reads besides the body.
 pub struct LowerCtx<'a> {
@@ -86,7 +84,7 @@ pub fn lower_variant(
 pub fn check_helper_syntax(f: &syn::ItemFn, diag: &mut Diagnostics) {
     for s in &f.block.stmts {
         if let syn::Stmt::Macro(m) = s {
-            diag.error(m.mac.path.span(), "macros are not supported in kernels or helpers");
+            diag.error(m.mac.path.sp(), "macros are not supported in kernels");
         }
     }
 }
@@ -98,16 +96,16 @@ impl<'a, 'd> Lowerer<'a, 'd> {
 
     // ---------------------------------------------------------------- building blocks
 
-    fn err(&mut self, span: Span, msg: impl Into<String>) -> ExprId {
+    fn err(&mut self, span: Sp, msg: impl Into<String>) -> ExprId {
         self.diag.error(span, msg);
         self.poison(span)
     }
 
-    fn poison(&mut self, span: Span) -> ExprId {
+    fn poison(&mut self, span: Sp) -> ExprId {
         self.push(ExprKind::Lit(Lit::Int(0)), Ty::error(), span)
     }
 
-    fn push(&mut self, kind: ExprKind, ty: Ty, span: Span) -> ExprId {
+    fn push(&mut self, kind: ExprKind, ty: Ty, span: Sp) -> ExprId {
         self.k.exprs.push(Expr { kind, ty, span });
         self.k.exprs.len() - 1
     }
@@ -116,7 +114,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         self.k.exprs[id].ty.clone()
     }
 
-    fn span(&self, id: ExprId) -> Span {
+    fn span(&self, id: ExprId) -> Sp {
         self.k.exprs[id].span
     }
 
@@ -148,6 +146,17 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         if ty.is_error() || ty.dtype() == Some(d) && !ty.weak {
             return id;
         }
+        if let ExprKind::Lit(Lit::Int(v)) = self.k.exprs[id].kind {
+            let fits = match d {
+                DType::I32 => i32::try_from(v).is_ok(),
+                DType::U32 => u32::try_from(v).is_ok(),
+                _ => true,
+            };
+            if !fits {
+                let sp = self.span(id);
+                self.diag.error(sp, format!("literal {v} does not fit {d}"));
+            }
+        }
         let e = &mut self.k.exprs[id];
         if matches!(e.kind, ExprKind::Lit(_) | ExprKind::Meta(_)) {
             e.ty = Ty { elem: Elem::Val(d), shape: e.ty.shape.clone(), weak: false };
@@ -176,15 +185,18 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 syn::Stmt::Local(l) => self.lower_let(l),
                 syn::Stmt::Item(item) => {
                     self.diag.error(
-                        item.span(),
+                        item.sp(),
                         "items are not supported inside kernels: define helper functions with #[helper] in a #[kernel_module]",
                     );
                 }
                 syn::Stmt::Macro(m) => {
-                    self.diag.error(m.mac.path.span(), "macros are not supported in kernels");
+                    self.diag.error(m.mac.path.sp(), "macros are not supported in kernels");
                 }
                 syn::Stmt::Expr(e, semi) => {
-                    if is_helper && last && semi.is_none() && !is_statement_expr(e) {
+                    if let (true, true, syn::Expr::Return(syn::ExprReturn { expr: Some(v), .. })) = (is_helper, last, e) {
+                        // `return x;` as a helper's last statement is its result.
+                        result = Some(self.lower_expr(v));
+                    } else if is_helper && last && semi.is_none() && !is_statement_expr(e) {
                         result = Some(self.lower_expr(e));
                     } else {
                         self.lower_expr_stmt(e);
@@ -198,17 +210,17 @@ impl<'a, 'd> Lowerer<'a, 'd> {
     fn lower_let(&mut self, l: &syn::Local) {
         let (name, mutable, span) = match &l.pat {
             syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
-                (pi.ident.to_string(), pi.mutability.is_some(), pi.ident.span())
+                (pi.ident.to_string(), pi.mutability.is_some(), pi.ident.sp())
             }
             syn::Pat::Type(pt) => {
                 self.diag.error(
-                    pt.ty.span(),
+                    pt.ty.sp(),
                     "type annotations are not supported on kernel variables: types are inferred; convert with `.to::<T>()`",
                 );
                 return;
             }
             other => {
-                self.diag.error(other.span(), "only `let name = ...` and `let mut name = ...` are supported in kernels");
+                self.diag.error(other.sp(), "only `let name = ...` and `let mut name = ...` are supported in kernels");
                 return;
             }
         };
@@ -217,7 +229,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
             return;
         };
         if let Some((_, diverge)) = &init.diverge {
-            self.diag.error(diverge.span(), "`let ... else` is not supported in kernels");
+            self.diag.error(diverge.sp(), "`let ... else` is not supported in kernels");
         }
         let value = self.lower_expr(&init.expr);
         let mut ty = self.ty(value);
@@ -238,22 +250,22 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         match e {
             syn::Expr::Assign(a) => {
                 let v = self.lower_expr(&a.right);
-                self.assign(&a.left, v, a.span());
+                self.assign(&a.left, v, a.sp());
             }
             syn::Expr::Binary(b) if compound_op(&b.op).is_some() => {
                 let op = compound_op(&b.op).unwrap_or(BinOp::Add);
                 let cur = self.lower_expr(&b.left);
                 let rhs = self.lower_expr(&b.right);
-                let v = self.binary(op, cur, rhs, b.op.span());
-                self.assign(&b.left, v, b.span());
+                let v = self.binary(op, cur, rhs, b.op.sp());
+                self.assign(&b.left, v, b.sp());
             }
             syn::Expr::ForLoop(f) => self.lower_for(f),
             syn::Expr::If(i) => self.lower_if(i),
             syn::Expr::Return(r) => {
-                if let Some(v) = &r.expr {
-                    self.diag.error(v.span(), "kernels return nothing: `return;` ends the program instance");
-                } else if !self.helper_stack.is_empty() {
-                    self.diag.error(r.span(), "`return` is not supported in helpers: end the helper with its result expression");
+                if !self.helper_stack.is_empty() {
+                    self.diag.error(r.sp(), "early `return` is not supported in helpers: end the helper with its result expression");
+                } else if let Some(v) = &r.expr {
+                    self.diag.error(v.sp(), "kernels return nothing: `return;` ends the program instance");
                 } else {
                     self.emit(Stmt::Return);
                 }
@@ -271,10 +283,10 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 self.diag.error(l.loop_token.span, "`loop` is not supported in kernels: use `for i in (start..end).step_by(step)`");
             }
             syn::Expr::Break(b) => {
-                self.diag.error(b.span(), "`break` is not supported in kernels: bound the loop instead, or use a mask");
+                self.diag.error(b.sp(), "`break` is not supported in kernels: bound the loop instead, or use a mask");
             }
             syn::Expr::Continue(c) => {
-                self.diag.error(c.span(), "`continue` is not supported in kernels: use `if` or a mask");
+                self.diag.error(c.sp(), "`continue` is not supported in kernels: use `if` or a mask");
             }
             other => {
                 // An expression evaluated for nothing (e.g. a bare `load(p);`) is lowered and dropped.
@@ -286,15 +298,15 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         }
     }
 
-    fn assign(&mut self, target: &syn::Expr, value: ExprId, span: Span) {
+    fn assign(&mut self, target: &syn::Expr, value: ExprId, span: Sp) {
         let name = match target {
             syn::Expr::Path(p) if p.path.get_ident().is_some() => p.path.get_ident().map(|i| i.to_string()).unwrap_or_default(),
             other => {
-                self.diag.error(other.span(), "only variables can be assigned in kernels; write memory with `store(ptrs, value, mask)`");
+                self.diag.error(other.sp(), "only variables can be assigned in kernels; write memory with `store(ptrs, value, mask)`");
                 return;
             }
         };
-        let tspan = target.span();
+        let tspan = target.sp();
         match self.lookup(&name) {
             Some(Binding::Local(l)) => {
                 let local = self.k.locals[l].clone();
@@ -337,7 +349,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
             syn::Pat::Ident(pi) if pi.subpat.is_none() && pi.by_ref.is_none() => pi.ident.to_string(),
             syn::Pat::Wild(_) => "_".to_string(),
             other => {
-                self.diag.error(other.span(), "the loop variable must be a plain name");
+                self.diag.error(other.sp(), "the loop variable must be a plain name");
                 return;
             }
         };
@@ -376,7 +388,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         self.lower_stmts(&f.body.stmts, false);
         let body = self.stmts.pop().unwrap_or_default();
         self.scopes.pop();
-        self.emit(Stmt::For { var, start, end, step, body, span: f.for_token.span });
+        self.emit(Stmt::For { var, start, end, step, body, span: f.for_token.span.into() });
     }
 
     /// `a..b`, `(a..b).step_by(s)`, `range(a, b)` or `range(a, b, s)`.
@@ -385,16 +397,16 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         match e {
             syn::Expr::Range(r) => {
                 if let syn::RangeLimits::Closed(c) = r.limits {
-                    self.diag.error(c.span(), "inclusive ranges are not supported in kernel loops: use `start..end`");
+                    self.diag.error(c.sp(), "inclusive ranges are not supported in kernel loops: use `start..end`");
                     return None;
                 }
                 let (Some(a), Some(b)) = (&r.start, &r.end) else {
-                    self.diag.error(r.span(), "loop ranges need a start and an end: `start..end`");
+                    self.diag.error(r.sp(), "loop ranges need a start and an end: `start..end`");
                     return None;
                 };
                 let a = self.lower_expr(a);
                 let b = self.lower_expr(b);
-                let one = self.push(ExprKind::Lit(Lit::Int(1)), Ty::weak(DType::I32), r.span());
+                let one = self.push(ExprKind::Lit(Lit::Int(1)), Ty::weak(DType::I32), r.sp());
                 Some((a, b, one))
             }
             syn::Expr::MethodCall(m) if m.method == "step_by" && m.args.len() == 1 => {
@@ -407,13 +419,13 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 let b = self.lower_expr(&c.args[1]);
                 let s = match c.args.get(2) {
                     Some(s) => self.lower_expr(s),
-                    None => self.push(ExprKind::Lit(Lit::Int(1)), Ty::weak(DType::I32), c.span()),
+                    None => self.push(ExprKind::Lit(Lit::Int(1)), Ty::weak(DType::I32), c.sp()),
                 };
                 Some((a, b, s))
             }
             other => {
                 self.diag.error(
-                    other.span(),
+                    other.sp(),
                     "kernel loops iterate over `start..end`, `(start..end).step_by(step)` or `range(start, end, step)`",
                 );
                 None
@@ -432,11 +444,11 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         if !cty.is_error() {
             if !cty.is_scalar() {
                 self.diag.error(
-                    i.cond.span(),
+                    i.cond.sp(),
                     format!("`if` needs a scalar bool condition, found a block {cty}: select elementwise with `where_(mask, a, b)`"),
                 );
             } else if cty.dtype() != Some(DType::Bool) {
-                self.diag.error(i.cond.span(), format!("`if` needs a bool condition, found {cty}"));
+                self.diag.error(i.cond.sp(), format!("`if` needs a bool condition, found {cty}"));
             }
         }
         let then = self.lower_branch(&i.then_branch.stmts);
@@ -452,7 +464,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                     self.stmts.pop().unwrap_or_default()
                 }
                 other => {
-                    self.diag.error(other.span(), "unsupported else branch");
+                    self.diag.error(other.sp(), "unsupported else branch");
                     vec![]
                 }
             },
@@ -475,13 +487,13 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         };
         let binding = meta_name.as_ref().and_then(|n| self.lookup(n));
         let Some(Binding::Func(value)) = binding else {
-            self.diag.error(l.expr.span(), "`if let` in kernels only tests an optional function meta-parameter: `if let Some(f) = ACTIVATION`");
+            self.diag.error(l.expr.sp(), "`if let` in kernels only tests an optional function meta-parameter: `if let Some(f) = ACTIVATION`");
             return;
         };
         let meta_name = meta_name.unwrap_or_default();
         let optional = self.k.metas.iter().any(|m| m.name == meta_name && m.kind == MetaKind::Func { optional: true });
         if !optional {
-            self.diag.error(l.expr.span(), format!("`{meta_name}` is `Func`, not `Option<Func>`: call it directly"));
+            self.diag.error(l.expr.sp(), format!("`{meta_name}` is `Func`, not `Option<Func>`: call it directly"));
             return;
         }
         let inner = match &*l.pat {
@@ -489,12 +501,12 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 syn::Pat::Ident(pi) => pi.ident.to_string(),
                 syn::Pat::Wild(_) => "_".to_string(),
                 other => {
-                    self.diag.error(other.span(), "expected `Some(name)`");
+                    self.diag.error(other.sp(), "expected `Some(name)`");
                     return;
                 }
             },
             other => {
-                self.diag.error(other.span(), "expected `Some(name)`");
+                self.diag.error(other.sp(), "expected `Some(name)`");
                 return;
             }
         };
@@ -521,7 +533,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                         }
                         syn::Expr::If(nested) => self.lower_if(nested),
                         other => {
-                            self.diag.error(other.span(), "unsupported else branch");
+                            self.diag.error(other.sp(), "unsupported else branch");
                         }
                     }
                 }
@@ -531,7 +543,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
 
     fn lower_store(&mut self, c: &syn::ExprCall) {
         if !(2..=3).contains(&c.args.len()) {
-            self.diag.error(c.span(), "store takes (pointers, value) or (pointers, value, mask)");
+            self.diag.error(c.sp(), "store takes (pointers, value) or (pointers, value, mask)");
             return;
         }
         let ptr = self.lower_expr(&c.args[0]);
@@ -543,15 +555,15 @@ impl<'a, 'd> Lowerer<'a, 'd> {
             return;
         }
         let Elem::Ptr(d) = pty.elem else {
-            self.diag.error(c.args[0].span(), format!("store needs a pointer or a block of pointers, found {pty}"));
+            self.diag.error(c.args[0].sp(), format!("store needs a pointer or a block of pointers, found {pty}"));
             return;
         };
         if let Err(m) = check_value_dtype(&vty, d, "the stored value") {
-            self.diag.error(c.args[1].span(), m);
+            self.diag.error(c.args[1].sp(), m);
             return;
         }
         if let Err(m) = check_broadcast_to(&vty, &pty.shape, "the stored value") {
-            self.diag.error(c.args[1].span(), m);
+            self.diag.error(c.args[1].sp(), m);
             return;
         }
         let value = self.coerce(value, d);
@@ -559,18 +571,18 @@ impl<'a, 'd> Lowerer<'a, 'd> {
             let mty = self.ty(m);
             if !mty.is_error() {
                 if let Err(msg) = check_mask(&mty, &pty.shape) {
-                    self.diag.error(c.args[2].span(), msg);
+                    self.diag.error(c.args[2].sp(), msg);
                     return;
                 }
             }
         }
-        self.emit(Stmt::Store { ptr, value, mask, span: c.span() });
+        self.emit(Stmt::Store { ptr, value, mask, span: c.sp() });
     }
 
     // ---------------------------------------------------------------- expressions
 
     fn lower_expr(&mut self, e: &syn::Expr) -> ExprId {
-        let span = e.span();
+        let span = e.sp();
         match e {
             syn::Expr::Lit(l) => self.lower_lit(&l.lit),
             syn::Expr::Paren(p) => self.lower_expr(&p.expr),
@@ -600,11 +612,11 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                     syn::BinOp::And(_) | syn::BinOp::Or(_) => {
                         let sym = if matches!(b.op, syn::BinOp::And(_)) { "&" } else { "|" };
                         return self.err(
-                            b.op.span(),
+                            b.op.sp(),
                             format!("short-circuit operators are not supported in kernels: combine masks with `{sym}` (parenthesize comparisons)"),
                         );
                     }
-                    _ => return self.err(b.op.span(), "unsupported operator in kernels"),
+                    _ => return self.err(b.op.sp(), "unsupported operator in kernels"),
                 };
                 let l = self.lower_expr(&b.left);
                 let r = self.lower_expr(&b.right);
@@ -615,42 +627,42 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 match u.op {
                     syn::UnOp::Neg(_) => self.unary(UnOp::Neg, x, span),
                     syn::UnOp::Not(_) => self.unary(UnOp::Not, x, span),
-                    _ => self.err(u.op.span(), "dereferencing is not supported in kernels: read memory with `load(ptrs)`"),
+                    _ => self.err(u.op.sp(), "dereferencing is not supported in kernels: read memory with `load(ptrs)`"),
                 }
             }
             syn::Expr::Cast(c) => {
                 let x = self.lower_expr(&c.expr);
                 match dtype_of_type(&c.ty) {
                     Some(d) => self.cast(x, d, span),
-                    None => self.err(c.ty.span(), "unknown dtype: expected f16, bf16, f32, f64, i32, u32, i64 or bool"),
+                    None => self.err(c.ty.sp(), "unknown dtype: expected f16, bf16, f32, f64, i32, u32, i64 or bool"),
                 }
             }
             syn::Expr::Call(c) => self.lower_call(c),
             syn::Expr::MethodCall(m) => self.lower_method(m),
             syn::Expr::Index(i) => self.err(
-                i.span(),
+                i.sp(),
                 "indexing is not supported in kernels: build pointer blocks and `load` them; for `x[:, None]` / `x[None, :]` use `x.as_col()` / `x.as_row()`",
             ),
             syn::Expr::If(i) => self.err(
-                i.if_token.span,
+                i.if_token.span.into(),
                 "`if` is a statement in kernels, not a value: select elementwise with `where_(cond, a, b)`",
             ),
-            syn::Expr::Macro(m) => self.err(m.mac.path.span(), "macros are not supported in kernels"),
-            syn::Expr::Closure(c) => self.err(c.span(), "closures are not supported in kernels: define a #[helper] function"),
-            syn::Expr::Reference(r) => self.err(r.span(), "references are not supported in kernels: blocks are values"),
-            syn::Expr::Field(f) => self.err(f.span(), "field access is not supported in kernels"),
-            syn::Expr::Tuple(t) => self.err(t.span(), "tuples are only supported as block shapes, like `zeros::<f32>([BLOCK_M, BLOCK_N])`"),
-            syn::Expr::Array(a) => self.err(a.span(), "arrays are only supported as block shapes, like `zeros::<f32>([BLOCK_M, BLOCK_N])`"),
-            syn::Expr::Range(r) => self.err(r.span(), "ranges are only supported in `for` loops; for a block of indices use `arange(start, end)`"),
-            syn::Expr::Match(m) => self.err(m.match_token.span, "`match` is not supported in kernels: use `if`/`else` or `where_`"),
-            syn::Expr::Unsafe(u) => self.err(u.unsafe_token.span, "`unsafe` is not supported in kernels: every access is checked"),
-            syn::Expr::Struct(s) => self.err(s.span(), "struct literals are not supported in kernels"),
+            syn::Expr::Macro(m) => self.err(m.mac.path.sp(), "macros are not supported in kernels"),
+            syn::Expr::Closure(c) => self.err(c.sp(), "closures are not supported in kernels: define a #[helper] function"),
+            syn::Expr::Reference(r) => self.err(r.sp(), "references are not supported in kernels: blocks are values"),
+            syn::Expr::Field(f) => self.err(f.sp(), "field access is not supported in kernels"),
+            syn::Expr::Tuple(t) => self.err(t.sp(), "tuples are only supported as block shapes, like `zeros::<f32>([BLOCK_M, BLOCK_N])`"),
+            syn::Expr::Array(a) => self.err(a.sp(), "arrays are only supported as block shapes, like `zeros::<f32>([BLOCK_M, BLOCK_N])`"),
+            syn::Expr::Range(r) => self.err(r.sp(), "ranges are only supported in `for` loops; for a block of indices use `arange(start, end)`"),
+            syn::Expr::Match(m) => self.err(m.match_token.span.into(), "`match` is not supported in kernels: use `if`/`else` or `where_`"),
+            syn::Expr::Unsafe(u) => self.err(u.unsafe_token.span.into(), "`unsafe` is not supported in kernels: every access is checked"),
+            syn::Expr::Struct(s) => self.err(s.sp(), "struct literals are not supported in kernels"),
             _ => self.err(span, "this expression is not supported in kernels"),
         }
     }
 
     fn lower_lit(&mut self, l: &syn::Lit) -> ExprId {
-        let span = l.span();
+        let span = l.sp();
         match l {
             syn::Lit::Int(i) => {
                 let Ok(v) = i.base10_parse::<i64>() else {
@@ -681,7 +693,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
     }
 
     fn lower_path(&mut self, p: &syn::ExprPath) -> ExprId {
-        let span = p.span();
+        let span = p.sp();
         let Some(id) = p.path.get_ident() else {
             return self.lower_const_path(p);
         };
@@ -719,7 +731,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
 
     /// `f32::INFINITY`, `f32::NEG_INFINITY`, `f32::NAN`, `i32::MAX`, ...: typed constants.
     fn lower_const_path(&mut self, p: &syn::ExprPath) -> ExprId {
-        let span = p.span();
+        let span = p.sp();
         let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
         let (Some(d), true) = (segs.first().and_then(|s| DType::from_name(s)), segs.len() == 2 && p.qself.is_none()) else {
             return self.err(span, "paths are not supported in kernels: use a local name, a parameter, a meta-parameter or a constant like `f32::INFINITY`");
@@ -749,7 +761,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
 
     // ---------------------------------------------------------------- operators
 
-    fn binary(&mut self, op: BinOp, a: ExprId, b: ExprId, span: Span) -> ExprId {
+    fn binary(&mut self, op: BinOp, a: ExprId, b: ExprId, span: Sp) -> ExprId {
         let (ta, tb) = (self.ty(a), self.ty(b));
         if ta.is_error() || tb.is_error() {
             return self.poison(span);
@@ -805,7 +817,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         self.push(ExprKind::Binary(op, a, b), ty, span)
     }
 
-    fn unary(&mut self, op: UnOp, x: ExprId, span: Span) -> ExprId {
+    fn unary(&mut self, op: UnOp, x: ExprId, span: Sp) -> ExprId {
         let t = self.ty(x);
         if t.is_error() {
             return self.poison(span);
@@ -820,7 +832,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         }
     }
 
-    fn cast(&mut self, x: ExprId, d: DType, span: Span) -> ExprId {
+    fn cast(&mut self, x: ExprId, d: DType, span: Sp) -> ExprId {
         let t = self.ty(x);
         if t.is_error() {
             return self.poison(span);
@@ -831,7 +843,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         self.push(ExprKind::Cast(x), Ty::block(d, t.shape), span)
     }
 
-    fn math(&mut self, f: MathFn, x: ExprId, span: Span) -> ExprId {
+    fn math(&mut self, f: MathFn, x: ExprId, span: Sp) -> ExprId {
         let t = self.ty(x);
         if t.is_error() {
             return self.poison(span);
@@ -848,24 +860,31 @@ impl<'a, 'd> Lowerer<'a, 'd> {
     // ---------------------------------------------------------------- calls
 
     fn lower_call(&mut self, c: &syn::ExprCall) -> ExprId {
-        let span = c.span();
+        let span = c.sp();
         let Some(name) = call_name(c) else {
-            return self.err(c.func.span(), "only named functions can be called in kernels");
+            return self.err(c.func.sp(), "only named functions can be called in kernels");
         };
         let turbofish = call_turbofish(c);
         // Helpers and function meta-parameters shadow nothing: builtins are resolved first
         // only when no helper of that name exists.
+        let optional_meta = self.k.metas.iter().any(|m| m.name == name && m.kind == MetaKind::Func { optional: true });
         match self.lookup(&name) {
             Some(Binding::Helper(h)) => return self.call_helper(&h, &c.args, span),
+            Some(Binding::Func(_)) if optional_meta => {
+                return self.err(
+                    c.func.sp(),
+                    format!("`{name}` is an `Option<Func>`: unwrap it with `if let Some(f) = {name} {{ ... f(x) ... }}`"),
+                )
+            }
             Some(Binding::Func(Some(h))) => return self.call_helper(&h, &c.args, span),
             Some(Binding::Func(None)) => {
                 return self.err(
-                    c.func.span(),
+                    c.func.sp(),
                     format!("`{name}` is `None` in this instance: guard the call with `if let Some(f) = {name} {{ ... }}`"),
                 )
             }
             Some(Binding::Local(_)) | Some(Binding::Param(_)) | Some(Binding::Meta(_)) => {
-                return self.err(c.func.span(), format!("`{name}` is a value, not a function"))
+                return self.err(c.func.sp(), format!("`{name}` is a value, not a function"))
             }
             None => {}
         }
@@ -919,7 +938,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                     return self.poison(span);
                 }
                 if !vt.is_scalar() || vt.dtype().is_none() {
-                    return self.err(args.get(1).map(|a| a.span()).unwrap_or(span), format!("the fill value must be a scalar, found {vt}"));
+                    return self.err(args.get(1).map(|a| a.sp()).unwrap_or(span), format!("the fill value must be a scalar, found {vt}"));
                 }
                 let d = match turbofish {
                     Some(Ok(d)) => d,
@@ -1030,7 +1049,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                     return self.math(f, x, span);
                 }
                 self.err(
-                    c.func.span(),
+                    c.func.sp(),
                     format!("unknown function `{other}` in kernel: the block language provides {BUILTINS}; helpers are declared with #[helper] in the same #[kernel_module]"),
                 )
             }
@@ -1038,10 +1057,10 @@ impl<'a, 'd> Lowerer<'a, 'd> {
     }
 
     fn lower_method(&mut self, m: &syn::ExprMethodCall) -> ExprId {
-        let span = m.span();
+        let span = m.sp();
         let name = m.method.to_string();
         let n = m.args.len();
-        let wrong = |l: &mut Self, sig: &str| l.err(m.method.span(), format!("wrong number of arguments: expected `{sig}`"));
+        let wrong = |l: &mut Self, sig: &str| l.err(m.method.sp(), format!("wrong number of arguments: expected `{sig}`"));
         match name.as_str() {
             "to" => {
                 let target = m.turbofish.as_ref().and_then(|t| {
@@ -1059,7 +1078,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 let x = self.lower_expr(&m.receiver);
                 match target {
                     Some(d) => self.cast(x, d, span),
-                    None => self.err(m.method.span(), "`to` needs a dtype: `x.to::<f16>()` (f16, bf16, f32, f64, i32, u32, i64, bool)"),
+                    None => self.err(m.method.sp(), "`to` needs a dtype: `x.to::<f16>()` (f16, bf16, f32, f64, i32, u32, i64, bool)"),
                 }
             }
             "as_col" | "as_row" => {
@@ -1123,17 +1142,27 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                     let x = self.lower_expr(&m.receiver);
                     return self.math(f, x, span);
                 }
-                self.err(m.method.span(), format!("unknown method `{other}` in kernel: blocks support {METHODS}"))
+                self.err(m.method.sp(), format!("unknown method `{other}` in kernel: blocks support {METHODS}"))
             }
         }
     }
 
-    fn call_helper(&mut self, name: &str, args: &syn::punctuated::Punctuated<syn::Expr, syn::Token![,]>, span: Span) -> ExprId {
+    fn call_helper(&mut self, name: &str, args: &syn::punctuated::Punctuated<syn::Expr, syn::Token![,]>, span: Sp) -> ExprId {
         let Some(f) = self.cx.helpers.get(name).copied() else {
             return self.err(span, format!("unknown helper `{name}`"));
         };
-        if self.helper_stack.iter().any(|h| h == name) || self.helper_stack.len() >= MAX_INLINE_DEPTH {
-            return self.err(span, format!("helper `{name}` calls itself: recursion is not supported in kernels"));
+        if let Some(pos) = self.helper_stack.iter().position(|h| h == name) {
+            let mut cycle: Vec<&str> = self.helper_stack[pos..].iter().map(|s| s.as_str()).collect();
+            cycle.push(name);
+            let msg = if cycle.len() == 2 {
+                format!("helper `{name}` calls itself: recursion is not supported in kernels")
+            } else {
+                format!("helpers call each other in a cycle ({}): recursion is not supported in kernels", cycle.join(" -> "))
+            };
+            return self.err(span, msg);
+        }
+        if self.helper_stack.len() >= MAX_INLINE_DEPTH {
+            return self.err(span, format!("helpers are nested more than {MAX_INLINE_DEPTH} deep"));
         }
         let params: Vec<&syn::PatType> = f
             .sig
@@ -1153,7 +1182,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
             let vt = self.ty(v);
             if !vt.is_error() {
                 if let Err(m) = check_helper_arg(&p.ty, &vt) {
-                    self.diag.error(a.span(), format!("argument of helper `{name}`: {m}"));
+                    self.diag.error(a.sp(), format!("argument of helper `{name}`: {m}"));
                 }
             }
             values.push(v);
@@ -1181,33 +1210,41 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 // The result may reference helper locals; they stay valid (never reassigned).
                 r
             }
-            None => self.err(span, format!("helper `{name}` returns no value: end it with the result expression")),
+            None => {
+                // An early `return` was already reported; otherwise say what is missing.
+                let returns = f.block.stmts.iter().any(|s| matches!(s, syn::Stmt::Expr(syn::Expr::Return(_), _)));
+                if returns {
+                    self.poison(span)
+                } else {
+                    self.err(span, format!("helper `{name}` returns no value: end it with the result expression"))
+                }
+            }
         }
     }
 
     // ---------------------------------------------------------------- block operations
 
-    fn load(&mut self, ptr: ExprId, mask: Option<ExprId>, other: Option<ExprId>, args: &[&syn::Expr], span: Span) -> ExprId {
+    fn load(&mut self, ptr: ExprId, mask: Option<ExprId>, other: Option<ExprId>, args: &[&syn::Expr], span: Sp) -> ExprId {
         let pty = self.ty(ptr);
         if pty.is_error() || mask.is_some_and(|m| self.ty(m).is_error()) || other.is_some_and(|o| self.ty(o).is_error()) {
             return self.poison(span);
         }
         let Elem::Ptr(d) = pty.elem else {
-            return self.err(args[0].span(), format!("load needs a pointer or a block of pointers, found {pty}"));
+            return self.err(args[0].sp(), format!("load needs a pointer or a block of pointers, found {pty}"));
         };
         if let Some(m) = mask {
             if let Err(msg) = check_mask(&self.ty(m), &pty.shape) {
-                return self.err(args[1].span(), msg);
+                return self.err(args[1].sp(), msg);
             }
         }
         let other = match other {
             Some(o) => {
                 let oty = self.ty(o);
                 if let Err(msg) = check_value_dtype(&oty, d, "`other`") {
-                    return self.err(args[2].span(), msg);
+                    return self.err(args[2].sp(), msg);
                 }
                 if let Err(msg) = check_broadcast_to(&oty, &pty.shape, "`other`") {
-                    return self.err(args[2].span(), msg);
+                    return self.err(args[2].sp(), msg);
                 }
                 Some(self.coerce(o, d))
             }
@@ -1216,7 +1253,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         self.push(ExprKind::Load { ptr, mask, other }, Ty::block(d, pty.shape), span)
     }
 
-    fn select(&mut self, c: ExprId, a: ExprId, b: ExprId, span: Span) -> ExprId {
+    fn select(&mut self, c: ExprId, a: ExprId, b: ExprId, span: Sp) -> ExprId {
         let (tc, ta, tb) = (self.ty(c), self.ty(a), self.ty(b));
         if tc.is_error() || ta.is_error() || tb.is_error() {
             return self.poison(span);
@@ -1228,6 +1265,9 @@ impl<'a, 'd> Lowerer<'a, 'd> {
             Ok(s) => s,
             Err(m) => return self.err(span, m),
         };
+        if matches!(ta.elem, Elem::Ptr(_)) != matches!(tb.elem, Elem::Ptr(_)) {
+            return self.err(span, format!("where_ cannot mix pointers and values: the branches are {ta} and {tb}"));
+        }
         if let (Elem::Ptr(x), Elem::Ptr(y)) = (ta.elem, tb.elem) {
             if x != y {
                 return self.err(span, format!("where_ between Ptr<{x}> and Ptr<{y}>"));
@@ -1239,10 +1279,11 @@ impl<'a, 'd> Lowerer<'a, 'd> {
             Err(m) => return self.err(span, m),
         };
         let (a, b) = (self.coerce(a, d), self.coerce(b, d));
-        self.push(ExprKind::Where(c, a, b), Ty { elem: Elem::Val(d), shape, weak: weak && false }, span)
+        let _ = weak;
+        self.push(ExprKind::Where(c, a, b), Ty { elem: Elem::Val(d), shape, weak: false }, span)
     }
 
-    fn reduce(&mut self, op: ReduceOp, x: ExprId, axis: &syn::Expr, span: Span) -> ExprId {
+    fn reduce(&mut self, op: ReduceOp, x: ExprId, axis: &syn::Expr, span: Sp) -> ExprId {
         let t = self.ty(x);
         if t.is_error() {
             return self.poison(span);
@@ -1260,7 +1301,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         self.push(ExprKind::Reduce { op, x, axis: ax }, Ty::block(d, shape), span)
     }
 
-    fn expand_dims(&mut self, x: ExprId, axis: usize, span: Span) -> ExprId {
+    fn expand_dims(&mut self, x: ExprId, axis: usize, span: Sp) -> ExprId {
         let t = self.ty(x);
         if t.is_error() {
             return self.poison(span);
@@ -1271,7 +1312,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         self.push(ExprKind::ExpandDims(x, axis), ty, span)
     }
 
-    fn trans(&mut self, x: ExprId, span: Span) -> ExprId {
+    fn trans(&mut self, x: ExprId, span: Sp) -> ExprId {
         let t = self.ty(x);
         if t.is_error() {
             return self.poison(span);
@@ -1283,7 +1324,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         self.push(ExprKind::Trans(x), ty, span)
     }
 
-    fn reshape_like(&mut self, name: &str, x: ExprId, shape_expr: &syn::Expr, span: Span) -> ExprId {
+    fn reshape_like(&mut self, name: &str, x: ExprId, shape_expr: &syn::Expr, span: Sp) -> ExprId {
         let t = self.ty(x);
         let Some(shape) = self.lower_shape(shape_expr) else { return self.poison(span) };
         if t.is_error() || !self.check_dims(&shape, span, name) {
@@ -1316,25 +1357,31 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 if v <= max {
                     return Some(v);
                 }
-                self.diag.error(e.span(), format!("axis {v} is out of range: expected 0 to {max}"));
+                self.diag.error(e.sp(), format!("axis {v} is out of range: expected 0 to {max}"));
                 return None;
             }
         }
-        self.diag.error(e.span(), "expected an integer literal axis");
+        self.diag.error(e.sp(), "expected an integer literal axis");
         None
     }
 
     /// A compile-time dimension: integer literals and integer meta-parameters with `+ - *`.
     fn lower_dim(&mut self, e: &syn::Expr) -> Option<Dim> {
         match strip_parens(e) {
-            syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => i.base10_parse::<i64>().ok().map(Dim::constant),
+            syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => match i.base10_parse::<i64>() {
+                Ok(v) if v.unsigned_abs() <= 1 << 40 => Some(Dim::constant(v)),
+                _ => {
+                    self.diag.error(e.sp(), "block size is out of range: block dimensions are powers of two up to 2^40");
+                    None
+                }
+            },
             syn::Expr::Path(p) if p.path.get_ident().is_some() => {
                 let name = p.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
                 match self.lookup(&name) {
                     Some(Binding::Meta(i)) if matches!(self.k.metas[i].kind, MetaKind::Int(_)) => Some(Dim::symbol(&name)),
                     _ => {
                         self.diag.error(
-                            e.span(),
+                            e.sp(),
                             format!("block sizes must be known at compile time: `{name}` is not an integer meta-parameter (declare it as `const {name}: i32`)"),
                         );
                         None
@@ -1344,18 +1391,23 @@ impl<'a, 'd> Lowerer<'a, 'd> {
             syn::Expr::Binary(b) => {
                 let l = self.lower_dim(&b.left)?;
                 let r = self.lower_dim(&b.right)?;
-                match b.op {
-                    syn::BinOp::Add(_) => Some(l.add(&r)),
-                    syn::BinOp::Sub(_) => Some(l.sub(&r)),
-                    syn::BinOp::Mul(_) => Some(l.mul(&r)),
+                let d = match b.op {
+                    syn::BinOp::Add(_) => l.add(&r),
+                    syn::BinOp::Sub(_) => l.sub(&r),
+                    syn::BinOp::Mul(_) => l.mul(&r),
                     _ => {
-                        self.diag.error(b.op.span(), "block sizes combine meta-parameters with `+`, `-` and `*` only");
-                        None
+                        self.diag.error(b.op.sp(), "block sizes combine meta-parameters with `+`, `-` and `*` only");
+                        return None;
                     }
+                };
+                if d.is_unreasonable() {
+                    self.diag.error(b.sp(), "block size is out of range: block dimensions are powers of two up to 2^40");
+                    return None;
                 }
+                Some(d)
             }
             other => {
-                self.diag.error(other.span(), "block sizes must be known at compile time: integer literals and meta-parameters");
+                self.diag.error(other.sp(), "block sizes must be known at compile time: integer literals and meta-parameters");
                 None
             }
         }
@@ -1366,7 +1418,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
             syn::Expr::Array(a) => a.elems.iter().collect(),
             syn::Expr::Tuple(t) => t.elems.iter().collect(),
             other => {
-                self.diag.error(other.span(), "a block shape is written `[d0, d1, ...]`");
+                self.diag.error(other.sp(), "a block shape is written `[d0, d1, ...]`");
                 return None;
             }
         };
@@ -1375,7 +1427,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
     }
 
     /// Rule: block dimensions are positive powers of two in every declared instance.
-    fn check_dims(&mut self, dims: &[Dim], span: Span, what: &str) -> bool {
+    fn check_dims(&mut self, dims: &[Dim], span: Sp, what: &str) -> bool {
         for d in dims {
             if let Some(c) = d.as_const() {
                 if !check_pow2(c) {
@@ -1467,16 +1519,16 @@ fn call_name(c: &syn::ExprCall) -> Option<String> {
 }
 
 /// `zeros::<f16>(...)`: the dtype of the turbofish, if any.
-fn call_turbofish(c: &syn::ExprCall) -> Option<Result<DType, Span>> {
+fn call_turbofish(c: &syn::ExprCall) -> Option<Result<DType, Sp>> {
     let syn::Expr::Path(p) = &*c.func else { return None };
     let seg = p.path.segments.last()?;
     match &seg.arguments {
         syn::PathArguments::AngleBracketed(ab) if ab.args.len() == 1 => match &ab.args[0] {
-            syn::GenericArgument::Type(t) => Some(dtype_of_type(t).ok_or(t.span())),
-            other => Some(Err(other.span())),
+            syn::GenericArgument::Type(t) => Some(dtype_of_type(t).ok_or(t.sp())),
+            other => Some(Err(other.sp())),
         },
         syn::PathArguments::None => None,
-        other => Some(Err(other.span())),
+        other => Some(Err(other.sp())),
     }
 }
 

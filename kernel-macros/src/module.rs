@@ -7,15 +7,15 @@ use crate::lower::check_helper_syntax;
 use proc_macro2::TokenStream;
 use quote::quote;
 use std::collections::HashMap;
-use syn::spanned::Spanned;
+use crate::diag::SpanRange;
 
 pub fn expand(attr: TokenStream, mut m: syn::ItemMod) -> TokenStream {
     let mut diag = Diagnostics::default();
     if !attr.is_empty() {
-        diag.error(attr.span(), "#[kernel_module] takes no arguments");
+        diag.error(attr.sp(), "#[kernel_module] takes no arguments");
     }
     let Some((_, items)) = m.content.take() else {
-        diag.error(m.ident.span(), "#[kernel_module] needs an inline module: `mod name { ... }`");
+        diag.error(m.ident.sp(), "#[kernel_module] needs an inline module: `mod name { ... }`");
         return diag.to_compile_errors();
     };
     let mut helpers: Vec<syn::ItemFn> = Vec::new();
@@ -76,22 +76,22 @@ pub fn expand(attr: TokenStream, mut m: syn::ItemMod) -> TokenStream {
 fn check_helper_signature(h: &syn::ItemFn, diag: &mut Diagnostics) {
     let sig = &h.sig;
     if let Some(a) = &sig.asyncness {
-        diag.error(a.span(), "helpers cannot be `async`");
+        diag.error(a.sp(), "helpers cannot be `async`");
     }
     if let Some(u) = &sig.unsafety {
-        diag.error(u.span(), "helpers cannot be `unsafe`");
+        diag.error(u.sp(), "helpers cannot be `unsafe`");
     }
     if !sig.generics.params.is_empty() {
         diag.error(
-            sig.generics.span(),
+            sig.generics.sp(),
             "helpers cannot be generic: parameters typed `Block` accept blocks of any shape and dtype",
         );
     }
     for input in &sig.inputs {
         match input {
-            syn::FnArg::Receiver(r) => diag.error(r.span(), "helpers cannot take `self`"),
+            syn::FnArg::Receiver(r) => diag.error(r.sp(), "helpers cannot take `self`"),
             syn::FnArg::Typed(t) if !matches!(&*t.pat, syn::Pat::Ident(_)) => {
-                diag.error(t.pat.span(), "helper parameters must be plain names")
+                diag.error(t.pat.sp(), "helper parameters must be plain names")
             }
             _ => {}
         }

@@ -42,14 +42,15 @@ impl Dim {
     pub fn add(&self, o: &Dim) -> Dim {
         let mut terms = self.terms.clone();
         for (k, v) in &o.terms {
-            *terms.entry(k.clone()).or_insert(0) += v;
+            let e = terms.entry(k.clone()).or_insert(0);
+            *e = e.wrapping_add(*v);
         }
         terms.retain(|_, v| *v != 0);
         Dim { terms }
     }
 
     pub fn neg(&self) -> Dim {
-        Dim { terms: self.terms.iter().map(|(k, v)| (k.clone(), -v)).collect() }
+        Dim { terms: self.terms.iter().map(|(k, v)| (k.clone(), v.wrapping_neg())).collect() }
     }
 
     pub fn sub(&self, o: &Dim) -> Dim {
@@ -62,11 +63,17 @@ impl Dim {
             for (kb, vb) in &o.terms {
                 let mut k: Vec<String> = ka.iter().chain(kb.iter()).cloned().collect();
                 k.sort();
-                *terms.entry(k).or_insert(0) += va * vb;
+                let e = terms.entry(k).or_insert(0);
+                *e = e.wrapping_add(va.wrapping_mul(*vb));
             }
         }
         terms.retain(|_, v| *v != 0);
         Dim { terms }
+    }
+
+    /// Whether any coefficient is too large to be a block size (arithmetic above wrapped).
+    pub fn is_unreasonable(&self) -> bool {
+        self.terms.values().any(|v| v.unsigned_abs() > (1u64 << 40))
     }
 
     /// Evaluates with concrete meta-parameter values (`None` if a symbol has no value).

@@ -3,7 +3,7 @@
 
 use crate::diag::Diagnostics;
 use crate::ir::{DType, MetaKind, MetaParam, Param, ParamKind};
-use syn::spanned::Spanned;
+use crate::diag::SpanRange;
 use syn::{FnArg, GenericArgument, GenericParam, Pat, PathArguments, ReturnType, Type};
 
 pub struct Signature {
@@ -11,6 +11,8 @@ pub struct Signature {
     pub vis: syn::Visibility,
     pub params: Vec<Param>,
     pub metas: Vec<MetaParam>,
+    /// Every const generic's name, including ones with unsupported types (to avoid cascades).
+    pub all_const_generics: Vec<String>,
 }
 
 const SCALAR_PARAM_TYPES: &str = "i32, u32, i64, f32 or bool";
@@ -24,69 +26,109 @@ pub fn parse_signature(f: &syn::ItemFn, what: &str, diag: &mut Diagnostics) -> S
         match g {
             GenericParam::Const(c) => {
                 if let Some(kind) = meta_kind(&c.ty) {
-                    metas.push(MetaParam { name: c.ident.to_string(), kind, span: c.ident.span() });
+                    metas.push(MetaParam { name: c.ident.to_string(), kind, span: c.ident.sp() });
                 } else {
                     diag.error(
-                        c.ty.span(),
+                        c.ty.sp(),
                         "unsupported meta-parameter type: use an integer type (i32, u32, i64, usize), bool, `Func` or `Option<Func>`",
                     );
                 }
             }
             GenericParam::Type(t) => diag.error(
-                t.span(),
+                t.sp(),
                 "type parameters are not supported in kernels: declare meta-parameters as `const NAME: i32` (or `Option<Func>` for functions)",
             ),
-            GenericParam::Lifetime(l) => diag.error(l.span(), "lifetime parameters are not supported in kernels"),
+            GenericParam::Lifetime(l) => diag.error(l.sp(), "lifetime parameters are not supported in kernels"),
         }
     }
     if let Some(w) = &sig.generics.where_clause {
-        diag.error(w.span(), "where clauses are not supported in kernels");
+        diag.error(w.sp(), "where clauses are not supported in kernels");
     }
     let mut params = Vec::new();
     for input in &sig.inputs {
         match input {
-            FnArg::Receiver(r) => diag.error(r.span(), "kernels cannot take `self`"),
+            FnArg::Receiver(r) => diag.error(r.sp(), "kernels cannot take `self`"),
             FnArg::Typed(pt) => {
                 let name = match &*pt.pat {
                     Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => pi.ident.clone(),
                     other => {
-                        diag.error(other.span(), "kernel parameters must be plain names");
+                        diag.error(other.sp(), "kernel parameters must be plain names");
                         continue;
                     }
                 };
                 match param_kind(&pt.ty) {
                     Some(kind) => params.push(Param { name: name.to_string(), kind }),
                     None => diag.error(
-                        pt.ty.span(),
+                        pt.ty.sp(),
                         format!("unsupported kernel parameter type: use `Ptr<T>` for buffers or a scalar ({SCALAR_PARAM_TYPES})"),
                     ),
                 }
             }
         }
     }
-    Signature { name: sig.ident.clone(), vis: f.vis.clone(), params, metas }
+    check_unique_names(sig, diag);
+    Signature { name: sig.ident.clone(), vis: f.vis.clone(), params, metas, all_const_generics: const_generic_names(sig) }
+}
+
+fn const_generic_names(sig: &syn::Signature) -> Vec<String> {
+    sig.generics
+        .params
+        .iter()
+        .filter_map(|g| match g {
+            GenericParam::Const(c) => Some(c.ident.to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Rule: parameter and meta-parameter names are distinct and do not start with `__`
+/// (reserved for generated code).
+fn check_unique_names(sig: &syn::Signature, diag: &mut Diagnostics) {
+    let mut seen: Vec<String> = Vec::new();
+    let mut names: Vec<&syn::Ident> = Vec::new();
+    for g in &sig.generics.params {
+        if let GenericParam::Const(c) = g {
+            names.push(&c.ident);
+        }
+    }
+    for input in &sig.inputs {
+        if let FnArg::Typed(pt) = input {
+            if let Pat::Ident(pi) = &*pt.pat {
+                names.push(&pi.ident);
+            }
+        }
+    }
+    for id in names {
+        let n = id.to_string();
+        if n.starts_with("__") {
+            diag.error(id.sp(), format!("`{n}`: names starting with `__` are reserved for generated code"));
+        } else if seen.contains(&n) {
+            diag.error(id.sp(), format!("`{n}` is declared twice: parameters and meta-parameters need distinct names"));
+        }
+        seen.push(n);
+    }
 }
 
 /// Rule: kernels and helpers are plain functions: no async, unsafe, const, extern or variadics.
 fn check_fn_qualifiers(sig: &syn::Signature, what: &str, diag: &mut Diagnostics) {
     if let Some(a) = &sig.asyncness {
-        diag.error(a.span(), format!("{what}s cannot be `async`"));
+        diag.error(a.sp(), format!("{what}s cannot be `async`"));
     }
     if let Some(u) = &sig.unsafety {
-        diag.error(u.span(), format!("{what}s cannot be `unsafe`: every access is checked"));
+        diag.error(u.sp(), format!("{what}s cannot be `unsafe`: every access is checked"));
     }
     if let Some(c) = &sig.constness {
-        diag.error(c.span(), format!("{what}s cannot be `const fn`"));
+        diag.error(c.sp(), format!("{what}s cannot be `const fn`"));
     }
     if let Some(abi) = &sig.abi {
-        diag.error(abi.span(), format!("{what}s cannot declare an ABI"));
+        diag.error(abi.sp(), format!("{what}s cannot declare an ABI"));
     }
     if let Some(v) = &sig.variadic {
-        diag.error(v.span(), format!("{what}s cannot be variadic"));
+        diag.error(v.sp(), format!("{what}s cannot be variadic"));
     }
     if what == "kernel" {
         if let ReturnType::Type(_, t) = &sig.output {
-            diag.error(t.span(), "kernels return nothing: write results with `store(ptrs, value, mask)`");
+            diag.error(t.sp(), "kernels return nothing: write results with `store(ptrs, value, mask)`");
         }
     }
 }

@@ -1,8 +1,13 @@
 //! Project tasks, run as `cargo xtask <command>` (or `./x <command>` on a fresh machine,
 //! which first installs the pinned toolchain).
 
+mod ptx;
+mod ptxas;
+mod toolchain;
+
 use anyhow::{bail, Context, Result};
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
 
 const HELP: &str = "\
 cargo xtask <command>
@@ -11,26 +16,60 @@ commands:
   matmul       run the matmul example (GPU when one is usable, else the CPU backend)
   test         run the whole test suite (unit, integration, compile-fail)
   bench-cpu    benchmark the CPU backend (matmul 512^3 f16, vector add) in release mode
+  build-ptx    build device crates to PTX, check them with ptxas, write manifests
+               [--arch sm_80|sm_90|sm_90a|all]... (default sm_90a)
+               [--crate PATH]... (default: xtask/ptx-smoke) [--release] (always release)
+               output: target/ptx/<arch>/<crate>.{ptx,cubin,manifest.json}
+  ci           what CI runs: build-ptx --arch sm_80 --arch sm_90a, then test
   help         print this text
+
+build-ptx uses the pinned nightly (installed with rust-src and llvm-tools when missing)
+and ptxas from $PTXAS, else PATH, else the nvidia-cuda-nvcc-cu12 wheel in .venv
+(installed there when missing). It fails on any ptxas error or register spill.
 ";
 
-fn main() -> Result<()> {
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(cmd) = args.first() else {
         print!("{HELP}");
         return Ok(());
     };
     let rest = &args[1..];
+    if rest.iter().any(|a| a == "--help" || a == "-h") && matches!(cmd.as_str(), "build-ptx" | "ci") {
+        print!("{HELP}");
+        return Ok(());
+    }
     match cmd.as_str() {
         "matmul" => cargo(&["run", "--release", "--quiet", "-p", "examples", "--bin", "matmul", "--"], rest),
         "test" => cargo(&["test", "--workspace"], rest),
         "bench-cpu" => cargo(&["run", "--release", "--quiet", "-p", "examples", "--bin", "bench_cpu", "--"], rest),
+        "build-ptx" => ptx::build_ptx(&root(), &ptx::Options::parse(&root(), rest)?),
+        "ci" => {
+            let archs = ["--arch", "sm_80", "--arch", "sm_90a"].map(String::from);
+            ptx::build_ptx(&root(), &ptx::Options::parse(&root(), &archs)?)?;
+            cargo(&["test", "--workspace"], rest)
+        }
         "help" | "--help" | "-h" => {
             print!("{HELP}");
             Ok(())
         }
         other => bail!("unknown command `{other}`\n\n{HELP}"),
     }
+}
+
+/// The repository root (xtask's parent directory).
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lies inside the repository").to_path_buf()
 }
 
 fn cargo(args: &[&str], extra: &[String]) -> Result<()> {
