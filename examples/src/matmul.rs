@@ -109,6 +109,8 @@ pub enum MatmulError {
     IncompatibleDimensions { a_rows: usize, a_cols: usize, b_rows: usize, b_cols: usize },
     #[error("matmul needs 2-D tensors, got {which} with shape {shape:?}")]
     NotAMatrix { which: &'static str, shape: Vec<usize> },
+    #[error("the output has shape {found:?}, expected {expected:?}")]
+    OutputShape { expected: Vec<usize>, found: Vec<usize> },
     #[error("{which} is too large for 32-bit offsets: {detail}")]
     TooLarge { which: &'static str, detail: String },
     #[error("a is on {a} but b is on {b}: move both to one device")]
@@ -143,29 +145,41 @@ fn check_i32(t: &Tensor<f16>, which: &'static str) -> Result<(), MatmulError> {
 ///
 /// `activation` is `None`, `Some(leaky_relu)` or `Some(swish)`.
 pub fn matmul(a: &Tensor<f16>, b: &Tensor<f16>, activation: Option<Func>) -> Result<Tensor<f16>, MatmulError> {
+    let (m, _) = dims2(a, "a")?;
+    let (_, n) = dims2(b, "b")?;
+    let c = Tensor::<f16>::zeros(a.device(), &[m, n])?;
+    matmul_into(a, b, &c, activation)?;
+    Ok(c)
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+/// Like [`matmul`], writing into `c` (shape `(M, N)`, any strides, on `a`'s device).
+pub fn matmul_into(a: &Tensor<f16>, b: &Tensor<f16>, c: &Tensor<f16>, activation: Option<Func>) -> Result<(), MatmulError> {
     let (m, k) = dims2(a, "a")?;
     let (kb, n) = dims2(b, "b")?;
     if k != kb {
         return Err(MatmulError::IncompatibleDimensions { a_rows: m, a_cols: k, b_rows: kb, b_cols: n });
+    }
+    if c.shape() != [m, n] {
+        return Err(MatmulError::OutputShape { expected: vec![m, n], found: c.shape().to_vec() });
     }
     if a.device() != b.device() {
         return Err(MatmulError::DeviceMismatch { a: a.device().describe(), b: b.device().describe() });
     }
     check_i32(a, "a")?;
     check_i32(b, "b")?;
-    let c = Tensor::<f16>::zeros(a.device(), &[m, n])?;
-    check_i32(&c, "c")?;
+    check_i32(c, "c")?;
     let (mi, ni, ki) = (m as i32, n as i32, k as i32);
     kernels::matmul_kernel::launch(
         |meta: &kernels::matmul_kernel::Meta| (cdiv(mi, meta.BLOCK_SIZE_M) * cdiv(ni, meta.BLOCK_SIZE_N),),
-        a, b, &c,
+        a, b, c,
         mi, ni, ki,
         a.stride(0) as i32, a.stride(1) as i32,
         b.stride(0) as i32, b.stride(1) as i32,
         c.stride(0) as i32, c.stride(1) as i32,
         activation,
     )?;
-    Ok(c)
+    Ok(())
 }
 
 #[cfg(not(target_arch = "nvptx64"))]

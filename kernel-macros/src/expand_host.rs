@@ -65,7 +65,13 @@ struct LaunchSig {
 fn launch_sig(sig: &Signature, tuned: &[String]) -> LaunchSig {
     let rt = rt();
     let mut args = Vec::new();
+    let mut seen: Vec<&str> = Vec::new();
     for p in &sig.params {
+        // A duplicate name was already reported; the stub keeps the first.
+        if seen.contains(&p.name.as_str()) {
+            continue;
+        }
+        seen.push(&p.name);
         let id = param_ident(&p.name);
         match p.kind {
             ParamKind::Ptr(d) => {
@@ -80,6 +86,10 @@ fn launch_sig(sig: &Signature, tuned: &[String]) -> LaunchSig {
     }
     let mut meta_fields = Vec::new();
     for m in &sig.metas {
+        if seen.contains(&m.name.as_str()) {
+            continue;
+        }
+        seen.push(&m.name);
         let id = format_ident!("{}", m.name);
         let t = meta_rust_ty(&m.kind);
         if !matches!(m.kind, MetaKind::Func { .. }) {

@@ -1,51 +1,10 @@
-//! Shared support for the integration tests: random inputs and float64 references.
+//! Shared support for the integration tests: the kernels they run (built for the host and
+//! for nvptx64), random inputs, float64 references, and the device the tests run on.
+#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
-use kernel_runtime::{f16, Device, Tensor};
+pub mod kernels;
 
-/// A random f16 matrix (normal(0, 1)) on `dev`, with its exact values as f64.
-pub fn randn_f16(dev: &Device, rows: usize, cols: usize, seed: u64) -> (Tensor<f16>, Vec<f64>) {
-    let t = Tensor::<f16>::randn(dev, &[rows, cols], seed).expect("allocate");
-    let v = t.to_f64_vec();
-    (t, v)
-}
-
-/// `act(a @ b)` in float64 from f16-exact inputs, row-major (m x k) times (k x n).
-pub fn matmul_ref(a: &[f64], b: &[f64], m: usize, n: usize, k: usize, act: fn(f64) -> f64) -> Vec<f64> {
-    kernel_runtime::testing::matmul_ref_f64(a, b, m, n, k).into_iter().map(act).collect()
-}
-
-pub fn identity(x: f64) -> f64 {
-    x
-}
-
-pub fn leaky_relu(x: f64) -> f64 {
-    if x >= 0.0 {
-        x
-    } else {
-        0.01 * x
-    }
-}
-
-pub fn swish(x: f64) -> f64 {
-    x / (1.0 + (-x).exp())
-}
-
-/// Largest |actual - expected| / (atol + rtol |expected|); <= 1 means close.
-pub fn worst_ratio(actual: &[f64], expected: &[f64], atol: f64, rtol: f64) -> f64 {
-    assert_eq!(actual.len(), expected.len(), "length mismatch");
-    actual
-        .iter()
-        .zip(expected)
-        .map(|(a, e)| {
-            if a.is_nan() || e.is_nan() {
-                if a.is_nan() && e.is_nan() {
-                    0.0
-                } else {
-                    f64::INFINITY
-                }
-            } else {
-                (a - e).abs() / (atol + rtol * e.abs())
-            }
-        })
-        .fold(0.0, f64::max)
-}
+#[cfg(not(target_arch = "nvptx64"))]
+mod host;
+#[cfg(not(target_arch = "nvptx64"))]
+pub use host::*;

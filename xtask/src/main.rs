@@ -14,13 +14,14 @@ cargo xtask <command>
 
 commands:
   matmul       run the matmul example (GPU when one is usable, else the CPU backend)
-  test         run the whole test suite (unit, integration, compile-fail)
+  test         what CI runs: build every kernel instance to PTX for sm_80 and sm_90a,
+               validate it with ptxas, then run the whole test suite
   bench-cpu    benchmark the CPU backend (matmul 512^3 f16, vector add) in release mode
   build-ptx    build device crates to PTX, check them with ptxas, write manifests
                [--arch sm_80|sm_90|sm_90a|all]... (default sm_90a)
                [--crate PATH]... (default: xtask/ptx-smoke) [--release] (always release)
                output: target/ptx/<arch>/<crate>.{ptx,cubin,manifest.json}
-  ci           what CI runs: build-ptx --arch sm_80 --arch sm_90a, then test
+  ci           same as test
   help         print this text
 
 build-ptx uses the pinned nightly (installed with rust-src and llvm-tools when missing)
@@ -50,11 +51,17 @@ fn run() -> Result<()> {
         return Ok(());
     }
     match cmd.as_str() {
-        "matmul" => cargo(&["run", "--release", "--quiet", "-p", "examples", "--bin", "matmul", "--"], rest),
-        "test" => cargo(&["test", "--workspace"], rest),
+        "matmul" => {
+            // With a GPU present, the example needs the PTX of its kernels.
+            if let Some(arch) = gpu_arch() {
+                let args = ["--arch".to_string(), arch];
+                ptx::build_ptx(&root(), &ptx::Options::parse(&root(), &args)?)?;
+            }
+            cargo(&["run", "--release", "--quiet", "-p", "examples", "--bin", "matmul", "--"], rest)
+        }
         "bench-cpu" => cargo(&["run", "--release", "--quiet", "-p", "examples", "--bin", "bench_cpu", "--"], rest),
         "build-ptx" => ptx::build_ptx(&root(), &ptx::Options::parse(&root(), rest)?),
-        "ci" => {
+        "test" | "ci" => {
             let archs = ["--arch", "sm_80", "--arch", "sm_90a"].map(String::from);
             ptx::build_ptx(&root(), &ptx::Options::parse(&root(), &archs)?)?;
             cargo(&["test", "--workspace"], rest)
@@ -65,6 +72,21 @@ fn run() -> Result<()> {
         }
         other => bail!("unknown command `{other}`\n\n{HELP}"),
     }
+}
+
+/// The PTX architecture of the first GPU, when `nvidia-smi` reports one.
+fn gpu_arch() -> Option<String> {
+    let out = std::process::Command::new("nvidia-smi").args(["--query-gpu=compute_cap", "--format=csv,noheader"]).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let cap = String::from_utf8_lossy(&out.stdout).lines().next()?.trim().to_string();
+    Some(match cap.as_str() {
+        "9.0" => "sm_90a".to_string(),
+        c if c.starts_with('8') => "sm_80".to_string(),
+        c if c.starts_with('9') || c.starts_with("10") || c.starts_with("12") => "sm_90".to_string(),
+        _ => "sm_80".to_string(),
+    })
 }
 
 /// The repository root (xtask's parent directory).

@@ -46,7 +46,7 @@ pub const ARCHS: [&str; 3] = ["sm_80", "sm_90", "sm_90a"];
 /// Architecture built when no `--arch` is given.
 pub const DEFAULT_ARCH: &str = "sm_90a";
 /// Device crates built when no `--crate` is given, relative to the repository root.
-pub const DEFAULT_CRATES: &[&str] = &["examples", "xtask/ptx-smoke"];
+pub const DEFAULT_CRATES: &[&str] = &["examples", "tests", "xtask/ptx-smoke"];
 
 /// `build-ptx` options.
 pub struct Options {

@@ -1,0 +1,78 @@
+//! Kernels exercised by the integration tests, built for the host (CPU backend) and for
+//! nvptx64 (`cargo xtask build-ptx` compiles them like the examples).
+
+use kernel_std::prelude::*;
+
+/// bf16 `dot` with the accumulate form, a transposed operand and an i64 row stride.
+#[kernel(BM = [16], BN = [32], BK = [16])]
+pub fn bf16_dot_trans<const BM: i32, const BN: i32, const BK: i32>(a: Ptr<bf16>, bt: Ptr<bf16>, c: Ptr<f32>, k: i32, lda: i64) {
+    let rm = arange(0, BM);
+    let rn = arange(0, BN);
+    let rk = arange(0, BK);
+    let mut acc = zeros::<f32>([BM, BN]);
+    for k0 in (0..k).step_by(BK) {
+        let ka = k0 + rk;
+        let x = load(a + rm.as_col() * lda + ka.as_row(), ka.as_row() < k, 0.0);
+        // bt is stored (N, K): load a [BN, BK] block and transpose it.
+        let yt = load(bt + rn.as_col() * k + ka.as_row(), ka.as_row() < k, 0.0);
+        acc += dot(x, yt.trans());
+    }
+    store(c + rm.as_col() * BN + rn.as_row(), acc);
+}
+
+/// Row sums and column maxima of a 2-D block, a 2-D grid, `num_programs`, early `return`.
+#[kernel(R = [8], C = [16])]
+pub fn reduce_both_axes<const R: i32, const C: i32>(x: Ptr<f32>, row_sum: Ptr<f32>, col_max: Ptr<f32>, limit: i32) {
+    let tile = program_id(0) + num_programs(0) * program_id(1);
+    if tile >= limit {
+        return;
+    }
+    let r = arange(0, R);
+    let c = arange(0, C);
+    let base = x + tile * R * C;
+    let v = load(base + r.as_col() * C + c.as_row());
+    store(row_sum + tile * R + r, v.sum(1));
+    store(col_max + tile * C + c, v.max(0));
+}
+
+/// Counts down with a negative step; `if` on a bool meta-parameter and on a runtime scalar.
+#[kernel(B = [64], DOUBLE = [false, true])]
+pub fn countdown<const B: i32, const DOUBLE: bool>(out: Ptr<i32>, n: i32, bonus: i32) {
+    let i = arange(0, B);
+    let mut acc = zeros::<i32>([B]);
+    for k in range(n, 0, -3) {
+        acc += i * k;
+    }
+    if DOUBLE {
+        acc = acc * 2;
+    }
+    if bonus > 0 {
+        acc = acc + bonus;
+    } else {
+        acc = acc - 1;
+    }
+    store(out + i, acc);
+}
+
+/// Casts with rounding and saturation, integer ops, shifts, `where_`, `minimum`, math.
+#[kernel(B = [8])]
+pub fn elementwise<const B: i32>(x: Ptr<f32>, h: Ptr<f16>, ints: Ptr<i32>, wide: Ptr<i64>, u: Ptr<u32>, f: Ptr<f32>) {
+    let i = arange(0, B);
+    let v = load(x + i);
+    store(h + i, v.to::<f16>());
+    store(ints + i, (v * 1e10).to::<i32>() / 7 % 5);
+    store(wide + i, (i.to::<i64>() << 40) - i.to::<i64>());
+    store(u + i, (i.to::<u32>() ^ 3) | 16);
+    let safe = where_(v > 0.0, sqrt(v), minimum(v, -1.0));
+    store(f + i, exp(safe) + abs(v) - v.floor());
+}
+
+/// `full`, `broadcast_to`, `reshape`, `expand_dims`, scalar `load`/`store`, `cdiv` and `max`.
+#[kernel(B = [4])]
+pub fn shapes<const B: i32>(scalar: Ptr<f32>, out: Ptr<f32>, n: i32) {
+    let s = load(scalar);
+    let grid = full::<f32>([B, B], 0.5).broadcast_to([B, B]) + arange(0, B).expand_dims(0).to::<f32>();
+    let flat = grid.reshape([B * B]);
+    store(out + arange(0, B * B), flat * s);
+    store(scalar, max(cdiv(n, B), 1).to::<f32>());
+}

@@ -1,0 +1,103 @@
+//! Every construct of the block language, run on the CPU backend and compared with a
+//! reference computed in plain Rust (float64 where numbers are involved).
+
+use kernel_runtime::{bf16, cdiv, f16, Tensor};
+use tests::kernels::*;
+use tests::worst_ratio;
+
+#[test]
+fn bf16_dot_with_transpose_and_i64_strides() {
+    let dev = tests::test_device();
+    let (m, n, k) = (16usize, 32usize, 40usize);
+    let a = Tensor::<bf16>::randn(&dev, &[m, k], 1).unwrap();
+    let bt = Tensor::<bf16>::randn(&dev, &[n, k], 2).unwrap();
+    let c = Tensor::<f32>::full(&dev, &[m, n], f32::NAN).unwrap();
+    bf16_dot_trans::launch((1,), &a, &bt, &c, k as i32, k as i64, 16, 32, 16).unwrap();
+    let (av, bv) = (a.to_f64_vec(), bt.to_f64_vec());
+    let want: Vec<f64> = (0..m * n).map(|i| (0..k).map(|kk| av[(i / n) * k + kk] * bv[(i % n) * k + kk]).sum()).collect();
+    assert!(worst_ratio(&c.to_f64_vec(), &want, 1e-4, 1e-5) <= 1.0);
+}
+
+#[test]
+fn reductions_on_both_axes_and_2d_grid() {
+    let dev = tests::test_device();
+    let tiles = 6usize;
+    let x = Tensor::<f32>::randn(&dev, &[tiles, 8, 16], 3).unwrap();
+    let rs = Tensor::<f32>::full(&dev, &[tiles * 8], -7.0).unwrap();
+    let cm = Tensor::<f32>::full(&dev, &[tiles * 16], -7.0).unwrap();
+    // A 2 x 4 grid has 8 programs; `limit` makes the last two return early.
+    reduce_both_axes::launch((2, 4), &x, &rs, &cm, tiles as i32, 8, 16).unwrap();
+    let xv = x.to_f64_vec();
+    for t in 0..tiles {
+        for r in 0..8 {
+            let s: f64 = (0..16).map(|c| xv[t * 128 + r * 16 + c]).sum();
+            assert!((rs.to_f64_vec()[t * 8 + r] - s).abs() < 1e-5);
+        }
+        for c in 0..16 {
+            let mx = (0..8).map(|r| xv[t * 128 + r * 16 + c]).fold(f64::NEG_INFINITY, f64::max);
+            assert_eq!(cm.to_f64_vec()[t * 16 + c], mx);
+        }
+    }
+}
+
+#[test]
+fn negative_step_loops_and_both_kinds_of_if() {
+    let dev = tests::test_device();
+    let out = Tensor::<i32>::zeros(&dev, &[64]).unwrap();
+    for (double, bonus) in [(false, 5), (true, 0)] {
+        countdown::launch((1,), &out, 10, bonus, 64, double).unwrap();
+        let ksum: i32 = [10, 7, 4, 1].iter().sum();
+        let want: Vec<i32> = (0..64).map(|i| i * ksum * if double { 2 } else { 1 } + if bonus > 0 { bonus } else { -1 }).collect();
+        assert_eq!(out.to_vec(), want, "double={double} bonus={bonus}");
+    }
+}
+
+#[test]
+fn casts_integer_ops_and_math() {
+    let dev = tests::test_device();
+    let xs = [1.0f32, -2.5, 65520.0, -1e30, 0.333_333_34, f32::INFINITY, f32::NAN, 3.0];
+    let x = Tensor::<f32>::from_vec(&dev, &[8], xs.to_vec()).unwrap();
+    let h = Tensor::<f16>::zeros(&dev, &[8]).unwrap();
+    let ints = Tensor::<i32>::zeros(&dev, &[8]).unwrap();
+    let wide = Tensor::<i64>::zeros(&dev, &[8]).unwrap();
+    let u = Tensor::<u32>::zeros(&dev, &[8]).unwrap();
+    let f = Tensor::<f32>::zeros(&dev, &[8]).unwrap();
+    elementwise::launch((1,), &x, &h, &ints, &wide, &u, &f, 8).unwrap();
+    let hv = h.to_vec();
+    for (a, b) in xs.iter().zip(&hv) {
+        let want = f16::from_f32(*a);
+        assert!(want.to_bits() == b.to_bits() || (want.is_nan() && b.is_nan()), "{a} -> {b} (want {want})");
+    }
+    // 65520 rounds to +inf in f16 (round to nearest even past the largest finite value).
+    assert!(hv[2].is_infinite());
+    let want_ints: Vec<i32> = xs.iter().map(|v| ((v * 1e10) as i32) / 7 % 5).collect();
+    assert_eq!(ints.to_vec(), want_ints);
+    assert_eq!(wide.to_vec(), (0..8i64).map(|i| (i << 40) - i).collect::<Vec<_>>());
+    assert_eq!(u.to_vec(), (0..8u32).map(|i| (i ^ 3) | 16).collect::<Vec<_>>());
+    let fv = f.to_f64_vec();
+    for (k, v) in xs.iter().enumerate() {
+        let v = *v as f64;
+        let safe = if v > 0.0 { v.sqrt() } else { v.min(-1.0) };
+        // The kernel computes in f32: out-of-range results are infinite there.
+        let want = (safe.exp() + v.abs() - v.floor()) as f32 as f64;
+        let got = fv[k];
+        if want.is_nan() {
+            assert!(got.is_nan(), "lane {k}: {got}");
+        } else if want.is_infinite() {
+            assert_eq!(got, want as f32 as f64, "lane {k}");
+        } else {
+            assert!((got - want).abs() <= 1e-5 * want.abs().max(1.0), "lane {k}: {got} vs {want}");
+        }
+    }
+}
+
+#[test]
+fn shape_manipulation_and_scalar_memory() {
+    let dev = tests::test_device();
+    let scalar = Tensor::<f32>::from_vec(&dev, &[1], vec![2.0]).unwrap();
+    let out = Tensor::<f32>::zeros(&dev, &[16]).unwrap();
+    shapes::launch((1,), &scalar, &out, 9, 4).unwrap();
+    let want: Vec<f32> = (0..16).map(|i| (0.5 + (i % 4) as f32) * 2.0).collect();
+    assert_eq!(out.to_vec(), want);
+    assert_eq!(scalar.to_vec(), vec![cdiv(9, 4) as f32]);
+}

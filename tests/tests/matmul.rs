@@ -1,0 +1,127 @@
+//! The seeds' matmul on the CPU backend against a float64 reference on random data.
+
+use examples::matmul::{kernels, leaky_relu, matmul, matmul_into, swish, MatmulError};
+use kernel_runtime::{f16, Func, Tensor};
+use tests::*;
+
+/// Tolerance of the seeds' unit test (f16 output, f32 accumulation).
+const ATOL: f64 = 1e-2;
+const RTOL: f64 = 1e-2;
+
+fn check(m: usize, n: usize, k: usize, act: Option<Func>, act_ref: fn(f64) -> f64, seed: u64) {
+    let dev = tests::test_device();
+    let (a, av) = randn_f16(&dev, m, k, seed);
+    let (b, bv) = randn_f16(&dev, k, n, seed + 1);
+    // Poisoned output: an element the kernel forgets to write stays NaN and fails the check.
+    let c = Tensor::<f16>::full(&dev, &[m, n], f16::NAN).unwrap();
+    matmul_into(&a, &b, &c, act).expect("matmul");
+    let got = c.to_f64_vec();
+    let want = matmul_ref(&av, &bv, m, n, k, act_ref);
+    // f16 rounding of the output: |err| <= 2^-11 |x| plus accumulated f32 error.
+    let r = worst_ratio(&got, &want, ATOL, RTOL);
+    assert!(r <= 1.0, "{m}x{n}x{k}: worst error ratio {r}");
+}
+
+#[test]
+fn square_512_matches_reference() {
+    check(512, 512, 512, None, identity, 1);
+}
+
+#[test]
+fn non_multiple_sizes_300x500x200() {
+    check(300, 500, 200, None, identity, 2);
+}
+
+#[test]
+fn k_needs_masking() {
+    // K = 77 is not a multiple of any BLOCK_SIZE_K: the K edge is masked inside the loop.
+    check(64, 96, 77, None, identity, 3);
+}
+
+#[test]
+fn tiny_and_degenerate_shapes() {
+    check(1, 1, 1, None, identity, 4);
+    check(3, 257, 5, None, identity, 5);
+}
+
+#[test]
+fn fused_leaky_relu() {
+    check(130, 70, 96, Some(leaky_relu), leaky_relu_ref, 6);
+}
+
+fn leaky_relu_ref(x: f64) -> f64 {
+    tests::leaky_relu(x)
+}
+
+#[test]
+fn fused_swish() {
+    check(100, 64, 48, Some(swish), tests::swish, 7);
+}
+
+#[test]
+fn every_autotune_config_is_correct() {
+    let dev = tests::test_device();
+    let (m, n, k) = (70, 90, 50);
+    let (a, av) = randn_f16(&dev, m, k, 8);
+    let (b, bv) = randn_f16(&dev, k, n, 9);
+    let want = matmul_ref(&av, &bv, m, n, k, identity);
+    for cfg in 0..kernels::matmul_kernel::CONFIGS.len() {
+        let c = Tensor::<f16>::full(&dev, &[m, n], f16::from_f32(f32::NAN)).unwrap();
+        let (mi, ni, ki) = (m as i32, n as i32, k as i32);
+        kernels::matmul_kernel::launch_config(
+            cfg,
+            |meta: &kernels::matmul_kernel::Meta| (kernel_runtime::cdiv(mi, meta.BLOCK_SIZE_M) * kernel_runtime::cdiv(ni, meta.BLOCK_SIZE_N),),
+            &a, &b, &c, mi, ni, ki,
+            a.stride(0) as i32, a.stride(1) as i32, b.stride(0) as i32, b.stride(1) as i32, c.stride(0) as i32, c.stride(1) as i32,
+            None,
+        )
+        .unwrap();
+        let r = worst_ratio(&c.to_f64_vec(), &want, ATOL, RTOL);
+        assert!(r <= 1.0, "config {cfg} ({}): worst error ratio {r}", kernels::matmul_kernel::CONFIGS[cfg]);
+    }
+}
+
+#[test]
+fn transposed_views_use_strides() {
+    let dev = tests::test_device();
+    let (m, n, k) = (40, 24, 33);
+    // b stored as (n, k) and viewed transposed: a non-contiguous (k, n) operand.
+    let (bt, btv) = randn_f16(&dev, n, k, 10);
+    let b = bt.t();
+    assert!(!b.is_contiguous());
+    let (a, av) = randn_f16(&dev, m, k, 11);
+    let bv: Vec<f64> = (0..k).flat_map(|kk| (0..n).map(move |nn| (kk, nn))).map(|(kk, nn)| btv[nn * k + kk]).collect();
+    let c = matmul(&a, &b, None).unwrap();
+    assert_eq!(c.shape(), &[m, n]);
+    let r = worst_ratio(&c.to_f64_vec(), &matmul_ref(&av, &bv, m, n, k, identity), ATOL, RTOL);
+    assert!(r <= 1.0, "worst error ratio {r}");
+}
+
+#[test]
+fn incompatible_dimensions_are_an_error() {
+    let dev = tests::test_device();
+    let (a, _) = randn_f16(&dev, 4, 5, 1);
+    let (b, _) = randn_f16(&dev, 6, 3, 2);
+    let err = matmul(&a, &b, None).unwrap_err();
+    assert!(matches!(err, MatmulError::IncompatibleDimensions { a_cols: 5, b_rows: 6, .. }), "{err}");
+    assert_eq!(err.to_string(), "incompatible dimensions: a is 4x5 but b is 6x3 (a's columns must equal b's rows)");
+}
+
+#[test]
+fn non_matrix_is_an_error() {
+    let dev = tests::test_device();
+    let a = Tensor::<f16>::zeros(&dev, &[2, 3, 4]).unwrap();
+    let (b, _) = randn_f16(&dev, 3, 3, 2);
+    let err = matmul(&a, &b, None).unwrap_err();
+    assert!(matches!(err, MatmulError::NotAMatrix { which: "a", .. }), "{err}");
+}
+
+#[test]
+fn undeclared_activation_is_a_launch_error() {
+    let dev = tests::test_device();
+    let (a, _) = randn_f16(&dev, 8, 8, 1);
+    let (b, _) = randn_f16(&dev, 8, 8, 2);
+    let err = matmul(&a, &b, Some(Func::new("gelu"))).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("matmul_kernel") && msg.contains("ACTIVATION"), "{msg}");
+}

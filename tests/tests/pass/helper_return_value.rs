@@ -1,0 +1,18 @@
+// Regression: `return x;` as the last statement of a helper is its result.
+use kernel_std::prelude::*;
+
+#[kernel_module]
+mod m {
+    #[helper]
+    fn double(x: Block) -> Block {
+        return x * 2.0;
+    }
+
+    #[kernel]
+    fn k(x: Ptr<f32>) {
+        let offs = arange(0, 16);
+        store(x + offs, double(load(x + offs)));
+    }
+}
+
+fn main() {}

@@ -1,0 +1,14 @@
+// errors: three independent mistakes in one kernel are all reported
+use kernel_std::prelude::*;
+
+#[kernel]
+fn k(x: Ptr<f32>, n: i32) {
+    let offs = arange(0, 16);
+    let big = arange(0, 48);
+    let v = load(x + offs.to::<f32>());
+    while n > 0 {
+        return;
+    }
+}
+
+fn main() {}

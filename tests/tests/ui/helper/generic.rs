@@ -1,0 +1,18 @@
+// helper: helpers cannot be generic (`Block` takes any block)
+use kernel_std::prelude::*;
+
+#[kernel_module]
+mod m {
+    #[helper]
+    fn double<T>(x: Block) -> Block {
+        x * 2.0
+    }
+
+    #[kernel]
+    fn k(x: Ptr<f32>) {
+        let offs = arange(0, 16);
+        store(x + offs, double(load(x + offs)));
+    }
+}
+
+fn main() {}

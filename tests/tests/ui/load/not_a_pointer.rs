@@ -1,0 +1,10 @@
+// load: the argument must be a pointer or a block of pointers
+use kernel_std::prelude::*;
+
+#[kernel]
+fn k(x: Ptr<f32>, n: i32) {
+    let offs = arange(0, 16);
+    let v = load(offs);
+}
+
+fn main() {}

@@ -1,0 +1,10 @@
+// ops: arithmetic is not defined on masks
+use kernel_std::prelude::*;
+
+#[kernel]
+fn k(x: Ptr<f32>, n: i32) {
+    let offs = arange(0, 16);
+    let both = (offs < n) + (offs >= 0);
+}
+
+fn main() {}

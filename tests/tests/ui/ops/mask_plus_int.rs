@@ -1,0 +1,10 @@
+// ops: masks only combine with masks
+use kernel_std::prelude::*;
+
+#[kernel]
+fn k(x: Ptr<f32>, n: i32) {
+    let offs = arange(0, 16);
+    let m = (offs < n) + 1;
+}
+
+fn main() {}

@@ -1,0 +1,10 @@
+// ops: unary `-` on a mask (use `!`)
+use kernel_std::prelude::*;
+
+#[kernel]
+fn k(x: Ptr<f32>, n: i32) {
+    let offs = arange(0, 16);
+    let m = -(offs < n);
+}
+
+fn main() {}

@@ -1,0 +1,10 @@
+// ops: `!` on floats
+use kernel_std::prelude::*;
+
+#[kernel]
+fn k(x: Ptr<f32>, n: i32) {
+    let offs = arange(0, 16);
+    let v = !load(x + offs);
+}
+
+fn main() {}

@@ -1,0 +1,10 @@
+// syntax: field access is not supported
+use kernel_std::prelude::*;
+
+#[kernel]
+fn k(x: Ptr<f32>, n: i32) {
+    let offs = arange(0, 16);
+    let len = offs.len;
+}
+
+fn main() {}

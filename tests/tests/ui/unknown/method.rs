@@ -1,0 +1,10 @@
+// unknown: a method blocks do not have
+use kernel_std::prelude::*;
+
+#[kernel]
+fn k(x: Ptr<f32>, n: i32) {
+    let offs = arange(0, 16);
+    let y = offs.cumsum(0);
+}
+
+fn main() {}
