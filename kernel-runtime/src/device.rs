@@ -1,37 +1,57 @@
 //! Where tensors live and kernels run.
 
 use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
+use crate::cuda::{self, CudaDevice};
 use crate::error::DeviceError;
 
 /// A compute device: the CPU (the rayon thread pool) or a CUDA GPU.
 ///
-/// This build has only the CPU backend; [`Device::cuda`] reports that plainly
-/// instead of failing later. [`Device::best`] (also `Default`) picks a usable
-/// GPU when there is one and the CPU otherwise.
+/// Cheap to clone (a CUDA device is shared: every `Device` of one ordinal uses
+/// the same context, stream and loaded PTX), and compared by kind and ordinal.
+/// [`Device::best`] (also `Default`) picks GPU 0 when it is usable and the CPU
+/// otherwise.
 ///
 /// ```
 /// use kernel_runtime::Device;
 /// let dev = Device::best();
-/// assert!(dev.is_cpu()); // no CUDA backend in this build
-/// assert_eq!(dev.to_string(), "cpu");
-/// assert!(dev.describe().starts_with("CPU (rayon, "));
+/// if dev.is_cpu() {
+///     assert_eq!(dev.to_string(), "cpu");
+///     assert!(dev.describe().starts_with("CPU (rayon, "));
+/// } else {
+///     assert_eq!(dev.to_string(), "cuda:0");
+///     assert!(dev.describe().starts_with("CUDA device 0: "));
+/// }
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone)]
 pub struct Device {
     kind: Kind,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone)]
 enum Kind {
     Cpu,
-    #[expect(dead_code, reason = "constructed by the CUDA backend, which arrives in a later issue")]
+    Cuda(Arc<CudaDevice>),
+}
+
+/// What identifies a device: its kind and ordinal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum DeviceKey {
+    Cpu,
     Cuda(usize),
 }
 
-/// Why CUDA is unavailable in this build, shown in [`DeviceError`].
-const NO_CUDA_BACKEND: &str =
-    "this build of kernel-runtime has no CUDA backend yet (kernels run on the CPU: use `Device::cpu()`)";
+impl fmt::Display for DeviceKey {
+    /// `cpu` or `cuda:N`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeviceKey::Cpu => f.write_str("cpu"),
+            DeviceKey::Cuda(i) => write!(f, "cuda:{i}"),
+        }
+    }
+}
 
 impl Device {
     /// The CPU device: kernels run as rayon tasks, one per program instance.
@@ -44,20 +64,43 @@ impl Device {
         Device { kind: Kind::Cpu }
     }
 
-    /// The CUDA GPU with this ordinal.
+    /// The CUDA GPU with this ordinal. The first call for an ordinal loads the
+    /// driver (`libcuda.so`, at run time), retains the device's primary context
+    /// and creates the stream all its work is queued on; later calls share them.
     ///
     /// # Errors
-    /// [`DeviceError::CudaUnavailable`] when the GPU cannot be used; in this
-    /// build always, since the CUDA backend is not compiled in yet.
+    /// [`DeviceError::NoDriver`] when the NVIDIA driver library cannot be
+    /// loaded, [`DeviceError::NoSuchDevice`] for an ordinal past the last GPU,
+    /// [`DeviceError::Driver`] when the driver fails (with the CUDA error name).
     ///
     /// ```
     /// use kernel_runtime::{Device, DeviceError};
-    /// let err = Device::cuda(0).unwrap_err();
-    /// assert!(matches!(err, DeviceError::CudaUnavailable { ordinal: 0, .. }));
-    /// assert!(err.to_string().starts_with("cuda device 0 is not available"));
+    /// match Device::cuda(0) {
+    ///     Ok(gpu) => assert_eq!(gpu.cuda_ordinal(), Some(0)),
+    ///     Err(DeviceError::NoDriver { .. }) => {
+    ///         let msg = Device::cuda(0).unwrap_err().to_string();
+    ///         assert!(msg.starts_with("no CUDA driver found (libcuda.so): "));
+    ///     }
+    ///     Err(e) => println!("no usable GPU: {e}"),
+    /// }
     /// ```
     pub fn cuda(ordinal: usize) -> Result<Self, DeviceError> {
-        Err(DeviceError::CudaUnavailable { ordinal, reason: NO_CUDA_BACKEND.to_string() })
+        Ok(Device { kind: Kind::Cuda(cuda::open(ordinal)?) })
+    }
+
+    /// How many CUDA devices the driver reports (0 when there is no driver).
+    ///
+    /// # Errors
+    /// [`DeviceError::Driver`] when the driver is present but fails to initialize.
+    ///
+    /// ```
+    /// use kernel_runtime::Device;
+    /// if let Ok(n) = Device::cuda_count() {
+    ///     assert_eq!(n == 0, Device::cuda(0).is_err());
+    /// }
+    /// ```
+    pub fn cuda_count() -> Result<usize, DeviceError> {
+        cuda::device_count()
     }
 
     /// The best device available: GPU 0 when it is usable, else the CPU.
@@ -65,6 +108,7 @@ impl Device {
     /// ```
     /// use kernel_runtime::Device;
     /// assert_eq!(Device::best(), Device::default());
+    /// assert_eq!(Device::best().is_cpu(), Device::cuda(0).is_err());
     /// ```
     pub fn best() -> Self {
         Device::cuda(0).unwrap_or_else(|_| Device::cpu())
@@ -80,6 +124,16 @@ impl Device {
         matches!(self.kind, Kind::Cpu)
     }
 
+    /// Whether this is a CUDA GPU.
+    ///
+    /// ```
+    /// use kernel_runtime::Device;
+    /// assert!(!Device::cpu().is_cuda());
+    /// ```
+    pub fn is_cuda(&self) -> bool {
+        matches!(self.kind, Kind::Cuda(_))
+    }
+
     /// The CUDA ordinal, or `None` for the CPU.
     ///
     /// ```
@@ -87,13 +141,28 @@ impl Device {
     /// assert_eq!(Device::cpu().cuda_ordinal(), None);
     /// ```
     pub fn cuda_ordinal(&self) -> Option<usize> {
-        match self.kind {
+        match &self.kind {
             Kind::Cpu => None,
-            Kind::Cuda(i) => Some(i),
+            Kind::Cuda(d) => Some(d.ordinal),
         }
     }
 
-    /// A one-line human description, e.g. `CPU (rayon, 2 threads)`.
+    /// The compute capability `(major, minor)` of a GPU (`(9, 0)` for an
+    /// H100), or `None` for the CPU.
+    ///
+    /// ```
+    /// use kernel_runtime::Device;
+    /// assert_eq!(Device::cpu().compute_capability(), None);
+    /// ```
+    pub fn compute_capability(&self) -> Option<(u32, u32)> {
+        match &self.kind {
+            Kind::Cpu => None,
+            Kind::Cuda(d) => Some(d.cc),
+        }
+    }
+
+    /// A one-line human description: `CPU (rayon, 2 threads)` or
+    /// `CUDA device 0: NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)`.
     ///
     /// ```
     /// use kernel_runtime::Device;
@@ -101,13 +170,81 @@ impl Device {
     /// assert!(d.starts_with("CPU (rayon, ") && d.ends_with(")"));
     /// ```
     pub fn describe(&self) -> String {
-        match self.kind {
+        match &self.kind {
             Kind::Cpu => {
                 let n = rayon::current_num_threads();
                 format!("CPU (rayon, {n} thread{})", if n == 1 { "" } else { "s" })
             }
-            Kind::Cuda(i) => format!("CUDA device {i}"),
+            Kind::Cuda(d) => d.describe(),
         }
+    }
+
+    /// Waits until all work queued on the device has finished. Kernel
+    /// launches on a GPU are asynchronous: a kernel that fails (an illegal
+    /// address, say) is reported here, or by the next call that waits for the
+    /// device (such as [`Tensor::to_vec`](crate::Tensor::to_vec)), unless
+    /// `KERNEL_SYNC=1` makes every launch wait. On the CPU launches are
+    /// synchronous and this does nothing. Call it before reading a clock when
+    /// timing GPU work.
+    ///
+    /// # Errors
+    /// [`DeviceError::Driver`] with the CUDA error of the failed work.
+    ///
+    /// ```
+    /// use kernel_runtime::Device;
+    /// Device::cpu().synchronize().unwrap();
+    /// ```
+    pub fn synchronize(&self) -> Result<(), DeviceError> {
+        match &self.kind {
+            Kind::Cpu => Ok(()),
+            Kind::Cuda(d) => d.synchronize(),
+        }
+    }
+
+    /// The cudarc stream all of this GPU's work is queued on (`None` for the
+    /// CPU), for calling other CUDA libraries (cuBLAS through
+    /// [`cudarc`](crate::cudarc)) in order with this crate's launches.
+    ///
+    /// ```
+    /// use kernel_runtime::Device;
+    /// assert!(Device::cpu().cuda_stream().is_none());
+    /// ```
+    pub fn cuda_stream(&self) -> Option<Arc<cudarc::driver::CudaStream>> {
+        match &self.kind {
+            Kind::Cpu => None,
+            Kind::Cuda(d) => Some(Arc::clone(&d.stream)),
+        }
+    }
+
+    /// The opened CUDA device, or `None` for the CPU.
+    pub(crate) fn cuda_device(&self) -> Option<&Arc<CudaDevice>> {
+        match &self.kind {
+            Kind::Cpu => None,
+            Kind::Cuda(d) => Some(d),
+        }
+    }
+
+    /// Kind and ordinal.
+    pub(crate) fn key(&self) -> DeviceKey {
+        match &self.kind {
+            Kind::Cpu => DeviceKey::Cpu,
+            Kind::Cuda(d) => DeviceKey::Cuda(d.ordinal),
+        }
+    }
+}
+
+impl PartialEq for Device {
+    /// Same kind and ordinal.
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for Device {}
+
+impl Hash for Device {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.key().hash(state);
     }
 }
 
@@ -121,10 +258,14 @@ impl Default for Device {
 impl fmt::Display for Device {
     /// `cpu` or `cuda:N`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.kind {
-            Kind::Cpu => f.write_str("cpu"),
-            Kind::Cuda(i) => write!(f, "cuda:{i}"),
-        }
+        self.key().fmt(f)
+    }
+}
+
+impl fmt::Debug for Device {
+    /// `Device(cpu)` or `Device(cuda:N)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Device({})", self.key())
     }
 }
 
@@ -132,22 +273,56 @@ impl fmt::Display for Device {
 mod tests {
     use super::*;
 
-    #[test]
-    fn cuda_is_a_typed_error() {
-        let err = Device::cuda(3).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            format!("cuda device 3 is not available: {NO_CUDA_BACKEND}")
-        );
+    /// Whether this machine has the NVIDIA driver (the CI and build machines do not).
+    fn has_driver() -> bool {
+        !matches!(Device::cuda(0), Err(DeviceError::NoDriver { .. }))
     }
 
     #[test]
-    fn best_is_cpu_and_describes_itself() {
+    fn cuda_without_a_driver_is_a_typed_error() {
+        if has_driver() {
+            println!("note: skipped, this machine has a CUDA driver");
+            return;
+        }
+        let err = Device::cuda(3).unwrap_err();
+        let DeviceError::NoDriver { reason } = &err else { panic!("expected NoDriver, got {err:?}") };
+        assert!(reason.contains("libcuda.so"), "{reason}");
+        let msg = err.to_string();
+        println!("{msg}");
+        assert!(msg.starts_with("no CUDA driver found (libcuda.so): the dynamic loader could not open any of "), "{msg}");
+        assert!(msg.ends_with("or run kernels on the CPU with `Device::cpu()`"), "{msg}");
+        assert_eq!(Device::cuda_count(), Ok(0));
+        let best = Device::best();
+        assert!(best.is_cpu() && !best.is_cuda());
+        assert_eq!(best.synchronize(), Ok(()));
+        assert!(best.cuda_stream().is_none());
+    }
+
+    #[test]
+    fn best_describes_itself_and_compares_by_kind() {
         let d = Device::default();
-        assert!(d.is_cpu());
-        assert_eq!(d.cuda_ordinal(), None);
-        assert_eq!(d.to_string(), "cpu");
-        let n = rayon::current_num_threads();
-        assert!(d.describe().contains(&format!("{n} thread")));
+        assert_eq!(d, Device::best());
+        if d.is_cpu() {
+            assert_eq!(d.cuda_ordinal(), None);
+            assert_eq!(d.to_string(), "cpu");
+            assert_eq!(format!("{d:?}"), "Device(cpu)");
+            let n = rayon::current_num_threads();
+            assert!(d.describe().contains(&format!("{n} thread")));
+        }
+        assert_eq!(DeviceKey::Cuda(2).to_string(), "cuda:2");
+        assert_ne!(DeviceKey::Cuda(0), DeviceKey::Cpu);
+    }
+
+    #[test]
+    fn driver_messages() {
+        let e = DeviceError::NoSuchDevice { ordinal: 4, count: 1 };
+        assert_eq!(e.to_string(), "cuda device 4 does not exist: this machine has 1 CUDA device");
+        let e = DeviceError::Driver {
+            device: "cuda:0".into(),
+            op: "cuMemAlloc (1024 bytes)".into(),
+            code: "CUDA_ERROR_OUT_OF_MEMORY".into(),
+            message: "out of memory".into(),
+        };
+        assert_eq!(e.to_string(), "cuMemAlloc (1024 bytes) on cuda:0 failed: CUDA_ERROR_OUT_OF_MEMORY: out of memory");
     }
 }

@@ -116,10 +116,13 @@ pub(crate) mod sealed {
         }
     }
 
-    /// How a tensor element is stored: one atomic cell per element, so that
-    /// all views and all concurrently running program instances may read and
-    /// write it without `unsafe` (relaxed atomics compile to plain moves).
-    pub trait Storage: Copy + 'static {
+    /// How a tensor element is stored: on the CPU one atomic cell per element,
+    /// so that all views and all concurrently running program instances may
+    /// read and write it without `unsafe` (relaxed atomics compile to plain
+    /// moves); on a GPU as itself (`DeviceRepr`, all-zero bits are zero).
+    pub trait Storage:
+        Copy + Default + Send + Sync + 'static + cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits
+    {
         type Atomic: Send + Sync + fmt::Debug + 'static;
         fn new_atomic(self) -> Self::Atomic;
         fn load(cell: &Self::Atomic) -> Self;

@@ -1,6 +1,8 @@
 //! Error types at the runtime's boundaries: launching ([`LaunchError`]),
 //! building tensors ([`TensorError`]) and opening devices ([`DeviceError`]).
 
+use std::path::PathBuf;
+
 use crate::cpu::KernelError;
 
 /// Why a kernel launch failed.
@@ -62,6 +64,111 @@ pub enum LaunchError {
         /// What was given.
         found: String,
     },
+    /// No PTX file for the kernel's crate was found for this GPU.
+    #[error(
+        "no PTX for kernel `{kernel}` (crate `{crate_name}`, {archs}): searched {}; \
+         run `cargo xtask build-ptx` (or point KERNEL_PTX_DIR at a directory holding `{crate_name}.ptx`)",
+        display_paths(searched)
+    )]
+    PtxNotFound {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// The crate whose PTX was looked for (`<crate_name>.ptx`).
+        crate_name: &'static str,
+        /// The architectures tried, best first (e.g. `sm_90a, sm_90`).
+        archs: String,
+        /// Every path looked at, in order.
+        searched: Vec<PathBuf>,
+    },
+    /// The CUDA driver rejected a PTX file (bad or too new PTX, wrong architecture, unreadable file).
+    #[error(
+        "could not load the PTX of kernel `{kernel}` from {}: {code}: {message}; \
+         rebuild it with `cargo xtask build-ptx`",
+        path.display()
+    )]
+    PtxLoad {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// The PTX file.
+        path: PathBuf,
+        /// The CUDA error name (e.g. `CUDA_ERROR_INVALID_PTX`), or `io` for a file error.
+        code: String,
+        /// The error's description, with the JIT compiler's log when it gave one.
+        message: String,
+    },
+    /// The PTX file has no entry point for this instance: it was built before the kernel changed.
+    #[error(
+        "the PTX {} has no entry `{entry}` for kernel `{kernel}`: the PTX is stale; \
+         rebuild it with `cargo xtask build-ptx`",
+        path.display()
+    )]
+    MissingEntry {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// The entry point looked for.
+        entry: &'static str,
+        /// The PTX file searched.
+        path: PathBuf,
+    },
+    /// The instance needs more shared memory per block than the device offers.
+    #[error(
+        "kernel `{kernel}` (entry `{entry}`) needs {requested} bytes of shared memory per block, \
+         but this device allows at most {available}: choose smaller blocks or fewer stages"
+    )]
+    SharedMemory {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// The entry point (instance).
+        entry: &'static str,
+        /// Bytes needed (dynamic plus static shared memory).
+        requested: u64,
+        /// The device's opt-in maximum per block.
+        available: u64,
+    },
+    /// The instance runs more threads per block than the device (or the
+    /// compiled entry, because of its register use) allows.
+    #[error(
+        "kernel `{kernel}` (entry `{entry}`) runs {threads} threads per block, but at most {max} \
+         can run ({reason}): use fewer warps"
+    )]
+    BlockSize {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// The entry point (instance).
+        entry: &'static str,
+        /// Threads per block of the instance (`32 * num_warps`).
+        threads: u32,
+        /// The largest block that can run.
+        max: u32,
+        /// Which limit applies.
+        reason: String,
+    },
+    /// A CUDA driver call of the launch failed (the launch itself, setting an
+    /// attribute, or the kernel's execution when `KERNEL_SYNC=1`).
+    #[error("kernel `{kernel}` (entry `{entry}`): {op} failed: {code}: {message}")]
+    Cuda {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// The entry point (instance).
+        entry: &'static str,
+        /// What was being done (e.g. `cuLaunchKernel`).
+        op: String,
+        /// The CUDA error name (e.g. `CUDA_ERROR_ILLEGAL_ADDRESS`).
+        code: String,
+        /// The error's description.
+        message: String,
+    },
+    /// The launch device failed outside a kernel (context, stream).
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+}
+
+/// `a, b, c` for a list of paths.
+fn display_paths(paths: &[PathBuf]) -> String {
+    if paths.is_empty() {
+        return "nothing".to_string();
+    }
+    paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
 }
 
 /// Why a tensor could not be built or viewed.
@@ -111,21 +218,60 @@ pub enum TensorError {
     Device(#[from] DeviceError),
 }
 
-/// Why a device could not be opened.
+/// Why a device could not be opened or used.
 ///
 /// ```
 /// use kernel_runtime::{Device, DeviceError};
-/// assert!(matches!(Device::cuda(1), Err(DeviceError::CudaUnavailable { ordinal: 1, .. })));
+/// // On a machine without the NVIDIA driver:
+/// if let Err(DeviceError::NoDriver { .. }) = Device::cuda(0) {
+///     assert!(Device::best().is_cpu());
+/// }
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum DeviceError {
-    /// The CUDA device cannot be used (no backend, no driver, no such GPU).
+    /// The CUDA driver library (`libcuda.so`) cannot be loaded: no NVIDIA driver.
+    #[error("no CUDA driver found (libcuda.so): {reason}")]
+    NoDriver {
+        /// What was tried and what to do.
+        reason: String,
+    },
+    /// There is no CUDA device with this ordinal.
+    #[error("cuda device {ordinal} does not exist: this machine has {count} CUDA device{}", if *count == 1 { "" } else { "s" })]
+    NoSuchDevice {
+        /// The ordinal asked for.
+        ordinal: usize,
+        /// How many devices the driver reports.
+        count: usize,
+    },
+    /// The CUDA device exists but cannot be used (e.g. a compute capability
+    /// without a PTX target).
     #[error("cuda device {ordinal} is not available: {reason}")]
     CudaUnavailable {
         /// The ordinal asked for.
         ordinal: usize,
         /// Why not.
         reason: String,
+    },
+    /// A CUDA driver call failed.
+    #[error("{op} on {device} failed: {code}: {message}")]
+    Driver {
+        /// The device (`cuda:N`, or `cuda` before one is chosen).
+        device: String,
+        /// What was being done (e.g. `cuMemAlloc (4096 bytes)`).
+        op: String,
+        /// The CUDA error name (e.g. `CUDA_ERROR_OUT_OF_MEMORY`).
+        code: String,
+        /// The error's description.
+        message: String,
+    },
+    /// The driver binding panicked (typically: the installed driver lacks a
+    /// function of the CUDA 13.0 API this build uses).
+    #[error("the CUDA driver binding failed in {op}: {message} (is the NVIDIA driver older than CUDA 13.0?)")]
+    DriverPanic {
+        /// What was being done.
+        op: String,
+        /// The panic message.
+        message: String,
     },
 }

@@ -1,6 +1,7 @@
 //! Launch plumbing shared by generated launchers: static kernel descriptions
-//! ([`KernelInfo`]), type-erased pointer arguments ([`PtrArg`]) and the CPU
-//! launcher ([`launch_cpu`]).
+//! ([`KernelInfo`]), type-erased pointer arguments ([`PtrArg`]), the launcher
+//! that dispatches on the arguments' device ([`launch`]) and the CPU launcher
+//! ([`launch_cpu`]).
 
 use std::any::Any;
 use std::fmt;
@@ -12,12 +13,13 @@ use rayon::prelude::*;
 
 use crate::config::Config;
 use crate::cpu::{Ctx, KernelError, INTERNAL_PREFIX};
-use crate::device::Device;
+use crate::cuda;
+use crate::device::{Device, DeviceKey};
 use crate::dtype::sealed::Cells;
 use crate::dtype::{DType, DTypeKind};
 use crate::error::LaunchError;
 use crate::grid::check_dims;
-use crate::tensor::Tensor;
+use crate::tensor::{StorageRef, Tensor};
 
 /// What a kernel parameter is.
 ///
@@ -138,18 +140,74 @@ pub struct ModuleInfo {
 }
 
 /// A scalar kernel argument, in declaration order among the scalar parameters.
+///
+/// ```
+/// use kernel_runtime::__private::ScalarArg;
+/// use kernel_runtime::DTypeKind;
+/// assert_eq!(ScalarArg::I32(7).dtype(), DTypeKind::I32);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum ScalarArg {
+    /// An `i32` parameter.
     I32(i32),
+    /// A `u32` parameter.
     U32(u32),
+    /// An `i64` parameter.
     I64(i64),
+    /// An `f32` parameter.
     F32(f32),
+    /// A `bool` parameter (one byte on the device).
     Bool(bool),
 }
 
-/// Launches instance `instance` of a kernel on the device its pointer arguments live on:
-/// the CPU backend runs `cpu`; a GPU runs the instance's compiled entry point.
+impl ScalarArg {
+    /// The parameter type this value is for.
+    ///
+    /// ```
+    /// use kernel_runtime::__private::ScalarArg;
+    /// use kernel_runtime::DTypeKind;
+    /// assert_eq!(ScalarArg::Bool(true).dtype(), DTypeKind::Bool);
+    /// ```
+    pub fn dtype(self) -> DTypeKind {
+        match self {
+            ScalarArg::I32(_) => DTypeKind::I32,
+            ScalarArg::U32(_) => DTypeKind::U32,
+            ScalarArg::I64(_) => DTypeKind::I64,
+            ScalarArg::F32(_) => DTypeKind::F32,
+            ScalarArg::Bool(_) => DTypeKind::Bool,
+        }
+    }
+}
+
+/// Launches instance `instance` of a kernel on the device its pointer arguments live on
+/// (the CPU when it has none).
+///
+/// Checks first that `args` are the kernel's pointer parameters (in order, with
+/// their dtypes, all on one device) and `scalars` its scalar parameters. Then
+/// the CPU backend runs `cpu` over the grid ([`launch_cpu`]); a GPU launches the
+/// instance's compiled entry point from the PTX of the kernel's crate:
+///
+/// - the PTX is `$KERNEL_PTX_DIR/<crate>.ptx` when `KERNEL_PTX_DIR` is set, else
+///   `target/ptx/<arch>/<crate>.ptx` in the current directory or an ancestor, else
+///   under the crate's manifest directory or an ancestor (`<arch>`: `sm_90a` then
+///   `sm_90` on compute capability 9.0, `sm_80` on 8.x); it is loaded once per
+///   device and file, and each entry resolved once;
+/// - the block has `threads` threads (of the instance) and `shared_bytes` of
+///   dynamic shared memory (opting in above 48 KiB); pointer parameters receive
+///   the address of the tensor's first element (storage offset included);
+/// - the launch is asynchronous: a kernel that fails at run time is reported by
+///   the next call that waits for the device ([`Device::synchronize`],
+///   [`Tensor::to_vec`]), or by the launch itself when `KERNEL_SYNC=1`.
+///
+/// # Errors
+/// [`LaunchError::InvalidArgument`] / [`LaunchError::DeviceMismatch`] for bad
+/// arguments, [`LaunchError::InvalidGrid`] / [`LaunchError::BlockSize`] /
+/// [`LaunchError::SharedMemory`] for launches over the device's limits,
+/// [`LaunchError::PtxNotFound`] / [`LaunchError::PtxLoad`] /
+/// [`LaunchError::MissingEntry`] when the compiled PTX is missing or stale,
+/// [`LaunchError::Cuda`] when the driver fails, and [`LaunchError::Kernel`] when a
+/// CPU program instance fails.
 ///
 /// ```
 /// use kernel_runtime::__private::{launch, KernelInfo, ModuleInfo};
@@ -167,8 +225,15 @@ pub fn launch(
     scalars: &[ScalarArg],
     cpu: &(dyn Fn(&Ctx<'_>) -> Result<(), KernelError> + Sync),
 ) -> Result<(), LaunchError> {
-    let _ = (instance, scalars);
-    launch_cpu(info, args, grid, cpu)
+    let device = check_args(info, args, None)?;
+    check_scalars(info, scalars)?;
+    match device.as_ref().and_then(Device::cuda_device) {
+        None => launch_cpu(info, args, grid, cpu),
+        Some(dev) => {
+            let grid = check_dims(grid.map(i128::from))?;
+            cuda::launch::launch_cuda(dev, info, instance, args, grid, scalars)
+        }
+    }
 }
 
 impl KernelInfo {
@@ -201,9 +266,28 @@ pub struct PtrArg<'a> {
     pub(crate) kind: DTypeKind,
     pub(crate) device: &'a Device,
     /// The whole storage of the tensor.
-    pub(crate) cells: Cells<'a>,
-    /// The tensor's storage offset: pointer offset 0 is `cells[offset]`.
+    pub(crate) mem: ArgMem<'a>,
+    /// The tensor's storage offset: pointer offset 0 is element `offset` of the storage.
     pub(crate) offset: usize,
+}
+
+/// The storage of a pointer argument.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ArgMem<'a> {
+    /// Host cells (the CPU backend).
+    Host(Cells<'a>),
+    /// A device allocation: the address of element 0 and the number of elements.
+    Cuda { ptr: u64, len: usize },
+}
+
+impl ArgMem<'_> {
+    /// Number of elements of the storage.
+    fn len(&self) -> usize {
+        match self {
+            ArgMem::Host(c) => c.len(),
+            ArgMem::Cuda { len, .. } => *len,
+        }
+    }
 }
 
 impl fmt::Debug for PtrArg<'_> {
@@ -214,7 +298,7 @@ impl fmt::Debug for PtrArg<'_> {
             .field("dtype", &self.kind)
             .field("device", &format_args!("{}", self.device))
             .field("offset", &self.offset)
-            .field("storage_len", &self.cells.len())
+            .field("storage_len", &self.mem.len())
             .finish()
     }
 }
@@ -269,13 +353,11 @@ impl PtrArg<'_> {
 /// assert_eq!(arg.name(), "a_ptr");
 /// ```
 pub fn ptr_arg<'a, T: DType>(name: &'static str, t: &'a Tensor<T>) -> PtrArg<'a> {
-    PtrArg {
-        name,
-        kind: T::KIND,
-        device: t.device(),
-        cells: T::cells(t.storage()),
-        offset: t.storage_offset(),
-    }
+    let mem = match t.storage() {
+        StorageRef::Cpu(cells) => ArgMem::Host(T::cells(cells)),
+        StorageRef::Cuda(buf) => ArgMem::Cuda { ptr: buf.device_ptr(), len: buf.len() },
+    };
+    PtrArg { name, kind: T::KIND, device: t.device(), mem, offset: t.storage_offset() }
 }
 
 /// Runs `body` once per program instance of `grid` on the rayon pool.
@@ -319,7 +401,7 @@ pub fn launch_cpu(
     grid: [u32; 3],
     body: &(dyn Fn(&Ctx<'_>) -> Result<(), KernelError> + Sync),
 ) -> Result<(), LaunchError> {
-    check_args(info, args)?;
+    check_args(info, args, Some(&Device::cpu()))?;
     let grid = check_dims(grid.map(i128::from))?;
     let [gx, gy, gz] = grid.map(u64::from);
     let total = gx * gy * gz;
@@ -351,8 +433,10 @@ pub fn launch_cpu(
     }
 }
 
-/// Checks `args` against the kernel's pointer parameters.
-fn check_args(info: &KernelInfo, args: &[PtrArg<'_>]) -> Result<(), LaunchError> {
+/// Checks `args` against the kernel's pointer parameters: count, order, dtypes,
+/// and one device for all (`expected`, or the first argument's). Returns the
+/// launch device (`None` when there are no pointer arguments and no `expected`).
+fn check_args(info: &KernelInfo, args: &[PtrArg<'_>], expected: Option<&Device>) -> Result<Option<Device>, LaunchError> {
     let params: Vec<&ParamInfo> = info.ptr_params().collect();
     if params.len() != args.len() {
         let names: Vec<&str> = params.iter().map(|p| p.name).collect();
@@ -378,11 +462,50 @@ fn check_args(info: &KernelInfo, args: &[PtrArg<'_>]) -> Result<(), LaunchError>
                 found: format!("a tensor of {}", arg.kind),
             });
         }
-        if !arg.device.is_cpu() {
-            return Err(LaunchError::DeviceMismatch {
+    }
+    let keys: Vec<(&'static str, DeviceKey)> = args.iter().map(|a| (a.name, a.device.key())).collect();
+    check_devices(&keys, expected.map(Device::key))?;
+    Ok(expected.or(args.first().map(|a| a.device)).cloned())
+}
+
+/// Checks that every argument is on one device: `expected`, or the first
+/// argument's. Pure, so that CUDA mismatches are testable without a GPU.
+fn check_devices(args: &[(&'static str, DeviceKey)], expected: Option<DeviceKey>) -> Result<(), LaunchError> {
+    let (launch, origin) = match (expected, args.first()) {
+        (Some(k), _) => (k, None),
+        (None, Some(&(name, k))) => (k, Some(name)),
+        (None, None) => return Ok(()),
+    };
+    for &(arg, found) in args {
+        if found != launch {
+            let expected = match origin {
+                Some(first) => format!("{launch} (the device of `{first}`)"),
+                None => launch.to_string(),
+            };
+            return Err(LaunchError::DeviceMismatch { arg, expected, found: found.to_string() });
+        }
+    }
+    Ok(())
+}
+
+/// Checks `scalars` against the kernel's scalar parameters (count and types).
+fn check_scalars(info: &KernelInfo, scalars: &[ScalarArg]) -> Result<(), LaunchError> {
+    let params: Vec<&ParamInfo> = info.params.iter().filter(|p| !p.kind.is_ptr()).collect();
+    if params.len() != scalars.len() {
+        let names: Vec<&str> = params.iter().map(|p| p.name).collect();
+        return Err(LaunchError::InvalidArgument {
+            arg: info.name,
+            expected: format!("{} scalar arguments ({})", params.len(), names.join(", ")),
+            found: format!("{} scalar arguments", scalars.len()),
+        });
+    }
+    for (param, s) in params.iter().zip(scalars) {
+        let dtype = param.kind.dtype();
+        if dtype != s.dtype() {
+            return Err(LaunchError::InvalidArgument {
                 arg: param.name,
-                expected: Device::cpu().to_string(),
-                found: arg.device.to_string(),
+                expected: format!("a scalar of {dtype}"),
+                found: format!("a scalar of {}", s.dtype()),
             });
         }
     }
@@ -581,5 +704,56 @@ mod tests {
         let args = [ptr_arg("x_ptr", &x), ptr_arg("y_ptr", &y), ptr_arg("out_ptr", &out)];
         let err = launch_cpu(&ADD, &args, [1, 65536, 1], &never).unwrap_err();
         assert!(matches!(err, LaunchError::InvalidGrid { .. }));
+    }
+
+    #[test]
+    fn all_arguments_must_share_the_first_ones_device() {
+        // Fake devices: the check sees only kind and ordinal, so CUDA cases run without a GPU.
+        let ok = [("x_ptr", DeviceKey::Cuda(0)), ("y_ptr", DeviceKey::Cuda(0))];
+        assert!(check_devices(&ok, None).is_ok());
+        let mixed = [("x_ptr", DeviceKey::Cuda(0)), ("y_ptr", DeviceKey::Cuda(0)), ("out_ptr", DeviceKey::Cpu)];
+        let err = check_devices(&mixed, None).unwrap_err();
+        assert_eq!(
+            err,
+            LaunchError::DeviceMismatch {
+                arg: "out_ptr",
+                expected: "cuda:0 (the device of `x_ptr`)".into(),
+                found: "cpu".into()
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "argument `out_ptr` is on device cpu, but the kernel launches on cuda:0 (the device of `x_ptr`)"
+        );
+        let two_gpus = [("a", DeviceKey::Cuda(1)), ("b", DeviceKey::Cuda(0))];
+        assert!(matches!(check_devices(&two_gpus, None), Err(LaunchError::DeviceMismatch { arg: "b", .. })));
+        // `launch_cpu` insists on the CPU.
+        let err = check_devices(&[("x", DeviceKey::Cuda(2))], Some(DeviceKey::Cpu)).unwrap_err();
+        assert_eq!(err.to_string(), "argument `x` is on device cuda:2, but the kernel launches on cpu");
+        assert!(check_devices(&[], None).is_ok());
+    }
+
+    #[test]
+    fn scalars_are_checked_against_the_parameters() {
+        assert!(check_scalars(&ADD, &[ScalarArg::I32(3)]).is_ok());
+        let err = check_scalars(&ADD, &[]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid argument `add_kernel`: expected 1 scalar arguments (n), found 0 scalar arguments"
+        );
+        let err = check_scalars(&ADD, &[ScalarArg::F32(3.0)]).unwrap_err();
+        assert_eq!(err.to_string(), "invalid argument `n`: expected a scalar of i32, found a scalar of f32");
+    }
+
+    #[test]
+    fn launch_dispatches_cpu_tensors_to_the_cpu_backend() {
+        static INFO: KernelInfo = KernelInfo { name: "add_kernel", ..ADD };
+        let n = 300;
+        let [x, y, out] = tensors(n);
+        let args = [ptr_arg("x_ptr", &x), ptr_arg("y_ptr", &y), ptr_arg("out_ptr", &out)];
+        launch(&INFO, 0, &args, [3, 1, 1], &[ScalarArg::I32(n as i32)], &add_body(n as i32, 128, true)).unwrap();
+        assert_eq!(out.to_vec()[299], 299.5);
+        let err = launch(&INFO, 0, &args, [3, 1, 1], &[], &add_body(n as i32, 128, true)).unwrap_err();
+        assert!(matches!(err, LaunchError::InvalidArgument { arg: "add_kernel", .. }));
     }
 }

@@ -8,9 +8,10 @@ use rand::SeedableRng;
 use rand_distr::{Distribution, StandardNormal, Uniform};
 
 use crate::cpu::for_each_strided;
+use crate::cuda::memory::DeviceBuffer;
 use crate::device::Device;
 use crate::dtype::{DType, DTypeKind};
-use crate::error::{DeviceError, TensorError};
+use crate::error::TensorError;
 
 /// An n-dimensional array of `T` on a [`Device`]: shared storage plus a
 /// shape, strides (in elements) and a storage offset.
@@ -20,7 +21,9 @@ use crate::error::{DeviceError, TensorError};
 /// writing through one view is seen by all. On the CPU each element is an
 /// atomic cell (relaxed loads and stores compile to plain moves), which is
 /// what lets many program instances write one tensor concurrently without
-/// `unsafe`.
+/// `unsafe`. On a GPU the storage is one device allocation; constructors
+/// upload from the host and [`to_vec`](Tensor::to_vec) downloads (waiting for
+/// the device's queued work first).
 ///
 /// ```
 /// use kernel_runtime::{Device, Tensor};
@@ -35,10 +38,35 @@ use crate::error::{DeviceError, TensorError};
 /// ```
 pub struct Tensor<T: DType> {
     device: Device,
-    storage: Arc<[T::Atomic]>,
+    storage: Buffer<T>,
     shape: Vec<usize>,
     strides: Vec<usize>,
     offset: usize,
+}
+
+/// The storage of a tensor, shared by its views.
+enum Buffer<T: DType> {
+    /// One atomic cell per element, in host memory.
+    Cpu(Arc<[T::Atomic]>),
+    /// A device allocation.
+    Cuda(Arc<DeviceBuffer<T>>),
+}
+
+impl<T: DType> Clone for Buffer<T> {
+    fn clone(&self) -> Self {
+        match self {
+            Buffer::Cpu(c) => Buffer::Cpu(Arc::clone(c)),
+            Buffer::Cuda(b) => Buffer::Cuda(Arc::clone(b)),
+        }
+    }
+}
+
+/// The storage of a tensor as a kernel argument sees it.
+pub(crate) enum StorageRef<'a, T: DType> {
+    /// Host cells.
+    Cpu(&'a [T::Atomic]),
+    /// A device allocation.
+    Cuda(&'a DeviceBuffer<T>),
 }
 
 impl<T: DType> Clone for Tensor<T> {
@@ -46,7 +74,7 @@ impl<T: DType> Clone for Tensor<T> {
     fn clone(&self) -> Self {
         Tensor {
             device: self.device.clone(),
-            storage: Arc::clone(&self.storage),
+            storage: self.storage.clone(),
             shape: self.shape.clone(),
             strides: self.strides.clone(),
             offset: self.offset,
@@ -85,15 +113,17 @@ fn checked_numel(shape: &[usize]) -> Result<usize, TensorError> {
         .ok_or_else(|| TensorError::ShapeOverflow { shape: shape.to_vec() })
 }
 
-/// Fails for devices this build cannot allocate on.
-fn check_device(device: &Device) -> Result<(), TensorError> {
-    match device.cuda_ordinal() {
-        None => Ok(()),
-        Some(ordinal) => Err(TensorError::Device(DeviceError::CudaUnavailable {
-            ordinal,
-            reason: "this build of kernel-runtime has no CUDA backend yet".to_string(),
-        })),
-    }
+/// Storage on `device` holding `data`.
+fn store_on<T: DType>(device: &Device, data: Vec<T>) -> Result<Buffer<T>, TensorError> {
+    Ok(match device.cuda_device() {
+        None => Buffer::Cpu(data.into_iter().map(T::new_atomic).collect()),
+        Some(d) => Buffer::Cuda(Arc::new(DeviceBuffer::upload(d, &data)?)),
+    })
+}
+
+/// The panic message of the infallible methods when the device fails.
+fn device_failure(op: &str, e: &TensorError) -> ! {
+    panic!("Tensor::{op}: {e} (use Tensor::try_{op} to handle this error)")
 }
 
 impl<T: DType> Tensor<T> {
@@ -110,7 +140,6 @@ impl<T: DType> Tensor<T> {
     /// assert!(Tensor::from_vec(&Device::cpu(), &[3], vec![1.0f32]).is_err());
     /// ```
     pub fn from_vec(device: &Device, shape: &[usize], data: Vec<T>) -> Result<Self, TensorError> {
-        check_device(device)?;
         let expected = checked_numel(shape)?;
         if expected != data.len() {
             return Err(TensorError::ShapeMismatch {
@@ -121,7 +150,7 @@ impl<T: DType> Tensor<T> {
         }
         Ok(Tensor {
             device: device.clone(),
-            storage: data.into_iter().map(T::new_atomic).collect(),
+            storage: store_on(device, data)?,
             shape: shape.to_vec(),
             strides: contiguous_strides(shape),
             offset: 0,
@@ -154,11 +183,22 @@ impl<T: DType> Tensor<T> {
     /// assert_eq!(t.to_vec(), vec![0, 0, 0]);
     /// ```
     pub fn zeros(device: &Device, shape: &[usize]) -> Result<Self, TensorError> {
-        Self::full(device, shape, T::default())
+        let Some(d) = device.cuda_device() else {
+            return Self::full(device, shape, T::default());
+        };
+        let n = checked_numel(shape)?;
+        Ok(Tensor {
+            device: device.clone(),
+            storage: Buffer::Cuda(Arc::new(DeviceBuffer::zeros(d, n)?)),
+            shape: shape.to_vec(),
+            strides: contiguous_strides(shape),
+            offset: 0,
+        })
     }
 
     /// Samples of the standard normal distribution N(0, 1), rounded to `T`
-    /// (integers round to nearest), reproducible from `seed`.
+    /// (integers round to nearest), reproducible from `seed`. The samples are
+    /// drawn on the host, so one seed gives the same tensor on every device.
     ///
     /// # Errors
     /// As [`Tensor::from_vec`] (shape overflow, unusable device).
@@ -321,11 +361,48 @@ impl<T: DType> Tensor<T> {
     /// let t = Tensor::from_vec(&Device::cpu(), &[2, 2], vec![1u32, 2, 3, 4]).unwrap();
     /// assert_eq!(t.t().to_vec(), vec![1, 3, 2, 4]);
     /// ```
+    ///
+    /// # Panics
+    /// When a GPU fails (a kernel queued earlier failed, say); use
+    /// [`Tensor::try_to_vec`] to get the error instead.
     pub fn to_vec(&self) -> Vec<T> {
+        self.try_to_vec().unwrap_or_else(|e| device_failure("to_vec", &e))
+    }
+
+    /// The elements in logical row-major order, or the device's error. On a
+    /// GPU this waits for all work queued on the device (so the error of a
+    /// failed kernel launched earlier surfaces here) and then downloads.
+    ///
+    /// # Errors
+    /// [`TensorError::Device`] with the CUDA error.
+    ///
+    /// ```
+    /// # use kernel_runtime::{Device, Tensor};
+    /// let t = Tensor::from_vec(&Device::best(), &[2, 2], vec![1u32, 2, 3, 4]).unwrap();
+    /// assert_eq!(t.t().try_to_vec().unwrap(), vec![1, 3, 2, 4]);
+    /// ```
+    pub fn try_to_vec(&self) -> Result<Vec<T>, TensorError> {
         let mut out = Vec::with_capacity(self.numel());
-        let base = &self.storage[self.offset.min(self.storage.len())..];
-        for_each_strided(&self.shape, &self.strides, |i| out.push(T::load(&base[i])));
-        out
+        match &self.storage {
+            Buffer::Cpu(cells) => {
+                let base = &cells[self.offset.min(cells.len())..];
+                for_each_strided(&self.shape, &self.strides, |i| out.push(T::load(&base[i])));
+            }
+            Buffer::Cuda(buf) => {
+                let span = buf.read(self.offset.min(buf.len()), self.span())?;
+                for_each_strided(&self.shape, &self.strides, |i| out.push(span[i]));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Number of storage elements from the first element of this view to its
+    /// last one, inclusive (0 for an empty view).
+    fn span(&self) -> usize {
+        if self.shape.contains(&0) {
+            return 0;
+        }
+        1 + self.shape.iter().zip(&self.strides).map(|(&n, &s)| (n - 1) * s).sum::<usize>()
     }
 
     /// The elements converted to f64, in logical row-major order.
@@ -335,8 +412,26 @@ impl<T: DType> Tensor<T> {
     /// let t = Tensor::full(&Device::cpu(), &[2], f16::from_f32(0.5)).unwrap();
     /// assert_eq!(t.to_f64_vec(), vec![0.5, 0.5]);
     /// ```
+    ///
+    /// # Panics
+    /// As [`Tensor::to_vec`]; [`Tensor::try_to_f64_vec`] returns the error.
     pub fn to_f64_vec(&self) -> Vec<f64> {
-        self.to_vec().into_iter().map(T::to_f64).collect()
+        self.try_to_f64_vec().unwrap_or_else(|e| device_failure("to_f64_vec", &e))
+    }
+
+    /// The elements converted to f64, in logical row-major order, or the
+    /// device's error (see [`Tensor::try_to_vec`]).
+    ///
+    /// # Errors
+    /// [`TensorError::Device`] with the CUDA error.
+    ///
+    /// ```
+    /// # use kernel_runtime::{bf16, Device, Tensor};
+    /// let t = Tensor::full(&Device::best(), &[3], bf16::from_f32(-2.0)).unwrap();
+    /// assert_eq!(t.try_to_f64_vec().unwrap(), vec![-2.0; 3]);
+    /// ```
+    pub fn try_to_f64_vec(&self) -> Result<Vec<f64>, TensorError> {
+        Ok(self.try_to_vec()?.into_iter().map(T::to_f64).collect())
     }
 
     /// A view with dimensions `d0` and `d1` swapped (no copy).
@@ -428,33 +523,63 @@ impl<T: DType> Tensor<T> {
     /// assert!(c.is_contiguous());
     /// assert_eq!(c.to_vec(), vec![1, 3, 2, 4]);
     /// ```
+    ///
+    /// # Panics
+    /// When a GPU fails; [`Tensor::try_contiguous`] returns the error.
     pub fn contiguous(&self) -> Self {
-        if self.is_contiguous() {
-            return self.clone();
-        }
-        Tensor {
-            device: self.device.clone(),
-            storage: self.to_vec().into_iter().map(T::new_atomic).collect(),
-            shape: self.shape.clone(),
-            strides: contiguous_strides(&self.shape),
-            offset: 0,
-        }
+        self.try_contiguous().unwrap_or_else(|e| device_failure("contiguous", &e))
     }
 
-    /// This tensor on `device`: itself (a view sharing storage) when it is
-    /// already there, like PyTorch's `.to`.
+    /// A contiguous copy (a view of the same storage when already
+    /// contiguous), or the device's error. On a GPU the copy goes through
+    /// host memory.
     ///
     /// # Errors
-    /// [`TensorError::Device`] when `device` is unusable in this build.
+    /// [`TensorError::Device`] with the CUDA error.
     ///
     /// ```
     /// # use kernel_runtime::{Device, Tensor};
-    /// let t = Tensor::<f32>::zeros(&Device::cpu(), &[2]).unwrap();
+    /// let t = Tensor::from_vec(&Device::best(), &[2, 2], vec![1, 2, 3, 4i64]).unwrap();
+    /// assert_eq!(t.t().try_contiguous().unwrap().to_vec(), vec![1, 3, 2, 4]);
+    /// ```
+    pub fn try_contiguous(&self) -> Result<Self, TensorError> {
+        if self.is_contiguous() {
+            return Ok(self.clone());
+        }
+        self.copy_to(&self.device)
+    }
+
+    /// A contiguous copy of this view on `device`.
+    fn copy_to(&self, device: &Device) -> Result<Self, TensorError> {
+        Ok(Tensor {
+            device: device.clone(),
+            storage: store_on(device, self.try_to_vec()?)?,
+            shape: self.shape.clone(),
+            strides: contiguous_strides(&self.shape),
+            offset: 0,
+        })
+    }
+
+    /// This tensor on `device`, like PyTorch's `.to`: itself (a view sharing
+    /// storage) when it is already there, else a contiguous copy (through host
+    /// memory).
+    ///
+    /// # Errors
+    /// [`TensorError::Device`] when a device fails.
+    ///
+    /// ```
+    /// # use kernel_runtime::{Device, Tensor};
+    /// let t = Tensor::from_vec(&Device::cpu(), &[2], vec![1.5f32, 2.5]).unwrap();
     /// assert!(t.to_device(&Device::cpu()).unwrap().device().is_cpu());
+    /// let there = t.to_device(&Device::best()).unwrap();
+    /// assert_eq!(there.device(), &Device::best());
+    /// assert_eq!(there.to_device(&Device::cpu()).unwrap().to_vec(), vec![1.5, 2.5]);
     /// ```
     pub fn to_device(&self, device: &Device) -> Result<Self, TensorError> {
-        check_device(device)?;
-        Ok(self.clone())
+        if *device == self.device {
+            return Ok(self.clone());
+        }
+        self.copy_to(device)
     }
 
     /// Sets every element of this view to `v` (seen by all views sharing the storage).
@@ -465,14 +590,71 @@ impl<T: DType> Tensor<T> {
     /// t.narrow(1, 1, 1).unwrap().fill(7);
     /// assert_eq!(t.to_vec(), vec![0, 7, 0, 7]);
     /// ```
+    ///
+    /// # Panics
+    /// When a GPU fails; [`Tensor::try_fill`] returns the error.
     pub fn fill(&self, v: T) {
-        let base = &self.storage[self.offset.min(self.storage.len())..];
-        for_each_strided(&self.shape, &self.strides, |i| T::store(&base[i], v));
+        self.try_fill(v).unwrap_or_else(|e| device_failure("fill", &e))
+    }
+
+    /// Sets every element of this view to `v`, or returns the device's error.
+    /// On a GPU the write is queued on the device's stream, after the work
+    /// queued before it; a strided view is written by reading and rewriting
+    /// the storage it spans.
+    ///
+    /// # Errors
+    /// [`TensorError::Device`] with the CUDA error.
+    ///
+    /// ```
+    /// # use kernel_runtime::{Device, Tensor};
+    /// let t = Tensor::<u32>::zeros(&Device::best(), &[2, 3]).unwrap();
+    /// t.narrow(1, 2, 1).unwrap().try_fill(5).unwrap();
+    /// assert_eq!(t.to_vec(), vec![0, 0, 5, 0, 0, 5]);
+    /// ```
+    pub fn try_fill(&self, v: T) -> Result<(), TensorError> {
+        match &self.storage {
+            Buffer::Cpu(cells) => {
+                let base = &cells[self.offset.min(cells.len())..];
+                for_each_strided(&self.shape, &self.strides, |i| T::store(&base[i], v));
+            }
+            Buffer::Cuda(buf) => {
+                let start = self.offset.min(buf.len());
+                if self.is_contiguous() {
+                    buf.write(start, &vec![v; self.numel()])?;
+                } else {
+                    let mut span = buf.read(start, self.span())?;
+                    for_each_strided(&self.shape, &self.strides, |i| span[i] = v);
+                    buf.write(start, &span)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The cudarc allocation holding this tensor's storage (`None` on the
+    /// CPU), for passing it to other CUDA libraries (cuBLAS through
+    /// [`cudarc`](crate::cudarc)) on [`Device::cuda_stream`]. The tensor's
+    /// first element is element [`storage_offset`](Tensor::storage_offset) of
+    /// the allocation, which may be longer than the storage.
+    ///
+    /// ```
+    /// # use kernel_runtime::{Device, Tensor};
+    /// let t = Tensor::<f32>::zeros(&Device::cpu(), &[4]).unwrap();
+    /// assert!(t.cuda_slice().is_none());
+    /// ```
+    pub fn cuda_slice(&self) -> Option<&cudarc::driver::CudaSlice<T>> {
+        match &self.storage {
+            Buffer::Cpu(_) => None,
+            Buffer::Cuda(b) => Some(b.slice()),
+        }
     }
 
     /// The whole shared storage (for passing the tensor to a kernel).
-    pub(crate) fn storage(&self) -> &[T::Atomic] {
-        &self.storage
+    pub(crate) fn storage(&self) -> StorageRef<'_, T> {
+        match &self.storage {
+            Buffer::Cpu(c) => StorageRef::Cpu(c),
+            Buffer::Cuda(b) => StorageRef::Cuda(b),
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use super::broadcast::{bcast_strides, broadcast_shapes_or_internal, internal, nu
 use super::error::{KernelError, Site};
 use super::ptr::P;
 use crate::dtype::DType;
-use crate::launch::PtrArg;
+use crate::launch::{ArgMem, PtrArg};
 
 /// One program instance: its program ids, the grid, and the kernel's pointer
 /// arguments.
@@ -121,7 +121,10 @@ impl<'a, T: DType> Resolver<'a, T> {
                 self.args.len()
             )));
         };
-        let cells = if arg.kind == T::KIND { T::from_cells(&arg.cells) } else { None };
+        let cells = match &arg.mem {
+            ArgMem::Host(cells) if arg.kind == T::KIND => T::from_cells(cells),
+            _ => None,
+        };
         let Some(cells) = cells else {
             return Err(internal(format!(
                 "{} of {} through argument `{}`, which holds {}",
