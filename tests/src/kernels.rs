@@ -76,3 +76,14 @@ pub fn shapes<const B: i32>(scalar: Ptr<f32>, out: Ptr<f32>, n: i32) {
     store(out + arange(0, B * B), flat * s);
     store(scalar, max(cdiv(n, B), 1).to::<f32>());
 }
+
+/// NaN/Inf propagation through `exp`, `where_` and a masked load's `other`.
+#[kernel(B = [16])]
+pub fn special_values<const B: i32>(x: Ptr<f32>, out_exp: Ptr<f32>, out_where: Ptr<f32>, out_other: Ptr<f32>, n: i32) {
+    let i = arange(0, B);
+    let m = i < n;
+    let v = load(x + i, m, f32::NAN);
+    store(out_exp + i, exp(v));
+    store(out_where + i, where_(v > 0.0, v, -v));
+    store(out_other + i, v);
+}

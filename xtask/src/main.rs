@@ -1,6 +1,7 @@
 //! Project tasks, run as `cargo xtask <command>` (or `./x <command>` on a fresh machine,
 //! which first installs the pinned toolchain).
 
+mod bundle;
 mod ptx;
 mod ptxas;
 mod toolchain;
@@ -22,6 +23,8 @@ commands:
                [--crate PATH]... (default: xtask/ptx-smoke) [--release] (always release)
                output: target/ptx/<arch>/<crate>.{ptx,cubin,manifest.json}
   ci           same as test
+  gpu-bundle   build release test and example binaries plus sm_90a PTX into target/gpu-bundle,
+               for a GPU machine without Rust (run scripts/gpu-check.sh there)
   help         print this text
 
 build-ptx uses the pinned nightly (installed with rust-src and llvm-tools when missing)
@@ -61,6 +64,11 @@ fn run() -> Result<()> {
         }
         "bench-cpu" => cargo(&["run", "--release", "--quiet", "-p", "examples", "--bin", "bench_cpu", "--"], rest),
         "build-ptx" => ptx::build_ptx(&root(), &ptx::Options::parse(&root(), rest)?),
+        "gpu-bundle" => {
+            let args = ["--arch".to_string(), "sm_90a".to_string()];
+            ptx::build_ptx(&root(), &ptx::Options::parse(&root(), &args)?)?;
+            bundle::gpu_bundle(&root())
+        }
         "test" | "ci" => {
             let archs = ["--arch", "sm_80", "--arch", "sm_90a"].map(String::from);
             ptx::build_ptx(&root(), &ptx::Options::parse(&root(), &archs)?)?;

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Runs on a GPU machine from the repository root, with target/gpu-bundle and target/ptx
+# present (cargo xtask gpu-bundle): the GPU test suite, the examples, and compute-sanitizer.
+# Logs go to $OUT (or ./gpu-logs).
+set -uo pipefail
+out=${OUT:-gpu-logs}
+mkdir -p "$out"
+status=0
+run() { # name, command...
+    local name=$1; shift
+    echo "=== $name: $*" | tee -a "$out/summary.txt"
+    "$@" >"$out/$name.log" 2>&1
+    local rc=$?
+    tail -n 15 "$out/$name.log"
+    echo "=== $name: exit $rc" | tee -a "$out/summary.txt"
+    [ $rc -eq 0 ] || status=1
+}
+nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv | tee "$out/gpu.txt"
+export KERNEL_TEST_DEVICE=cuda KERNEL_SYNC=1
+for t in target/gpu-bundle/tests/*; do
+    run "test-$(basename "$t")" "$t" --test-threads=1
+done
+for b in target/gpu-bundle/bin/*; do
+    run "example-$(basename "$b")" "$b"
+done
+if command -v compute-sanitizer >/dev/null; then
+    for tool in memcheck racecheck synccheck; do
+        for b in target/gpu-bundle/bin/*; do
+            run "sanitizer-$tool-$(basename "$b")" compute-sanitizer --tool "$tool" --error-exitcode 9 "$b"
+        done
+        run "sanitizer-$tool-tests-kernels" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/kernels --test-threads=1
+        run "sanitizer-$tool-tests-language" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/language --test-threads=1
+    done
+fi
+exit $status

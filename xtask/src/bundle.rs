@@ -1,0 +1,53 @@
+//! `cargo xtask gpu-bundle`: everything a GPU machine without Rust needs to run the test
+//! suite and the examples: release test binaries, example binaries and the PTX, under
+//! `target/gpu-bundle/`, plus `scripts/gpu-check.sh` to run them (tests on the GPU,
+//! compute-sanitizer memcheck/racecheck/synccheck on the examples).
+
+use anyhow::{bail, Context, Result};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// The integration tests that run on a GPU (`KERNEL_TEST_DEVICE=cuda`).
+const GPU_TESTS: &[&str] = &["matmul", "kernels", "language", "numerics"];
+/// The example binaries.
+const EXAMPLES: &[&str] = &["matmul", "vector_add"];
+
+pub fn gpu_bundle(root: &Path) -> Result<()> {
+    let out = root.join("target/gpu-bundle");
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(out.join("tests"))?;
+    std::fs::create_dir_all(out.join("bin"))?;
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut args: Vec<String> = ["test", "--release", "--no-run", "--message-format=json", "-p", "tests"].map(String::from).to_vec();
+    for t in GPU_TESTS {
+        args.push("--test".into());
+        args.push((*t).into());
+    }
+    for (what, args) in [("tests", args), ("examples", ["build", "--release", "--message-format=json", "-p", "examples", "--bins"].map(String::from).to_vec())] {
+        let output = Command::new(&cargo)
+            .args(&args)
+            .current_dir(root)
+            .env("RUSTFLAGS", "-C strip=debuginfo")
+            .stderr(Stdio::inherit())
+            .output()
+            .with_context(|| format!("building the {what}"))?;
+        if !output.status.success() {
+            bail!("building the {what} for the GPU bundle failed");
+        }
+        for line in String::from_utf8_lossy(&output.stdout).lines() {
+            let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+            let (Some(exe), Some(name)) = (msg["executable"].as_str(), msg["target"]["name"].as_str()) else { continue };
+            let dest = if what == "tests" && GPU_TESTS.contains(&name) {
+                out.join("tests").join(name)
+            } else if what == "examples" && EXAMPLES.contains(&name) {
+                out.join("bin").join(name)
+            } else {
+                continue;
+            };
+            std::fs::copy(exe, &dest).with_context(|| format!("copying {exe}"))?;
+            println!("gpu-bundle: {}", dest.strip_prefix(root).unwrap_or(&dest).display());
+        }
+    }
+    println!("gpu-bundle: carry target/gpu-bundle and target/ptx/sm_90a; run scripts/gpu-check.sh there");
+    Ok(())
+}
