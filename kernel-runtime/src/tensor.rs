@@ -747,6 +747,8 @@ mod tests {
             "Tensor { dtype: F16, shape: [2, 2], strides: [2, 1], offset: 0, device: cpu }"
         );
         assert_eq!(t.dtype(), DTypeKind::F16);
-        assert!(t.to_device(&Device::best()).unwrap().device().is_cpu());
+        assert!(t.to_device(&Device::cpu()).unwrap().device().is_cpu());
+        let best = Device::best();
+        assert_eq!(t.to_device(&best).unwrap().device(), &best);
     }
 }

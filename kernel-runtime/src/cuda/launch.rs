@@ -1,0 +1,210 @@
+//! Launching a compiled instance on a CUDA device.
+
+use std::ffi::c_void;
+use std::sync::OnceLock;
+
+use cudarc::driver::result;
+
+use super::{ptx, CudaDevice};
+use crate::error::{DeviceError, LaunchError};
+use crate::launch::{ArgMem, InstanceInfo, KernelInfo, ParamKind, PtrArg, ScalarArg};
+
+/// Whether `KERNEL_SYNC=1`: synchronize after every launch so that a failing
+/// kernel is reported by its own launch (read once per process).
+fn sync_after_launch() -> bool {
+    static SYNC: OnceLock<bool> = OnceLock::new();
+    *SYNC.get_or_init(|| std::env::var_os("KERNEL_SYNC").is_some_and(|v| v == "1"))
+}
+
+/// The bytes of a scalar argument as the kernel receives it (little-endian,
+/// in the low bytes of a 64-bit slot; the driver copies the parameter's size).
+fn scalar_slot(s: ScalarArg) -> u64 {
+    match s {
+        ScalarArg::I32(v) => u64::from(v as u32),
+        ScalarArg::U32(v) => u64::from(v),
+        ScalarArg::I64(v) => v as u64,
+        ScalarArg::F32(v) => u64::from(v.to_bits()),
+        ScalarArg::Bool(v) => u64::from(v),
+    }
+}
+
+/// The kernel parameter values in declaration order: pointer parameters take
+/// the next pointer argument's address plus its storage offset in bytes,
+/// scalar parameters the next scalar argument.
+///
+/// The arguments were checked against `info` before (count, order, dtypes).
+pub(crate) fn param_slots(
+    info: &KernelInfo,
+    args: &[PtrArg<'_>],
+    scalars: &[ScalarArg],
+) -> Result<Vec<u64>, LaunchError> {
+    let (mut ptrs, mut vals) = (args.iter(), scalars.iter());
+    let internal = |what: &str| LaunchError::InvalidArgument {
+        arg: info.name,
+        expected: format!("arguments matching the kernel's parameters ({what})"),
+        found: "fewer arguments (this is a bug in the generated launcher)".into(),
+    };
+    info.params
+        .iter()
+        .map(|p| match p.kind {
+            ParamKind::Ptr(_) => {
+                let a = ptrs.next().ok_or_else(|| internal("pointers"))?;
+                match a.mem {
+                    ArgMem::Cuda { ptr, .. } => Ok(ptr + (a.offset * a.kind.size_bytes()) as u64),
+                    ArgMem::Host(_) => Err(LaunchError::DeviceMismatch {
+                        arg: a.name,
+                        expected: "a CUDA device".into(),
+                        found: a.device.to_string(),
+                    }),
+                }
+            }
+            ParamKind::Scalar(_) => vals.next().map(|&s| scalar_slot(s)).ok_or_else(|| internal("scalars")),
+        })
+        .collect()
+}
+
+/// Checks the grid and block of a launch against the device's limits.
+pub(crate) fn check_limits(
+    info: &KernelInfo,
+    inst: &InstanceInfo,
+    grid: [u32; 3],
+    max_grid: [u32; 3],
+    max_threads: u32,
+    device: &str,
+) -> Result<(), LaunchError> {
+    for ((axis, g), max) in ["x", "y", "z"].iter().zip(grid).zip(max_grid) {
+        if g > max {
+            return Err(LaunchError::InvalidGrid {
+                reason: format!("grid {grid:?} has {g} programs along {axis}, but {device} allows at most {max}"),
+            });
+        }
+    }
+    if inst.threads == 0 || inst.threads > max_threads {
+        return Err(LaunchError::BlockSize {
+            kernel: info.name,
+            entry: inst.entry,
+            threads: inst.threads,
+            max: max_threads,
+            reason: format!("the limit of {device}"),
+        });
+    }
+    Ok(())
+}
+
+/// Launches instance `index` of `info` on `dev` over `grid` (arguments already
+/// checked by the caller: count, names, dtypes, all on `dev`).
+pub(crate) fn launch_cuda(
+    dev: &CudaDevice,
+    info: &'static KernelInfo,
+    index: usize,
+    args: &[PtrArg<'_>],
+    grid: [u32; 3],
+    scalars: &[ScalarArg],
+) -> Result<(), LaunchError> {
+    let Some(inst) = info.instances.get(index) else {
+        return Err(LaunchError::NoInstance {
+            kernel: info.name,
+            reason: format!(
+                "instance #{index} does not exist ({} compiled instance{})",
+                info.instances.len(),
+                if info.instances.len() == 1 { "" } else { "s" }
+            ),
+        });
+    };
+    check_limits(info, inst, grid, dev.max_grid, dev.max_threads_per_block, &dev.label)?;
+    ptx::check_shared(info, inst, u64::from(inst.shared_bytes), u64::from(dev.max_shared_optin))?;
+    let mut slots = param_slots(info, args, scalars)?;
+    if grid.contains(&0) {
+        return Ok(());
+    }
+    let f = ptx::function(dev, info, index, inst)?;
+    if inst.threads > f.max_threads {
+        return Err(LaunchError::BlockSize {
+            kernel: info.name,
+            entry: inst.entry,
+            threads: inst.threads,
+            max: f.max_threads,
+            reason: "the registers the compiled entry uses per thread".into(),
+        });
+    }
+    let mut params: Vec<*mut c_void> = slots.iter_mut().map(|s| std::ptr::from_mut(s).cast::<c_void>()).collect();
+    let (function, stream) = (f.function, dev.stream.cu_stream());
+    let cuda_error = |op: &str, e: DeviceError| match e {
+        DeviceError::Driver { code, message, .. } => {
+            LaunchError::Cuda { kernel: info.name, entry: inst.entry, op: op.to_string(), code, message }
+        }
+        other => LaunchError::Device(other),
+    };
+    let launched = dev.call("cuLaunchKernel", || {
+        // SAFETY: `function` is a loaded entry whose parameters are, in order,
+        // `info.params` (pointers are 64-bit addresses inside live device
+        // allocations, scalars at most 8 bytes); `slots` outlives the call,
+        // which copies the parameter values.
+        unsafe {
+            result::launch_kernel(
+                function,
+                (grid[0], grid[1], grid[2]),
+                (inst.threads, 1, 1),
+                inst.shared_bytes,
+                stream,
+                &mut params,
+            )
+        }
+    });
+    launched.map_err(|e| cuda_error("cuLaunchKernel", e))?;
+    if sync_after_launch() {
+        dev.synchronize().map_err(|e| cuda_error("running the kernel (KERNEL_SYNC=1)", e))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DTypeKind;
+    use crate::launch::{ModuleInfo, ParamInfo};
+
+    static INST: InstanceInfo =
+        InstanceInfo { entry: "k__c0", config: 0, variant: 0, launch_metas: &[], threads: 256, shared_bytes: 0 };
+    static INFO: KernelInfo = KernelInfo {
+        name: "k",
+        params: &[
+            ParamInfo { name: "x", kind: ParamKind::Ptr(DTypeKind::F32) },
+            ParamInfo { name: "n", kind: ParamKind::Scalar(DTypeKind::I32) },
+            ParamInfo { name: "y", kind: ParamKind::Ptr(DTypeKind::F16) },
+            ParamInfo { name: "a", kind: ParamKind::Scalar(DTypeKind::F32) },
+        ],
+        configs: &[],
+        key: &[],
+        instances: std::slice::from_ref(&INST),
+        module: ModuleInfo { crate_name: "t", manifest_dir: "." },
+    };
+
+    #[test]
+    fn params_in_declaration_order_with_byte_offsets() {
+        let dev = crate::Device::cpu();
+        let x = PtrArg { name: "x", kind: DTypeKind::F32, device: &dev, mem: ArgMem::Cuda { ptr: 0x1000, len: 64 }, offset: 3 };
+        let y = PtrArg { name: "y", kind: DTypeKind::F16, device: &dev, mem: ArgMem::Cuda { ptr: 0x9000, len: 64 }, offset: 5 };
+        let slots = param_slots(&INFO, &[x, y], &[ScalarArg::I32(-1), ScalarArg::F32(1.5)]).unwrap();
+        assert_eq!(slots, [0x1000 + 12, 0xffff_ffff, 0x9000 + 10, u64::from(1.5f32.to_bits())]);
+        assert_eq!(scalar_slot(ScalarArg::Bool(true)), 1);
+        assert_eq!(scalar_slot(ScalarArg::I64(-1)), u64::MAX);
+    }
+
+    #[test]
+    fn grid_and_block_limits() {
+        let max = [i32::MAX as u32, 65535, 65535];
+        assert!(check_limits(&INFO, &INST, [10, 65535, 1], max, 1024, "cuda:0").is_ok());
+        let e = check_limits(&INFO, &INST, [1, 65536, 1], max, 1024, "cuda:0").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid launch grid: grid [1, 65536, 1] has 65536 programs along y, but cuda:0 allows at most 65535"
+        );
+        let e = check_limits(&INFO, &INST, [1, 1, 1], max, 128, "cuda:0").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "kernel `k` (entry `k__c0`) runs 256 threads per block, but at most 128 can run \
+             (the limit of cuda:0): use fewer warps"
+        );
+    }
+}

@@ -1,0 +1,232 @@
+//! The CUDA backend: opening devices (context and stream), device memory,
+//! PTX modules and launches, over cudarc's driver API.
+//!
+//! cudarc loads `libcuda.so` at run time, so this module builds and links on
+//! machines without CUDA. Its loader panics when the library or one of its
+//! symbols is missing: every call goes through [`guarded`], which checks
+//! [`driver`] first and turns both driver errors and panics into
+//! [`DeviceError`]s.
+//!
+//! One context (the device's primary context) and one non-blocking stream per
+//! device, opened once per process and shared by every [`Device`](crate::Device)
+//! value of that ordinal. All work of a device (copies, launches, frees) is
+//! ordered on its stream, so cudarc's per-allocation event tracking is switched
+//! off.
+
+pub(crate) mod launch;
+pub(crate) mod memory;
+pub(crate) mod ptx;
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use cudarc::driver::sys::CUdevice_attribute as Attr;
+use cudarc::driver::{result, sys, CudaContext, CudaStream, DriverError};
+
+use crate::error::DeviceError;
+
+/// An opened CUDA device: its context, its stream and the properties the
+/// runtime checks launches against.
+pub(crate) struct CudaDevice {
+    /// The CUDA ordinal.
+    pub(crate) ordinal: usize,
+    /// `cuda:N`, for messages.
+    pub(crate) label: String,
+    /// The marketing name (`NVIDIA H100 80GB HBM3`).
+    pub(crate) name: String,
+    /// Compute capability (major, minor).
+    pub(crate) cc: (u32, u32),
+    /// Number of streaming multiprocessors.
+    pub(crate) sm_count: u32,
+    /// `CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK`.
+    pub(crate) max_threads_per_block: u32,
+    /// `CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_{X,Y,Z}`.
+    pub(crate) max_grid: [u32; 3],
+    /// `CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`.
+    pub(crate) max_shared_optin: u32,
+    pub(crate) ctx: Arc<CudaContext>,
+    pub(crate) stream: Arc<CudaStream>,
+    /// Loaded PTX modules, by path.
+    pub(crate) modules: Mutex<HashMap<PathBuf, Arc<ptx::LoadedModule>>>,
+    /// Resolved entry points, by (address of the kernel's `KernelInfo`, instance).
+    pub(crate) functions: Mutex<HashMap<(usize, usize), Arc<ptx::LoadedFunction>>>,
+}
+
+impl fmt::Debug for CudaDevice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CudaDevice")
+            .field("ordinal", &self.ordinal)
+            .field("name", &self.name)
+            .field("cc", &self.cc)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The CUDA error name and description of `e` (`CUDA_ERROR_OUT_OF_MEMORY`, `out of memory`).
+pub(crate) fn error_parts(e: DriverError) -> (String, String) {
+    let code = format!("{:?}", e.0);
+    let message = catch_unwind(|| e.error_string().ok().map(|s| s.to_string_lossy().into_owned()))
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| "no description from the driver".to_string());
+    (code, message)
+}
+
+/// The text of a panic payload.
+pub(crate) fn panic_text(payload: &(dyn Any + Send)) -> String {
+    match (payload.downcast_ref::<String>(), payload.downcast_ref::<&str>()) {
+        (Some(s), _) => s.clone(),
+        (None, Some(s)) => (*s).to_string(),
+        (None, None) => "a panic with a non-string payload".to_string(),
+    }
+}
+
+/// Runs a driver call on `device` (a label such as `cuda:0`), turning its
+/// error or panic into a [`DeviceError`].
+pub(crate) fn guarded<R>(
+    device: &str,
+    op: impl fmt::Display,
+    f: impl FnOnce() -> Result<R, DriverError>,
+) -> Result<R, DeviceError> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => {
+            let (code, message) = error_parts(e);
+            Err(DeviceError::Driver { device: device.to_string(), op: op.to_string(), code, message })
+        }
+        Err(payload) => Err(DeviceError::DriverPanic { op: op.to_string(), message: panic_text(&*payload) }),
+    }
+}
+
+/// Loads the driver library and initializes it, once per process.
+///
+/// # Errors
+/// [`DeviceError::NoDriver`] when `libcuda.so` cannot be loaded; the error of
+/// `cuInit` otherwise.
+pub(crate) fn driver() -> Result<(), DeviceError> {
+    static DRIVER: OnceLock<Result<(), DeviceError>> = OnceLock::new();
+    DRIVER
+        .get_or_init(|| {
+            // SAFETY: only tries to dlopen the candidate library names.
+            let present = catch_unwind(|| unsafe { sys::is_culib_present() }).unwrap_or(false);
+            if !present {
+                return Err(DeviceError::NoDriver { reason: no_driver_reason() });
+            }
+            guarded("cuda", "cuInit", result::init)
+        })
+        .clone()
+}
+
+/// What [`DeviceError::NoDriver`] says after its fixed prefix.
+fn no_driver_reason() -> String {
+    let tried = catch_unwind(|| cudarc::get_lib_name_candidates("cuda")).unwrap_or_default();
+    let examples: Vec<&str> = ["libcuda.so", "libcuda.so.1"]
+        .into_iter()
+        .filter(|n| tried.iter().any(|t| t == n))
+        .collect();
+    format!(
+        "the dynamic loader could not open any of {} library names ({}, ...); \
+         install the NVIDIA driver or add its directory to LD_LIBRARY_PATH, \
+         or run kernels on the CPU with `Device::cpu()`",
+        tried.len(),
+        examples.join(", ")
+    )
+}
+
+/// The number of CUDA devices (0 when there is no driver).
+pub(crate) fn device_count() -> Result<usize, DeviceError> {
+    match driver() {
+        Ok(()) => {}
+        Err(DeviceError::NoDriver { .. }) => return Ok(0),
+        Err(e) => return Err(e),
+    }
+    let n = guarded("cuda", "cuDeviceGetCount", result::device::get_count)?;
+    Ok(usize::try_from(n).unwrap_or(0))
+}
+
+/// The opened device `ordinal`, opening it on first use.
+pub(crate) fn open(ordinal: usize) -> Result<Arc<CudaDevice>, DeviceError> {
+    static DEVICES: Mutex<Vec<Option<Arc<CudaDevice>>>> = Mutex::new(Vec::new());
+    driver()?;
+    let mut devices = DEVICES.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(Some(d)) = devices.get(ordinal) {
+        return Ok(Arc::clone(d));
+    }
+    let count = usize::try_from(guarded("cuda", "cuDeviceGetCount", result::device::get_count)?).unwrap_or(0);
+    if ordinal >= count {
+        return Err(DeviceError::NoSuchDevice { ordinal, count });
+    }
+    let dev = Arc::new(CudaDevice::open(ordinal)?);
+    if devices.len() <= ordinal {
+        devices.resize(ordinal + 1, None);
+    }
+    devices[ordinal] = Some(Arc::clone(&dev));
+    Ok(dev)
+}
+
+impl CudaDevice {
+    /// Retains the primary context of `ordinal`, creates the stream and reads the limits.
+    fn open(ordinal: usize) -> Result<Self, DeviceError> {
+        let label = format!("cuda:{ordinal}");
+        let ctx = guarded(&label, "creating the context (cuDevicePrimaryCtxRetain)", || CudaContext::new(ordinal))?;
+        // SAFETY: every use of this context's memory is ordered on the one
+        // stream created below, so no cross-stream events are needed.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = guarded(&label, "cuStreamCreate", || ctx.new_stream())?;
+        let attr = |a: Attr| -> Result<u32, DeviceError> {
+            let v = guarded(&label, format!("cuDeviceGetAttribute({a:?})"), || ctx.attribute(a))?;
+            Ok(u32::try_from(v).unwrap_or(0))
+        };
+        let name = guarded(&label, "cuDeviceGetName", || ctx.name())?;
+        let major = attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+        let minor = attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+        Ok(CudaDevice {
+            ordinal,
+            name: name.trim().to_string(),
+            cc: (major, minor),
+            sm_count: attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            max_threads_per_block: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            max_grid: [
+                attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?,
+                attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
+                attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
+            ],
+            max_shared_optin: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
+            label,
+            ctx,
+            stream,
+            modules: Mutex::new(HashMap::new()),
+            functions: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Runs a driver call on this device (context bound to the calling thread),
+    /// turning its error or panic into a [`DeviceError`].
+    pub(crate) fn call<R>(
+        &self,
+        op: impl fmt::Display,
+        f: impl FnOnce() -> Result<R, DriverError>,
+    ) -> Result<R, DeviceError> {
+        guarded(&self.label, op, || {
+            self.ctx.bind_to_thread()?;
+            f()
+        })
+    }
+
+    /// Waits for all work queued on the device's stream.
+    pub(crate) fn synchronize(&self) -> Result<(), DeviceError> {
+        self.call("cuStreamSynchronize", || self.stream.synchronize())
+    }
+
+    /// `CUDA device 0: NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)`.
+    pub(crate) fn describe(&self) -> String {
+        format!(
+            "CUDA device {}: {} (sm_{}{}, {} SMs)",
+            self.ordinal, self.name, self.cc.0, self.cc.1, self.sm_count
+        )
+    }
+}

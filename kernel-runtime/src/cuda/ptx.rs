@@ -1,0 +1,348 @@
+//! Finding, loading and caching the PTX of a kernel's crate.
+//!
+//! Where the PTX is looked for, in order (the first existing file wins):
+//!
+//! 1. when `KERNEL_PTX_DIR` is set: `$KERNEL_PTX_DIR/<crate>.ptx`, then
+//!    `$KERNEL_PTX_DIR/<arch>/<crate>.ptx` for each architecture, and nothing else;
+//! 2. otherwise `target/ptx/<arch>/<crate>.ptx` under the current directory and
+//!    each of its ancestors, then under the defining crate's `CARGO_MANIFEST_DIR`
+//!    (as it was at build time) and each of its ancestors. In each directory the
+//!    architectures are tried best first, so the nearest build tree wins.
+//!
+//! Architectures by compute capability: 9.0 → `sm_90a`, then `sm_90`; 8.x →
+//! `sm_80`; 10.0 and newer → `sm_<major><minor>`, then `sm_90` and `sm_80` (PTX
+//! without the `a` suffix is compiled for newer GPUs by the driver).
+
+use std::collections::HashSet;
+use std::ffi::{c_void, CString};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError};
+
+use cudarc::driver::sys::{self, CUfunction_attribute as FnAttr, CUjit_option};
+use cudarc::driver::{result, CudaContext};
+
+use super::{error_parts, guarded, panic_text, CudaDevice};
+use crate::error::{DeviceError, LaunchError};
+use crate::launch::{InstanceInfo, KernelInfo};
+
+/// Shared memory a block may use without opting in.
+pub(crate) const DEFAULT_SHARED_LIMIT: u64 = 48 * 1024;
+
+/// The PTX architectures to try for compute capability `cc`, best first.
+///
+/// Empty for GPUs older than compute capability 8.0.
+pub(crate) fn arch_candidates(cc: (u32, u32)) -> Vec<String> {
+    match cc {
+        (9, 0) => vec!["sm_90a".into(), "sm_90".into()],
+        (8, _) => vec!["sm_80".into()],
+        (major, minor) if major >= 10 => vec![format!("sm_{major}{minor}"), "sm_90".into(), "sm_80".into()],
+        (9, minor) => vec![format!("sm_9{minor}"), "sm_90".into(), "sm_80".into()],
+        _ => Vec::new(),
+    }
+}
+
+/// Every path to look at for `<crate_name>.ptx`, in order (see the module docs).
+pub(crate) fn candidate_paths(
+    crate_name: &str,
+    archs: &[String],
+    env_dir: Option<&Path>,
+    cwd: Option<&Path>,
+    manifest_dir: &Path,
+) -> Vec<PathBuf> {
+    let file = format!("{crate_name}.ptx");
+    if let Some(dir) = env_dir {
+        let mut paths = vec![dir.join(&file)];
+        paths.extend(archs.iter().map(|a| dir.join(a).join(&file)));
+        return paths;
+    }
+    let mut seen = HashSet::new();
+    let mut paths = Vec::new();
+    for start in cwd.into_iter().chain([manifest_dir]) {
+        for dir in start.ancestors() {
+            for arch in archs {
+                let p = dir.join("target").join("ptx").join(arch).join(&file);
+                if seen.insert(p.clone()) {
+                    paths.push(p);
+                }
+            }
+        }
+    }
+    paths
+}
+
+/// The PTX file of `info`'s crate for `dev`, or [`LaunchError::PtxNotFound`].
+pub(crate) fn find_ptx(dev: &CudaDevice, info: &KernelInfo) -> Result<PathBuf, LaunchError> {
+    let archs = arch_candidates(dev.cc);
+    if archs.is_empty() {
+        return Err(LaunchError::Device(DeviceError::CudaUnavailable {
+            ordinal: dev.ordinal,
+            reason: format!(
+                "compute capability {}.{} is not supported (kernels are compiled for sm_80 and newer)",
+                dev.cc.0, dev.cc.1
+            ),
+        }));
+    }
+    let env_dir = std::env::var_os("KERNEL_PTX_DIR").filter(|v| !v.is_empty()).map(PathBuf::from);
+    let cwd = std::env::current_dir().ok();
+    let searched = candidate_paths(
+        info.module.crate_name,
+        &archs,
+        env_dir.as_deref(),
+        cwd.as_deref(),
+        Path::new(info.module.manifest_dir),
+    );
+    match searched.iter().find(|p| p.is_file()) {
+        Some(p) => Ok(p.clone()),
+        None => Err(LaunchError::PtxNotFound {
+            kernel: info.name,
+            crate_name: info.module.crate_name,
+            archs: archs.join(", "),
+            searched,
+        }),
+    }
+}
+
+/// A loaded PTX module; unloaded when the last function using it is dropped.
+#[derive(Debug)]
+pub(crate) struct LoadedModule {
+    module: sys::CUmodule,
+    ctx: Arc<CudaContext>,
+}
+
+// SAFETY: a CUmodule handle may be used from any thread once its context is
+// bound; every use binds the context first.
+unsafe impl Send for LoadedModule {}
+// SAFETY: as above; the handle is never mutated.
+unsafe impl Sync for LoadedModule {}
+
+impl Drop for LoadedModule {
+    fn drop(&mut self) {
+        let (ctx, module) = (&self.ctx, self.module);
+        // SAFETY: the module was loaded by `load_module` and is unloaded once.
+        let _ = guarded("cuda", "cuModuleUnload", || {
+            ctx.bind_to_thread()?;
+            unsafe { result::module::unload(module) }
+        });
+    }
+}
+
+/// A resolved entry point, keeping its module loaded.
+#[derive(Debug)]
+pub(crate) struct LoadedFunction {
+    pub(crate) function: sys::CUfunction,
+    /// Largest block the entry can be launched with (its register use included).
+    pub(crate) max_threads: u32,
+    /// Keeps the module loaded while the function is in use.
+    _module: Arc<LoadedModule>,
+}
+
+// SAFETY: as for `LoadedModule`.
+unsafe impl Send for LoadedFunction {}
+// SAFETY: as for `LoadedModule`.
+unsafe impl Sync for LoadedFunction {}
+
+/// Loads `path` into `dev`'s context, with the JIT compiler's error log on failure.
+fn load_module(dev: &CudaDevice, kernel: &'static str, path: &Path) -> Result<LoadedModule, LaunchError> {
+    let load_error = |code: String, message: String| LaunchError::PtxLoad { kernel, path: path.to_path_buf(), code, message };
+    let bytes = std::fs::read(path).map_err(|e| load_error("io".into(), e.to_string()))?;
+    let image = CString::new(bytes)
+        .map_err(|_| load_error("io".into(), "the file contains a NUL byte: it is not PTX text".into()))?;
+    let mut log = vec![0u8; 64 * 1024];
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        dev.ctx.bind_to_thread()?;
+        let mut options = [CUjit_option::CU_JIT_ERROR_LOG_BUFFER, CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
+        let mut values = [log.as_mut_ptr().cast::<c_void>(), log.len() as *mut c_void];
+        let mut module = std::mem::MaybeUninit::<sys::CUmodule>::uninit();
+        // SAFETY: `image` is a NUL-terminated string, the option arrays have two
+        // entries and the log buffer outlives the call.
+        unsafe {
+            sys::cuModuleLoadDataEx(
+                module.as_mut_ptr(),
+                image.as_ptr().cast(),
+                options.len() as u32,
+                options.as_mut_ptr(),
+                values.as_mut_ptr(),
+            )
+            .result()?;
+            Ok(module.assume_init())
+        }
+    }));
+    match outcome {
+        Ok(Ok(module)) => Ok(LoadedModule { module, ctx: Arc::clone(&dev.ctx) }),
+        Ok(Err(e)) => {
+            let (code, mut message) = error_parts(e);
+            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+            let jit_log = String::from_utf8_lossy(&log[..end]);
+            if !jit_log.trim().is_empty() {
+                message = format!("{message}\n{}", jit_log.trim_end());
+            }
+            Err(load_error(code, message))
+        }
+        Err(payload) => Err(LaunchError::Device(DeviceError::DriverPanic {
+            op: "cuModuleLoadDataEx".into(),
+            message: panic_text(&*payload),
+        })),
+    }
+}
+
+/// The cached module for `path`, loading it on first use.
+fn module(dev: &CudaDevice, kernel: &'static str, path: &Path) -> Result<Arc<LoadedModule>, LaunchError> {
+    let mut modules = dev.modules.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(m) = modules.get(path) {
+        return Ok(Arc::clone(m));
+    }
+    let m = Arc::new(load_module(dev, kernel, path)?);
+    modules.insert(path.to_path_buf(), Arc::clone(&m));
+    Ok(m)
+}
+
+/// The entry point of instance `index` of `info` on `dev`: found, loaded,
+/// checked and configured on first use, then cached.
+pub(crate) fn function(
+    dev: &CudaDevice,
+    info: &'static KernelInfo,
+    index: usize,
+    inst: &InstanceInfo,
+) -> Result<Arc<LoadedFunction>, LaunchError> {
+    let key = (std::ptr::from_ref(info) as usize, index);
+    if let Some(f) = dev.functions.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
+        return Ok(Arc::clone(f));
+    }
+    let path = find_ptx(dev, info)?;
+    let module = module(dev, info.name, &path)?;
+    let missing = || LaunchError::MissingEntry { kernel: info.name, entry: inst.entry, path: path.clone() };
+    let name = CString::new(inst.entry).map_err(|_| missing())?;
+    let raw = module.module;
+    let function = match dev.call(format!("cuModuleGetFunction({})", inst.entry), || {
+        // SAFETY: the module is loaded and stays loaded while `module` lives.
+        unsafe { result::module::get_function(raw, name) }
+    }) {
+        Ok(f) => f,
+        Err(DeviceError::Driver { code, .. }) if code == "CUDA_ERROR_NOT_FOUND" => return Err(missing()),
+        Err(e) => return Err(e.into()),
+    };
+    let cuda_error = |op: String, e: DeviceError| match e {
+        DeviceError::Driver { code, message, .. } => {
+            LaunchError::Cuda { kernel: info.name, entry: inst.entry, op, code, message }
+        }
+        other => LaunchError::Device(other),
+    };
+    let attr = |a: FnAttr| -> Result<i32, LaunchError> {
+        let op = format!("cuFuncGetAttribute({a:?})");
+        // SAFETY: `function` belongs to the loaded module.
+        dev.call(&op, || unsafe { result::function::get_function_attribute(function, a) })
+            .map_err(|e| cuda_error(op.clone(), e))
+    };
+    let static_shared = u64::try_from(attr(FnAttr::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?).unwrap_or(0);
+    let max_threads = u32::try_from(attr(FnAttr::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?).unwrap_or(0);
+    let dynamic = u64::from(inst.shared_bytes);
+    check_shared(info, inst, static_shared + dynamic, u64::from(dev.max_shared_optin))?;
+    if static_shared + dynamic > DEFAULT_SHARED_LIMIT {
+        let op = format!("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES = {dynamic})");
+        let value = i32::try_from(dynamic).unwrap_or(i32::MAX);
+        // SAFETY: `function` belongs to the loaded module.
+        dev.call(&op, || unsafe {
+            result::function::set_function_attribute(
+                function,
+                FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                value,
+            )
+        })
+        .map_err(|e| cuda_error(op.clone(), e))?;
+    }
+    let f = Arc::new(LoadedFunction { function, max_threads, _module: module });
+    dev.functions.lock().unwrap_or_else(PoisonError::into_inner).insert(key, Arc::clone(&f));
+    Ok(f)
+}
+
+/// [`LaunchError::SharedMemory`] when `requested` bytes exceed `available`.
+pub(crate) fn check_shared(
+    info: &KernelInfo,
+    inst: &InstanceInfo,
+    requested: u64,
+    available: u64,
+) -> Result<(), LaunchError> {
+    if requested > available {
+        return Err(LaunchError::SharedMemory { kernel: info.name, entry: inst.entry, requested, available });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn architectures_by_compute_capability() {
+        assert_eq!(arch_candidates((9, 0)), ["sm_90a", "sm_90"]);
+        assert_eq!(arch_candidates((8, 0)), ["sm_80"]);
+        assert_eq!(arch_candidates((8, 9)), ["sm_80"]);
+        assert_eq!(arch_candidates((10, 0)), ["sm_100", "sm_90", "sm_80"]);
+        assert!(arch_candidates((7, 5)).is_empty());
+    }
+
+    #[test]
+    fn search_order_env_then_cwd_then_manifest() {
+        let archs = arch_candidates((9, 0));
+        let env = candidate_paths("k", &archs, Some(Path::new("/ptx")), Some(Path::new("/a")), Path::new("/m"));
+        assert_eq!(env, [PathBuf::from("/ptx/k.ptx"), "/ptx/sm_90a/k.ptx".into(), "/ptx/sm_90/k.ptx".into()]);
+        let paths = candidate_paths("k", &archs, None, Some(Path::new("/w/a")), Path::new("/w/m"));
+        let expected: Vec<PathBuf> = [
+            "/w/a/target/ptx/sm_90a/k.ptx",
+            "/w/a/target/ptx/sm_90/k.ptx",
+            "/w/target/ptx/sm_90a/k.ptx",
+            "/w/target/ptx/sm_90/k.ptx",
+            "/target/ptx/sm_90a/k.ptx",
+            "/target/ptx/sm_90/k.ptx",
+            "/w/m/target/ptx/sm_90a/k.ptx",
+            "/w/m/target/ptx/sm_90/k.ptx",
+        ]
+        .into_iter()
+        .map(PathBuf::from)
+        .collect();
+        assert_eq!(paths, expected, "ancestors shared with the current directory are searched once");
+    }
+
+    #[test]
+    fn missing_ptx_message_lists_paths_and_the_fix() {
+        let e = LaunchError::PtxNotFound {
+            kernel: "add_kernel",
+            crate_name: "examples",
+            archs: "sm_90a, sm_90".into(),
+            searched: vec!["/w/target/ptx/sm_90a/examples.ptx".into(), "/w/target/ptx/sm_90/examples.ptx".into()],
+        };
+        assert_eq!(
+            e.to_string(),
+            "no PTX for kernel `add_kernel` (crate `examples`, sm_90a, sm_90): searched \
+             /w/target/ptx/sm_90a/examples.ptx, /w/target/ptx/sm_90/examples.ptx; run `cargo xtask build-ptx` \
+             (or point KERNEL_PTX_DIR at a directory holding `examples.ptx`)"
+        );
+    }
+
+    #[test]
+    fn shared_memory_check() {
+        static INST: InstanceInfo = InstanceInfo {
+            entry: "mm__c0",
+            config: 0,
+            variant: 0,
+            launch_metas: &[],
+            threads: 128,
+            shared_bytes: 300_000,
+        };
+        static INFO: KernelInfo = KernelInfo {
+            name: "mm",
+            params: &[],
+            configs: &[],
+            key: &[],
+            instances: std::slice::from_ref(&INST),
+            module: crate::launch::ModuleInfo { crate_name: "t", manifest_dir: "." },
+        };
+        assert!(check_shared(&INFO, &INST, 232_448, 232_448).is_ok());
+        let e = check_shared(&INFO, &INST, 300_000, 232_448).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "kernel `mm` (entry `mm__c0`) needs 300000 bytes of shared memory per block, but this \
+             device allows at most 232448: choose smaller blocks or fewer stages"
+        );
+    }
+}
