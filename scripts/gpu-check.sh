@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine from the repository root, with target/gpu-bundle and target/ptx
-# present (cargo xtask gpu-bundle): the GPU test suite, the examples, and compute-sanitizer.
+# present (cargo xtask gpu-bundle; the PTX is in target/gpu-bundle/ptx): the GPU test suite, the examples, and compute-sanitizer.
 # Logs go to $OUT (or ./gpu-logs).
 set -uo pipefail
 out=${OUT:-gpu-logs}
@@ -9,14 +9,14 @@ status=0
 run() { # name, command...
     local name=$1; shift
     echo "=== $name: $*" | tee -a "$out/summary.txt"
-    "$@" >"$out/$name.log" 2>&1
+    timeout "${STEP_TIMEOUT:-150}" "$@" >"$out/$name.log" 2>&1
     local rc=$?
     tail -n 15 "$out/$name.log"
     echo "=== $name: exit $rc" | tee -a "$out/summary.txt"
     [ $rc -eq 0 ] || status=1
 }
 nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv | tee "$out/gpu.txt"
-export KERNEL_TEST_DEVICE=cuda KERNEL_SYNC=1
+export KERNEL_TEST_DEVICE=cuda KERNEL_SYNC=1 KERNEL_PTX_DIR=$PWD/target/gpu-bundle/ptx
 for t in target/gpu-bundle/tests/*; do
     run "test-$(basename "$t")" "$t" --test-threads=1
 done
@@ -25,11 +25,13 @@ for b in target/gpu-bundle/bin/*; do
 done
 if command -v compute-sanitizer >/dev/null; then
     for tool in memcheck racecheck synccheck; do
-        for b in target/gpu-bundle/bin/*; do
-            run "sanitizer-$tool-$(basename "$b")" compute-sanitizer --tool "$tool" --error-exitcode 9 "$b"
-        done
+        # Ragged sizes: masked edges in M, N and K.
+        run "sanitizer-$tool-matmul" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/bin/matmul --size 150 130 70
+        run "sanitizer-$tool-vector_add" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/bin/vector_add
         run "sanitizer-$tool-tests-kernels" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/kernels --test-threads=1
         run "sanitizer-$tool-tests-language" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/language --test-threads=1
     done
 fi
+echo "--- summary"
+cat "$out/summary.txt"
 exit $status

@@ -157,6 +157,20 @@ pub fn check_pow2(len: i64) -> bool {
     len > 0 && (len & (len - 1)) == 0
 }
 
+/// The most elements a block holds (the backends size registers and shared memory by it).
+pub const MAX_BLOCK_ELEMENTS: i64 = 1 << 40;
+
+/// Rule: a block holds at most 2^40 elements in the instance whose meta values `value_of` gives.
+pub fn check_block_elements(shape: &[Dim], value_of: &dyn Fn(&str) -> Option<i64>, instance: &str) -> Result<(), String> {
+    let n = shape.iter().try_fold(1i64, |n, d| d.eval(value_of).and_then(|v| n.checked_mul(v)));
+    if n.is_some_and(|n| n <= MAX_BLOCK_ELEMENTS) {
+        return Ok(());
+    }
+    let count = n.map_or("more than 2^63".to_string(), |n| n.to_string());
+    let instance = if instance.is_empty() { String::new() } else { format!(" in the instance {instance}") };
+    Err(format!("this block of shape {} has {count} elements{instance}: a block holds at most 2^40 elements", shape_to_string(shape)))
+}
+
 /// Rule: same type on both sides of an assignment (loop-carried values keep their type).
 pub fn check_assign(local: &Ty, value: &Ty, name: &str) -> Result<(), String> {
     if local.elem == value.elem && local.shape == value.shape {

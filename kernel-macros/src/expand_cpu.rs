@@ -181,7 +181,8 @@ impl<'a> CpuGen<'a> {
                         quote!(#b)
                     }
                     (Lit::Int(v), _) => quote!(#rt::cpu::cast_scalar::<i64, #t>(#v)),
-                    (Lit::Float(v), Some(DType::F32)) if v.is_finite() => {
+                    // Finite in f32 too: `quote!` panics on an infinite f32.
+                    (Lit::Float(v), Some(DType::F32)) if (*v as f32).is_finite() => {
                         let v = *v as f32;
                         quote!((#v))
                     }

@@ -68,6 +68,8 @@ struct DevGen<'a> {
     smem_max: Cell<usize>,
     iter_numel: Cell<usize>,
     counter: Cell<usize>,
+    /// Whether the kernel reads global memory anywhere (stores then keep program order).
+    has_loads: bool,
 }
 
 fn elem_size(e: &Elem) -> usize {
@@ -117,6 +119,7 @@ impl<'a> DevGen<'a> {
             smem_max: Cell::new(0),
             iter_numel: Cell::new(0),
             counter: Cell::new(0),
+            has_loads: k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Load { .. })),
         };
         g.kinds = g.classify_locals();
         g
@@ -635,6 +638,7 @@ impl<'a> DevGen<'a> {
             #stage
             #d::bar_sync();
             #compute
+            #d::bar_sync();
         }
     }
 
@@ -724,20 +728,26 @@ impl<'a> DevGen<'a> {
                 }
             }
             Stmt::Store { ptr, value, mask, .. } => {
+                // A program's threads run independently, so a store could overtake another
+                // thread's earlier load of the same address (or a later load could miss it).
+                // Barriers around stores keep the program order whenever the kernel loads.
+                let fence = if self.has_loads { quote!(#d::bar_sync();) } else { quote!() };
                 let numel = self.numel(*ptr);
                 if self.shapes[*ptr].is_empty() {
                     let p = self.ev(*ptr, &At::Own);
                     let v = self.ev(*value, &At::Own);
                     let w = quote!(#d::store(#p, #v););
-                    return match mask {
+                    let w = match mask {
                         Some(m) => {
                             let vm = self.ev(*m, &At::Own);
                             quote!(if #vm { #w })
                         }
                         None => w,
                     };
+                    // Scalars are uniform: one thread writes.
+                    return quote!(#fence if __tid == 0 { #w } #fence);
                 }
-                self.phase(numel, |g| {
+                let body = self.phase(numel, |g| {
                     let p = g.ev(*ptr, &At::Own);
                     let v = g.operand(*ptr, *value, &At::Own);
                     let w = quote!(#d::store(#p, #v););
@@ -748,7 +758,8 @@ impl<'a> DevGen<'a> {
                         }
                         None => w,
                     }
-                })
+                });
+                quote!(#fence #body #fence)
             }
             Stmt::For { var, start, end, step, body, .. } => {
                 let id = crate::expand_cpu::local_ident(k, *var);

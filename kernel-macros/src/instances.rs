@@ -102,14 +102,15 @@ impl Instances {
             for (vi, var) in variants.iter().enumerate() {
                 for combo in &launch_combos {
                     let mut parts = vec![kernel.to_string()];
+                    // Inner parts drop `r#`: `k__r#type_16` is no identifier.
                     for (_, f) in var {
-                        parts.push(f.clone().unwrap_or_else(|| "none".to_string()));
+                        parts.push(f.as_deref().unwrap_or("none").trim_start_matches("r#").to_string());
                     }
                     if self.autotuned {
                         parts.push(format!("c{ci}"));
                     }
                     for (n, v) in combo {
-                        parts.push(format!("{n}_{}", val_name(v)));
+                        parts.push(format!("{}_{}", n.trim_start_matches("r#"), val_name(v)));
                     }
                     let vals = c.metas.iter().chain(combo.iter()).map(|(n, v)| (n.clone(), v.as_i64())).collect();
                     out.push(InstanceKey { config: ci, variant: vi, launch: combo.clone(), vals, entry: parts.join("__") });
@@ -336,8 +337,10 @@ pub fn collect_instances(
         }
     }
     let inst = Instances { configs, launch_metas, fn_metas, key, autotuned: autotune.is_some() };
-    let count = inst.concrete().len() * inst.variants().len();
-    if count > MAX_INSTANCES {
+    // Counted, not enumerated: a few long value lists multiply beyond what fits in memory.
+    let lens = inst.launch_metas.iter().map(|(_, v)| v.len()).chain(inst.fn_metas.iter().map(|(_, v)| v.len()));
+    let count = lens.fold(inst.configs.len() as u128, |n, l| n.saturating_mul(l as u128));
+    if count > MAX_INSTANCES as u128 {
         diag.error(fn_span, format!("this kernel declares {count} instances; the limit is {MAX_INSTANCES}"));
     }
     inst

@@ -65,6 +65,9 @@ pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn:
     let concrete = inst.concrete();
     let cx = LowerCtx { sig: &sig, helpers, concrete: &concrete };
     let variants: Vec<_> = inst.variants().iter().map(|v| lower_variant(&cx, &f.block, v, &mut diag)).collect();
+    if diag.is_empty() {
+        variants.iter().for_each(|v| check_block_sizes(v, &concrete, &mut diag));
+    }
     if !diag.is_empty() {
         let errors = diag.to_compile_errors();
         let stub = expand_host::stub(&sig, &tuned, &docs);
@@ -79,6 +82,24 @@ pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn:
     dump(&sig.name.to_string(), &variants, &out);
     let _ = f.sp();
     out
+}
+
+/// Rule `check_block_elements` for every block shape of a variant in every instance (the
+/// backends multiply the dimensions out); one error per variant, at the first such block.
+fn check_block_sizes(v: &crate::ir::Kernel, concrete: &[(HashMap<String, i64>, String)], diag: &mut Diagnostics) {
+    let mut seen: Vec<&crate::shape::Shape> = Vec::new();
+    for e in v.exprs.iter().filter(|e| !e.ty.shape.is_empty()) {
+        if seen.contains(&&e.ty.shape) {
+            continue;
+        }
+        seen.push(&e.ty.shape);
+        for (vals, desc) in concrete {
+            if let Err(m) = crate::check::check_block_elements(&e.ty.shape, &|s| vals.get(s).copied(), desc) {
+                diag.error(e.span, m);
+                return;
+            }
+        }
+    }
 }
 
 /// `KERNEL_DUMP=dir`: writes each variant's IR and the generated Rust, for inspection.

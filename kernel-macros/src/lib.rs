@@ -17,6 +17,9 @@ mod module;
 mod shape;
 mod signature;
 
+#[cfg(test)]
+mod fuzz;
+
 use proc_macro::TokenStream;
 use std::collections::HashMap;
 

@@ -682,6 +682,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 };
                 match f.suffix() {
                     "" => self.push(ExprKind::Lit(Lit::Float(v)), Ty::weak(DType::F32), span),
+                    "f32" if !(v as f32).is_finite() => self.err(span, "float literal out of range for f32"),
                     "f32" => self.push(ExprKind::Lit(Lit::Float(v)), Ty::scalar(DType::F32), span),
                     "f64" => self.push(ExprKind::Lit(Lit::Float(v)), Ty::scalar(DType::F64), span),
                     s => self.err(span, format!("unsupported literal suffix `{s}`")),

@@ -30,9 +30,13 @@ pub fn smem() -> *mut u8 {
 }
 
 /// `bar.sync 0`: every thread of the block waits here.
+///
+/// This must be LLVM's convergent barrier intrinsic, not an `asm!` block: LLVM may duplicate
+/// an ordinary call into divergent branches (jump threading), and threads of one warp reaching
+/// different `bar.sync` instructions deadlock.
 #[inline(always)]
 pub fn bar_sync() {
-    unsafe { asm!("bar.sync 0;", options(nostack)) };
+    unsafe { core::arch::nvptx::_syncthreads() };
 }
 
 #[inline(always)]

@@ -48,6 +48,17 @@ pub fn gpu_bundle(root: &Path) -> Result<()> {
             println!("gpu-bundle: {}", dest.strip_prefix(root).unwrap_or(&dest).display());
         }
     }
-    println!("gpu-bundle: carry target/gpu-bundle and target/ptx/sm_90a; run scripts/gpu-check.sh there");
+    // Only the PTX and manifests travel (the device target directory is large).
+    let ptx_out = out.join("ptx/sm_90a");
+    std::fs::create_dir_all(&ptx_out)?;
+    for entry in std::fs::read_dir(root.join("target/ptx/sm_90a"))? {
+        let path = entry?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        if name.ends_with(".ptx") || name.ends_with(".manifest.json") {
+            std::fs::copy(&path, ptx_out.join(&name))?;
+            println!("gpu-bundle: target/gpu-bundle/ptx/sm_90a/{name}");
+        }
+    }
+    println!("gpu-bundle: carry target/gpu-bundle; run scripts/gpu-check.sh there");
     Ok(())
 }

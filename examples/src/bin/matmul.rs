@@ -6,10 +6,20 @@ use examples::matmul::{leaky_relu, matmul};
 use kernel_runtime::{f16, testing, Device, Tensor};
 use std::time::Instant;
 
+/// `matmul [--size M N K]` (default 512 512 512).
+fn size() -> Result<(usize, usize, usize)> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.as_slice() {
+        [] => Ok((512, 512, 512)),
+        [flag, m, n, k] if flag == "--size" => Ok((m.parse()?, n.parse()?, k.parse()?)),
+        _ => anyhow::bail!("usage: matmul [--size M N K]"),
+    }
+}
+
 fn main() -> Result<()> {
     let dev = Device::best();
     println!("device: {}", dev.describe());
-    let (m, n, k) = (512, 512, 512);
+    let (m, n, k) = size()?;
     let a = Tensor::<f16>::randn(&dev, &[m, k], 0)?;
     let b = Tensor::<f16>::randn(&dev, &[k, n], 1)?;
     let (av, bv) = (a.to_f64_vec(), b.to_f64_vec());
