@@ -313,6 +313,79 @@ pub fn module(
         })
         .collect();
     let device_entries = entries.iter().map(|e| &e.tokens);
+    // Autotuning: key values, what distinguishes instances of one config, scratch copies.
+    let key_values: Vec<TokenStream> = inst
+        .key
+        .iter()
+        .map(|k| {
+            let id = param_ident(k);
+            quote!((#id as i64))
+        })
+        .collect();
+    let n_key = key_values.len();
+    let instance_key_parts: Vec<TokenStream> = sig
+        .metas
+        .iter()
+        .filter(|m| !tuned.contains(&m.name))
+        .map(|m| {
+            let id = format_ident!("{}", m.name);
+            match m.kind {
+                MetaKind::Func { optional: true } => quote!(#id.map(|f| f.name)),
+                MetaKind::Func { optional: false } => quote!(#id.name),
+                _ => quote!(#id),
+            }
+        })
+        .collect();
+    let ptr_params: Vec<&crate::ir::Param> = sig.params.iter().filter(|p| matches!(p.kind, ParamKind::Ptr(_))).collect();
+    let ptr_args_again: Vec<TokenStream> = ptr_params
+        .iter()
+        .map(|p| {
+            let id = param_ident(&p.name);
+            let n = &p.name;
+            quote!(#rt::ptr_arg(#n, #id))
+        })
+        .collect();
+    let scratch_names: Vec<Ident> = ptr_params.iter().map(|p| format_ident!("__s_{}", p.name)).collect();
+    let scratch_types: Vec<TokenStream> = ptr_params
+        .iter()
+        .map(|p| match p.kind {
+            ParamKind::Ptr(d) => {
+                let t = dtype_tokens(d, &rt);
+                quote!(::kernel_runtime::Tensor<#t>)
+            }
+            ParamKind::Scalar(_) => quote!(()),
+        })
+        .collect();
+    let scratch_inits: Vec<TokenStream> = ptr_params
+        .iter()
+        .map(|p| {
+            let id = param_ident(&p.name);
+            quote!(#id.try_duplicate().map_err(#rt::LaunchError::from)?)
+        })
+        .collect();
+    let scratch_call_args: Vec<TokenStream> = {
+        let mut v: Vec<TokenStream> = sig
+            .params
+            .iter()
+            .map(|p| match p.kind {
+                ParamKind::Ptr(_) => {
+                    let s = format_ident!("__s_{}", p.name);
+                    quote!(#s)
+                }
+                ParamKind::Scalar(_) => {
+                    let id = param_ident(&p.name);
+                    quote!(#id)
+                }
+            })
+            .collect();
+        for m in &sig.metas {
+            if !tuned.contains(&m.name) {
+                let id = format_ident!("{}", m.name);
+                v.push(quote!(#id));
+            }
+        }
+        v
+    };
     let n_configs = inst.configs.len();
     let n_ptrs = sig.params.iter().filter(|p| matches!(p.kind, ParamKind::Ptr(_))).count();
     let autotuned = inst.autotuned;
@@ -353,13 +426,37 @@ pub fn module(
             }
 
             /// Launches the kernel over `grid` (a tuple, or a closure of `&Meta` giving one).
-            /// On the CPU the first config runs.
+            ///
+            /// With several configs, the first launch for a new autotuning key on a GPU
+            /// benchmarks every config on scratch copies of the pointer arguments and keeps the
+            /// fastest (cached on disk); the CPU backend runs the first config.
             pub fn launch<G: #rt::Grid<Meta>>(__grid: G, #(#args),*) -> ::core::result::Result<(), #rt::LaunchError> {
-                self::launch_config(0, __grid, #(#all_arg_names),*)
+                let __config = if #n_configs > 1 {
+                    let __ptrs: [#rt::PtrArg<'_>; #n_ptrs] = [#(#ptr_args_again),*];
+                    let __key: [i64; #n_key] = [#(#key_values),*];
+                    let __instance_key = format!("{:?}", (#(#instance_key_parts,)*));
+                    let mut __scratch: ::core::option::Option<(#(#scratch_types,)*)> = None;
+                    #rt::autotune(&self::INFO, &__ptrs, &__key, &__instance_key, &mut |__c: usize| {
+                        if __scratch.is_none() {
+                            __scratch = Some((#(#scratch_inits,)*));
+                        }
+                        match &__scratch {
+                            Some((#(#scratch_names,)*)) => self::__launch(__c, &__grid, #(#scratch_call_args),*),
+                            None => ::core::unreachable!(),
+                        }
+                    })?
+                } else {
+                    0
+                };
+                self::__launch(__config, &__grid, #(#all_arg_names),*)
             }
 
-            /// Launches with the config `CONFIGS[config]`.
+            /// Launches with the config `CONFIGS[config]`, without autotuning.
             pub fn launch_config<G: #rt::Grid<Meta>>(__config: usize, __grid: G, #(#args),*) -> ::core::result::Result<(), #rt::LaunchError> {
+                self::__launch(__config, &__grid, #(#all_arg_names),*)
+            }
+
+            fn __launch(__config: usize, __grid: &dyn #rt::Grid<Meta>, #(#args),*) -> ::core::result::Result<(), #rt::LaunchError> {
                 if __config >= #n_configs {
                     return Err(#rt::LaunchError::NoInstance {
                         kernel: #kname,
@@ -377,7 +474,7 @@ pub fn module(
                 };
                 let __ptrs: [#rt::PtrArg<'_>; #n_ptrs] = [#(#ptr_args),*];
                 let __meta = self::__meta_for(__config, #(#launch_meta_names),*);
-                let __dims = #rt::Grid::dims(&__grid, &__meta)?;
+                let __dims = __grid.dims(&__meta)?;
                 let __launch_values: &[i64] = &[#(#launch_value_exprs),*];
                 let __instance = self::INFO
                     .instances

@@ -161,6 +161,9 @@ pub enum LaunchError {
     /// The launch device failed outside a kernel (context, stream).
     #[error(transparent)]
     Device(#[from] DeviceError),
+    /// A tensor operation of the launch failed (e.g. copying arguments for autotuning).
+    #[error(transparent)]
+    Tensor(#[from] TensorError),
 }
 
 /// `a, b, c` for a list of paths.

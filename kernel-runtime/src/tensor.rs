@@ -549,6 +549,36 @@ impl<T: DType> Tensor<T> {
         self.copy_to(&self.device)
     }
 
+    /// A copy with its own storage and the same shape, strides and offset (the whole storage
+    /// is copied, so pointer arithmetic with this view's strides reaches the same elements).
+    /// Autotuning runs candidate configs on such copies, never on the user's tensors.
+    ///
+    /// # Errors
+    /// [`TensorError::Device`] when a device fails.
+    ///
+    /// ```
+    /// # use kernel_runtime::{Device, Tensor};
+    /// let t = Tensor::from_vec(&Device::cpu(), &[2, 2], vec![1, 2, 3, 4i32]).unwrap().t();
+    /// let d = t.try_duplicate().unwrap();
+    /// d.fill(0);
+    /// assert_eq!(t.to_vec(), vec![1, 3, 2, 4]);
+    /// assert_eq!((d.shape(), d.strides()), (t.shape(), t.strides()));
+    /// ```
+    pub fn try_duplicate(&self) -> Result<Self, TensorError> {
+        let all = Tensor {
+            device: self.device.clone(),
+            storage: self.storage.clone(),
+            shape: vec![match self.storage() {
+                StorageRef::Cpu(c) => c.len(),
+                StorageRef::Cuda(b) => b.len(),
+            }],
+            strides: vec![1],
+            offset: 0,
+        };
+        let copy = all.copy_to(&self.device)?;
+        Ok(Tensor { storage: copy.storage, ..self.clone() })
+    }
+
     /// A contiguous copy of this view on `device`.
     fn copy_to(&self, device: &Device) -> Result<Self, TensorError> {
         Ok(Tensor {
