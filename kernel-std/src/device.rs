@@ -430,3 +430,78 @@ pub fn fma(a: f32, b: f32, c: f32) -> f32 {
     unsafe { asm!("fma.rn.f32 {v}, {a}, {b}, {c};", v = out(reg32) v, a = in(reg32) a, b = in(reg32) b, c = in(reg32) c, options(pure, nomem, nostack)) };
     v
 }
+
+/// Shared-memory (32-bit, `.shared` state space) address of the dynamic shared memory.
+#[inline(always)]
+pub fn smem_addr() -> u32 {
+    let p: u32;
+    unsafe { asm!("mov.u32 {p}, __kernel_smem;", p = out(reg32) p, options(pure, nomem, nostack)) };
+    p
+}
+
+/// `ldmatrix.sync.aligned.m8n8.x4.shared.b16`: four 8x8 b16 matrices; lane `l` gives the
+/// shared address of row `l % 8` of matrix `l / 8`. The result is an `mma` A fragment when
+/// lane `l` addresses row `l % 16`, column `8 * (l / 16)` of a 16x16 row-major tile.
+#[inline(always)]
+pub fn ldmatrix_x4(addr: u32) -> [u32; 4] {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    unsafe {
+        asm!(
+            "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{{a}, {b}, {c}, {d}}}, [{addr}];",
+            a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d,
+            addr = in(reg32) addr,
+            options(nostack, readonly),
+        )
+    };
+    [a, b, c, d]
+}
+
+/// `ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16`: the `mma` B fragment of a 16x8 tile of a
+/// row-major `[K, N]` matrix, when lane `l` addresses row `l % 16` (column 0 of the tile).
+#[inline(always)]
+pub fn ldmatrix_x2_trans(addr: u32) -> [u32; 2] {
+    let (a, b): (u32, u32);
+    unsafe {
+        asm!(
+            "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {{{a}, {b}}}, [{addr}];",
+            a = out(reg32) a, b = out(reg32) b,
+            addr = in(reg32) addr,
+            options(nostack, readonly),
+        )
+    };
+    [a, b]
+}
+
+/// `mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32`: `D = A * B + C` on one warp's fragments.
+#[inline(always)]
+pub fn mma_f16(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
+    let (d0, d1, d2, d3): (f32, f32, f32, f32);
+    unsafe {
+        asm!(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {{{d0}, {d1}, {d2}, {d3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{c0}, {c1}, {c2}, {c3}}};",
+            d0 = out(reg32) d0, d1 = out(reg32) d1, d2 = out(reg32) d2, d3 = out(reg32) d3,
+            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+            b0 = in(reg32) b[0], b1 = in(reg32) b[1],
+            c0 = in(reg32) c[0], c1 = in(reg32) c[1], c2 = in(reg32) c[2], c3 = in(reg32) c[3],
+            options(pure, nomem, nostack),
+        )
+    };
+    [d0, d1, d2, d3]
+}
+
+/// `mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32`.
+#[inline(always)]
+pub fn mma_bf16(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
+    let (d0, d1, d2, d3): (f32, f32, f32, f32);
+    unsafe {
+        asm!(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {{{d0}, {d1}, {d2}, {d3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{c0}, {c1}, {c2}, {c3}}};",
+            d0 = out(reg32) d0, d1 = out(reg32) d1, d2 = out(reg32) d2, d3 = out(reg32) d3,
+            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+            b0 = in(reg32) b[0], b1 = in(reg32) b[1],
+            c0 = in(reg32) c[0], c1 = in(reg32) c[1], c2 = in(reg32) c[2], c3 = in(reg32) c[3],
+            options(pure, nomem, nostack),
+        )
+    };
+    [d0, d1, d2, d3]
+}
