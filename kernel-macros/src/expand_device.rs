@@ -29,7 +29,20 @@ enum LocalKind {
     Scalar,
     Pure(ExprId),
     Affine(ExprId),
+    /// A load used once, right after it is defined: evaluated at its use (so a `dot`
+    /// operand goes from global memory straight to shared memory).
+    Inline(ExprId),
     Materialized,
+}
+
+/// Which thread holds which element of a materialized block.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Layout {
+    /// Thread `t` owns flat indices `t, t + T, ...`.
+    Cyclic,
+    /// The accumulator layout of `mma.sync.m16n8k16` over a `wm x wn` grid of warps, each
+    /// warp owning `tm x tn` tiles of 16x8 of an `[M, n]` block.
+    Mma { wm: usize, wn: usize, tm: usize, tn: usize, n: usize },
 }
 
 /// Where an expression is evaluated: at the iteration's own flat index (`__f`, register
@@ -46,6 +59,7 @@ struct MatVar {
     ident: Ident,
     elem: TokenStream,
     numel: usize,
+    layout: Layout,
 }
 
 pub struct DeviceEntry {
@@ -67,6 +81,8 @@ struct DevGen<'a> {
     cursor: Cell<usize>,
     smem_max: Cell<usize>,
     iter_numel: Cell<usize>,
+    iter_layout: Cell<Layout>,
+    layouts: Vec<Layout>,
     counter: Cell<usize>,
     /// Whether the kernel reads global memory anywhere (stores then keep program order).
     has_loads: bool,
@@ -118,10 +134,13 @@ impl<'a> DevGen<'a> {
             cursor: Cell::new(0),
             smem_max: Cell::new(0),
             iter_numel: Cell::new(0),
+            iter_layout: Cell::new(Layout::Cyclic),
+            layouts: vec![],
             counter: Cell::new(0),
             has_loads: k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Load { .. })),
         };
         g.kinds = g.classify_locals();
+        g.layouts = g.assign_layouts();
         g
     }
 
@@ -148,6 +167,7 @@ impl<'a> DevGen<'a> {
             }
         }
         walk(&k.body, &mut lets, &mut assigns);
+        let inline = self.single_use_loads(&lets, &assigns);
         let mut kinds: Vec<LocalKind> = Vec::with_capacity(k.locals.len());
         for (id, l) in k.locals.iter().enumerate() {
             let kind = if l.ty.is_scalar() {
@@ -155,6 +175,7 @@ impl<'a> DevGen<'a> {
             } else {
                 match (lets.get(&id), assigns.get(&id)) {
                     (Some(v), None) if self.is_pure(*v, &kinds) => LocalKind::Pure(*v),
+                    (Some(v), None) if inline.contains(&id) => LocalKind::Inline(*v),
                     (Some(v), Some(asg)) if self.is_pure(*v, &kinds) && asg.iter().all(|a| self.is_affine_step(id, *a)) => {
                         LocalKind::Affine(*v)
                     }
@@ -166,13 +187,168 @@ impl<'a> DevGen<'a> {
         kinds
     }
 
+    /// Immutable block locals defined by a `load`, referenced exactly once, by a `let`,
+    /// assignment or store that follows their definition with only `let`s in between.
+    fn single_use_loads(&self, lets: &HashMap<LocalId, ExprId>, assigns: &HashMap<LocalId, Vec<ExprId>>) -> Vec<LocalId> {
+        let k = self.k;
+        let mut uses = vec![0usize; k.locals.len()];
+        for e in &k.exprs {
+            if let ExprKind::Local(l) = e.kind {
+                uses[l] += 1;
+            }
+        }
+        let mut out = Vec::new();
+        fn scan(k: &Kernel, stmts: &[Stmt], uses: &[usize], lets: &HashMap<LocalId, ExprId>, assigns: &HashMap<LocalId, Vec<ExprId>>, out: &mut Vec<LocalId>) {
+            for (i, s) in stmts.iter().enumerate() {
+                match s {
+                    Stmt::For { body, .. } => scan(k, body, uses, lets, assigns, out),
+                    Stmt::If { then, els, .. } => {
+                        scan(k, then, uses, lets, assigns, out);
+                        scan(k, els, uses, lets, assigns, out);
+                    }
+                    Stmt::Let { local, value } => {
+                        let l = *local;
+                        let is_load = matches!(k.exprs[*value].kind, ExprKind::Load { .. });
+                        if !is_load || uses[l] != 1 || assigns.contains_key(&l) || k.locals[l].ty.is_scalar() || !lets.contains_key(&l) {
+                            continue;
+                        }
+                        for later in &stmts[i + 1..] {
+                            let roots: Vec<ExprId> = match later {
+                                Stmt::Let { value, .. } | Stmt::Assign { value, .. } => vec![*value],
+                                Stmt::Store { ptr, value, mask, .. } => {
+                                    let mut v = vec![*ptr, *value];
+                                    v.extend(mask.iter().copied());
+                                    v
+                                }
+                                _ => break,
+                            };
+                            if roots.iter().any(|r| uses_local(k, *r, l)) {
+                                out.push(l);
+                                break;
+                            }
+                            if !matches!(later, Stmt::Let { .. }) {
+                                break;
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        scan(k, &k.body, &uses, lets, assigns, &mut out);
+        out
+    }
+
+    /// The register layout of each materialized local: the `mma` layout for accumulators of a
+    /// tensor-core `dot` and for elementwise values computed from them, else cyclic.
+    fn assign_layouts(&self) -> Vec<Layout> {
+        let k = self.k;
+        let mut values: HashMap<LocalId, Vec<ExprId>> = HashMap::new();
+        fn walk(stmts: &[Stmt], values: &mut HashMap<LocalId, Vec<ExprId>>) {
+            for s in stmts {
+                match s {
+                    Stmt::Let { local, value } | Stmt::Assign { local, value } => values.entry(*local).or_default().push(*value),
+                    Stmt::For { body, .. } => walk(body, values),
+                    Stmt::If { then, els, .. } => {
+                        walk(then, values);
+                        walk(els, values);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        walk(&k.body, &mut values);
+        let mut layouts = vec![Layout::Cyclic; k.locals.len()];
+        for _ in 0..3 {
+            for (l, vs) in &values {
+                if !matches!(self.kinds[*l], LocalKind::Materialized) {
+                    continue;
+                }
+                for v in vs {
+                    let found = match &k.exprs[*v].kind {
+                        ExprKind::Dot { .. } => self.mma_tiling(*v),
+                        _ => self.elementwise_mma_source(*v, &self.shapes[*v], &layouts),
+                    };
+                    if let Some(lay) = found {
+                        layouts[*l] = lay;
+                    }
+                }
+            }
+        }
+        layouts
+    }
+
+    /// The `mma` layout of a same-shape materialized local that `e` reads elementwise.
+    fn elementwise_mma_source(&self, e: ExprId, shape: &[usize], layouts: &[Layout]) -> Option<Layout> {
+        let ex = &self.k.exprs[e];
+        if self.shapes[e] != shape {
+            return None;
+        }
+        match &ex.kind {
+            ExprKind::Local(l) => match layouts[*l] {
+                m @ Layout::Mma { .. } => Some(m),
+                _ => None,
+            },
+            ExprKind::Unary(..) | ExprKind::Binary(..) | ExprKind::Cast(_) | ExprKind::Math(..) | ExprKind::Where(..) => {
+                children(&ex.kind).into_iter().find_map(|c| self.elementwise_mma_source(c, shape, layouts))
+            }
+            _ => None,
+        }
+    }
+
+    /// A tensor-core tiling for a `dot`: f16/bf16 operands, M % 16, N % 8, K % 16, and a warp
+    /// grid that divides the output with at most 128 accumulator registers per thread.
+    fn mma_tiling(&self, dot: ExprId) -> Option<Layout> {
+        let ExprKind::Dot { a, b, .. } = &self.k.exprs[dot].kind else { return None };
+        if !matches!(self.k.exprs[*a].ty.dtype(), Some(DType::F16 | DType::BF16)) {
+            return None;
+        }
+        let (sa, sb) = (&self.shapes[*a], &self.shapes[*b]);
+        let (m, kk, n) = (sa[0], sa[1], sb[1]);
+        if m % 16 != 0 || n % 8 != 0 || kk % 16 != 0 {
+            return None;
+        }
+        let warps = self.threads / 32;
+        let mut best: Option<(usize, Layout)> = None;
+        for wm in 1..=warps {
+            if warps % wm != 0 {
+                continue;
+            }
+            let wn = warps / wm;
+            if m % (16 * wm) != 0 || n % (8 * wn) != 0 {
+                continue;
+            }
+            let (tm, tn) = (m / (16 * wm), n / (8 * wn));
+            if tm * tn * 4 > self.accumulator_budget() {
+                continue;
+            }
+            let score = (tm * 16).abs_diff(tn * 8);
+            if best.as_ref().is_none_or(|(s, _)| score < *s) {
+                best = Some((score, Layout::Mma { wm, wn, tm, tn, n }));
+            }
+        }
+        best.map(|(_, l)| l)
+    }
+
+    /// Registers per thread an `mma` accumulator may take (of 255): half when the kernel also
+    /// evaluates transcendental functions (their temporaries need the rest), else 128.
+    fn accumulator_budget(&self) -> usize {
+        if self.k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Math(..))) {
+            64
+        } else {
+            128
+        }
+    }
+
     fn is_pure(&self, e: ExprId, kinds: &[LocalKind]) -> bool {
         let k = self.k;
         let ex = &k.exprs[e];
         match &ex.kind {
             ExprKind::Load { .. } | ExprKind::Dot { .. } | ExprKind::Reduce { .. } => false,
+            // Immutable values never change, so an expression over them can be re-evaluated
+            // at any later use instead of being stored.
             ExprKind::Local(l) => match kinds.get(*l) {
-                Some(LocalKind::Scalar) => !k.locals[*l].mutable,
+                Some(LocalKind::Scalar) | Some(LocalKind::Materialized) => !k.locals[*l].mutable,
                 Some(LocalKind::Pure(_)) => true,
                 _ => false,
             },
@@ -217,6 +393,24 @@ impl<'a> DevGen<'a> {
 
     fn per_thread(&self, numel: usize) -> usize {
         numel.div_ceil(self.threads).max(1)
+    }
+
+    fn slots(&self, numel: usize, layout: Layout) -> usize {
+        match layout {
+            Layout::Cyclic => self.per_thread(numel),
+            Layout::Mma { tm, tn, .. } => tm * tn * 4,
+        }
+    }
+
+    /// Flat index of register slot `j` of this thread in an `mma` layout.
+    fn mma_flat(layout: Layout, j: usize) -> TokenStream {
+        let Layout::Mma { wn, tm, tn, n, .. } = layout else { return quote!(0usize) };
+        let (t_m, rest) = (j / (tn * 4), j % (tn * 4));
+        let (t_n, r) = (rest / 4, rest % 4);
+        let row_off = t_m * 16 + (r / 2) * 8;
+        let col_off = t_n * 8 + (r % 2);
+        let (wtm, wtn) = (tm * 16, tn * 8);
+        quote!(((__warp / #wn) * #wtm + #row_off + __lane / 4) * #n + (__warp % #wn) * #wtn + #col_off + (__lane % 4) * 2)
     }
 
     fn alloc(&self, bytes: usize) -> usize {
@@ -273,7 +467,7 @@ impl<'a> DevGen<'a> {
             // A uniform scalar (a reduction to rank 0).
             return quote!(#id);
         }
-        if matches!(at, At::Own) && m.numel == self.iter_numel.get() {
+        if matches!(at, At::Own) && m.numel == self.iter_numel.get() && m.layout == self.iter_layout.get() {
             return quote!(#id[__j]);
         }
         let idx = self.idx(at);
@@ -343,7 +537,7 @@ impl<'a> DevGen<'a> {
                 let ident = crate::expand_cpu::local_ident(k, *l);
                 match &self.kinds[*l] {
                     LocalKind::Scalar => quote!(#ident),
-                    LocalKind::Pure(init) => self.ev(*init, at),
+                    LocalKind::Pure(init) | LocalKind::Inline(init) => self.ev(*init, at),
                     LocalKind::Affine(init) => {
                         let base = self.ev(*init, at);
                         let off = format_ident!("{}_off", ident);
@@ -353,7 +547,7 @@ impl<'a> DevGen<'a> {
                         }
                     }
                     LocalKind::Materialized => {
-                        let m = MatVar { ident, elem: t, numel: self.numel(id) };
+                        let m = MatVar { ident, elem: t, numel: self.numel(id), layout: self.layouts[*l] };
                         self.read_mat(&m, at)
                     }
                 }
@@ -463,28 +657,29 @@ impl<'a> DevGen<'a> {
 
     // ---------------------------------------------------------------- phases
 
-    /// A loop over the owned elements of a block of `numel` elements; `body` is generated
-    /// with that iteration context. Staged values it reads are copied to shared memory first.
+    /// A loop over the owned elements of a block of `numel` elements in the cyclic layout.
     fn phase(&self, numel: usize, body: impl FnOnce(&Self) -> TokenStream) -> TokenStream {
+        self.phase_in(numel, Layout::Cyclic, body)
+    }
+
+    /// Code running `body` for each element this thread owns in `layout`; `body` is generated
+    /// once with that iteration context (`__j` = register slot, `__f` = flat index). Values
+    /// it reads at other threads' coordinates are staged in shared memory first.
+    fn phase_in(&self, numel: usize, layout: Layout, body: impl FnOnce(&Self) -> TokenStream) -> TokenStream {
         let saved_iter = self.iter_numel.replace(numel);
+        let saved_layout = self.iter_layout.replace(layout);
         let saved_staged = self.staged.replace(vec![]);
         let b = body(self);
         let staged = self.staged.replace(saved_staged);
         self.iter_numel.set(saved_iter);
-        let threads = self.threads;
-        let pt = self.per_thread(numel);
+        self.iter_layout.set(saved_layout);
         let d = &self.d;
         let stage_code: Vec<TokenStream> = staged
             .iter()
             .map(|(m, off)| {
-                let (id, e, n) = (&m.ident, &m.elem, m.numel);
-                let ptn = self.per_thread(n);
-                quote! {
-                    for __j in 0..#ptn {
-                        let __f = __tid + __j * #threads;
-                        if __f < #n { #d::store((__smem.add(#off) as *mut #e).add(__f), #id[__j]); }
-                    }
-                }
+                let (id, e) = (&m.ident, &m.elem);
+                let st = quote!(#d::store((__smem.add(#off) as *mut #e).add(__f), #id[__j]););
+                self.for_each_slot(m.numel, m.layout, st)
             })
             .collect();
         let (pre, post) = if staged.is_empty() {
@@ -492,13 +687,35 @@ impl<'a> DevGen<'a> {
         } else {
             (quote!(#(#stage_code)* #d::bar_sync();), quote!(#d::bar_sync();))
         };
+        let main = self.for_each_slot(numel, layout, b);
         quote! {
             #pre
-            for __j in 0..#pt {
-                let __f = __tid + __j * #threads;
-                if __f < #numel { #b }
-            }
+            #main
             #post
+        }
+    }
+
+    /// `body` for every register slot of this thread: a loop in the cyclic layout, unrolled
+    /// in the `mma` layout (so accumulator arrays stay in registers).
+    fn for_each_slot(&self, numel: usize, layout: Layout, body: TokenStream) -> TokenStream {
+        match layout {
+            Layout::Cyclic => {
+                let threads = self.threads;
+                let pt = self.per_thread(numel);
+                quote! {
+                    for __j in 0..#pt {
+                        let __f = __tid + __j * #threads;
+                        if __f < #numel { #body }
+                    }
+                }
+            }
+            Layout::Mma { .. } => {
+                let copies = (0..self.slots(numel, layout)).map(|j| {
+                    let f = Self::mma_flat(layout, j);
+                    quote!({ let __j: usize = #j; let __f: usize = #f; #body })
+                });
+                quote!(#(#copies)*)
+            }
         }
     }
 
@@ -516,6 +733,9 @@ impl<'a> DevGen<'a> {
     }
 
     fn gen_dot(&self, id: ExprId, a: ExprId, b: ExprId, acc: Option<ExprId>) -> TokenStream {
+        if let Some(layout) = self.mma_tiling(id) {
+            return self.gen_dot_mma(id, a, b, acc, layout);
+        }
         let d = &self.d;
         let (sa, sb) = (self.shapes[a].clone(), self.shapes[b].clone());
         let (m, kk, n) = (sa[0], sa[1], sb[1]);
@@ -552,13 +772,88 @@ impl<'a> DevGen<'a> {
                 #out[__j] = __s;
             }
         });
-        self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: quote!(f32), numel: m * n });
+        self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: quote!(f32), numel: m * n, layout: Layout::Cyclic });
         quote! {
             let mut #out: [f32; #pt] = [0.0f32; #pt];
             #stage_a
             #stage_b
             #d::bar_sync();
             #compute
+            #d::bar_sync();
+        }
+    }
+
+    /// Tensor-core `dot`: both operands are staged row-major in shared memory; each warp loads
+    /// its A fragments with `ldmatrix.x4` and B fragments with `ldmatrix.x2.trans`, and
+    /// accumulates `tm x tn` tiles with `mma.sync.m16n8k16` in f32 registers (the `mma` layout).
+    fn gen_dot_mma(&self, id: ExprId, a: ExprId, b: ExprId, acc: Option<ExprId>, layout: Layout) -> TokenStream {
+        let d = &self.d;
+        let Layout::Mma { wn, tm, tn, n, .. } = layout else { return quote!() };
+        let (sa, sb) = (self.shapes[a].clone(), self.shapes[b].clone());
+        let (m, kk) = (sa[0], sa[1]);
+        debug_assert_eq!(sb[1], n);
+        let ea = self.elem(&self.k.exprs[a].ty);
+        let mma = if self.k.exprs[a].ty.dtype() == Some(DType::BF16) { quote!(#d::mma_bf16) } else { quote!(#d::mma_f16) };
+        let off_a = self.alloc(m * kk * 2);
+        let off_b = self.alloc(kk * n * 2);
+        let stage_a = self.phase(m * kk, |g| {
+            let v = g.ev(a, &At::Own);
+            quote!(#d::store((__smem.add(#off_a) as *mut #ea).add(__f), #v);)
+        });
+        let stage_b = self.phase(kk * n, |g| {
+            let v = g.ev(b, &At::Own);
+            quote!(#d::store((__smem.add(#off_b) as *mut #ea).add(__f), #v);)
+        });
+        let out = self.fresh("mma");
+        let slots = tm * tn * 4;
+        let init = self.phase_in(m * n, layout, |g| {
+            let v = match acc {
+                Some(x) => g.ev(x, &At::Own),
+                None => quote!(0.0f32),
+            };
+            quote!(#out[__j] = #v;)
+        });
+        let (wtm, wtn) = (tm * 16, tn * 8);
+        let a_frags = (0..tm).map(|i| {
+            let f = format_ident!("__af{}", i);
+            let row0 = i * 16;
+            quote! {
+                let #f = #d::ldmatrix_x4(__sa + ((((__warp / #wn) * #wtm + #row0 + __lane % 16) * #kk + __k0 + (__lane / 16) * 8) * 2) as u32);
+            }
+        });
+        let b_and_mma = (0..tn).map(|j| {
+            let col0 = j * 8;
+            let mmas = (0..tm).map(|i| {
+                let f = format_ident!("__af{}", i);
+                let base = (i * tn + j) * 4;
+                let (b0, b1, b2, b3) = (base, base + 1, base + 2, base + 3);
+                quote! {
+                    let __d = #mma(#f, __bf, [#out[#b0], #out[#b1], #out[#b2], #out[#b3]]);
+                    #out[#b0] = __d[0]; #out[#b1] = __d[1]; #out[#b2] = __d[2]; #out[#b3] = __d[3];
+                }
+            });
+            quote! {
+                let __bf = #d::ldmatrix_x2_trans(__sb + (((__k0 + __lane % 16) * #n + (__warp % #wn) * #wtn + #col0) * 2) as u32);
+                #(#mmas)*
+            }
+        });
+        self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: quote!(f32), numel: m * n, layout });
+        quote! {
+            let mut #out: [f32; #slots] = [0.0f32; #slots];
+            #init
+            #stage_a
+            #stage_b
+            #d::bar_sync();
+            {
+                let __sa: u32 = #d::smem_addr() + #off_a as u32;
+                let __sb: u32 = #d::smem_addr() + #off_b as u32;
+                let mut __k0: usize = 0;
+                while __k0 < #kk {
+                    #(#a_frags)*
+                    #(#b_and_mma)*
+                    __k0 += 16;
+                }
+            }
             #d::bar_sync();
         }
     }
@@ -618,7 +913,7 @@ impl<'a> DevGen<'a> {
         if result_shape.is_empty() {
             // Every thread computes the scalar (it is uniform).
             let v = body(quote!(0usize));
-            self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: t.clone(), numel: 0 });
+            self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: t.clone(), numel: 0, layout: Layout::Cyclic });
             return quote! {
                 #stage
                 #d::bar_sync();
@@ -632,7 +927,7 @@ impl<'a> DevGen<'a> {
             let v = body(quote!(__f));
             quote!(#out[__j] = #v;)
         });
-        self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: t.clone(), numel: nout });
+        self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: t.clone(), numel: nout, layout: Layout::Cyclic });
         quote! {
             let mut #out: [#t; #pt] = unsafe { ::core::mem::zeroed() };
             #stage
@@ -711,15 +1006,17 @@ impl<'a> DevGen<'a> {
                         let f = if op == BinOp::Sub { quote!(sub) } else { quote!(add) };
                         quote!(#off = <#off_t as #d::Num>::#f(#off, #d::cast::<#st, #off_t>(#sv));)
                     }
+                    LocalKind::Inline(_) => quote!(),
                     LocalKind::Materialized => {
                         let numel: usize = lty.shape.iter().map(|x| x.eval(&|s| self.vals.get(s).copied()).unwrap_or(1) as usize).product();
-                        let pt = self.per_thread(numel);
+                        let layout = self.layouts[*local];
+                        let pt = self.slots(numel, layout);
                         let decl = if is_let {
                             quote!(let mut #id: [#t; #pt] = unsafe { ::core::mem::zeroed() };)
                         } else {
                             quote!()
                         };
-                        let body = self.phase(numel, |g| {
+                        let body = self.phase_in(numel, layout, |g| {
                             let v = g.ev(*value, &At::Own);
                             quote!(#id[__j] = #v;)
                         });
@@ -747,7 +1044,12 @@ impl<'a> DevGen<'a> {
                     // Scalars are uniform: one thread writes.
                     return quote!(#fence if __tid == 0 { #w } #fence);
                 }
-                let body = self.phase(numel, |g| {
+                // Iterate in the stored value's layout when it is an `mma` accumulator.
+                let layout = match &k.exprs[*value].kind {
+                    ExprKind::Local(l) if matches!(self.kinds[*l], LocalKind::Materialized) && self.shapes[*value] == self.shapes[*ptr] => self.layouts[*l],
+                    _ => Layout::Cyclic,
+                };
+                let body = self.phase_in(numel, layout, |g| {
                     let p = g.ev(*ptr, &At::Own);
                     let v = g.operand(*ptr, *value, &At::Own);
                     let w = quote!(#d::store(#p, #v););
@@ -855,6 +1157,8 @@ pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warp
         pub unsafe extern "ptx-kernel" fn #name(#(#params),*) {
             unsafe {
                 let __tid: usize = #d::thread_idx() as usize;
+                let __lane: usize = __tid % 32;
+                let __warp: usize = __tid / 32;
                 let __smem: *mut u8 = #d::smem();
                 #body
             }

@@ -357,14 +357,16 @@ impl Int for bool {
 #[inline(always)]
 fn ex2(x: f32) -> f32 {
     let v: f32;
-    unsafe { asm!("ex2.approx.f32 {v}, {x};", v = out(reg32) v, x = in(reg32) x, options(pure, nomem, nostack)) };
+    // Not `pure`: LLVM would hoist and interleave every exponential of an unrolled epilogue,
+    // raising register pressure past the accumulator's budget.
+    unsafe { asm!("ex2.approx.f32 {v}, {x};", v = out(reg32) v, x = in(reg32) x, options(nomem, nostack)) };
     v
 }
 
 #[inline(always)]
 fn lg2(x: f32) -> f32 {
     let v: f32;
-    unsafe { asm!("lg2.approx.f32 {v}, {x};", v = out(reg32) v, x = in(reg32) x, options(pure, nomem, nostack)) };
+    unsafe { asm!("lg2.approx.f32 {v}, {x};", v = out(reg32) v, x = in(reg32) x, options(nomem, nostack)) };
     v
 }
 
