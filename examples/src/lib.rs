@@ -5,6 +5,7 @@
 //! (`cargo xtask build-ptx`: one device entry point per kernel instance).
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
+pub mod activation;
 pub mod matmul;
 pub mod softmax;
 pub mod vector_add;

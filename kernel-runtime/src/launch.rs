@@ -181,8 +181,22 @@ impl ScalarArg {
 }
 
 /// Chooses the config of an autotuned kernel for this launch: on the CPU backend the first
-/// config; on a GPU the fastest config for this key. `run(config)` launches once on scratch
-/// copies of the arguments.
+/// config; on a GPU the fastest config for this key (cached in memory and on disk; see
+/// the `autotune` module for the key, the cache files and the environment variables).
+/// `run(config)` launches once on scratch copies of the arguments.
+///
+/// # Errors
+/// When the kernel's PTX cannot be found or read, or every config fails to launch (the
+/// first config's error).
+///
+/// ```
+/// use kernel_runtime::__private::{autotune, KernelInfo, ModuleInfo};
+/// static INFO: KernelInfo = KernelInfo {
+///     name: "noop", params: &[], configs: &[], key: &[], instances: &[],
+///     module: ModuleInfo { crate_name: "doc", manifest_dir: "." },
+/// };
+/// assert_eq!(autotune(&INFO, &[], &[], "()", &mut |_| Ok(())).unwrap(), 0);
+/// ```
 pub fn autotune(
     info: &'static KernelInfo,
     args: &[PtrArg<'_>],
@@ -190,8 +204,7 @@ pub fn autotune(
     instance_key: &str,
     run: &mut dyn FnMut(usize) -> Result<(), LaunchError>,
 ) -> Result<usize, LaunchError> {
-    let _ = (info, args, key, instance_key, run);
-    Ok(0)
+    crate::autotune::autotune(info, args, key, instance_key, run)
 }
 
 /// Launches instance `instance` of a kernel on the device its pointer arguments live on

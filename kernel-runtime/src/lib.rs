@@ -14,7 +14,13 @@
 //!   `__private::cpu`): block values, broadcasting, `dot`, reductions and
 //!   bounds-checked `load`/`store` that report the kernel, source line and
 //!   index instead of crashing;
-//! - [`testing`]: `allclose`, `assert_close`, a reference matmul and `do_bench`.
+//! - autotuning: the first GPU launch of an autotuned kernel for a new key times
+//!   every config (CUDA events) and keeps the fastest, cached in memory and on
+//!   disk (keyed by kernel, instance, key values, dtypes, GPU, PTX hash and
+//!   this crate's version);
+//! - [`testing`]: `allclose`, `assert_close`, a reference matmul, `do_bench`
+//!   (wall clock) and `do_bench_gpu` (Triton's `do_bench`: CUDA events, L2 flush);
+//! - [`baseline`]: cuBLAS f16 matmul to compare kernels against.
 //!
 //! GPUs are driven through [`cudarc`] (re-exported), which loads the NVIDIA
 //! driver at run time: the crate builds and runs on machines without CUDA,
@@ -30,6 +36,9 @@
 //! | `KERNEL_PTX_DIR=dir` | load kernels' PTX from `dir/<crate>.ptx` (or `dir/<arch>/<crate>.ptx`) instead of searching `target/ptx/<arch>/` |
 //! | `KERNEL_SYNC=1` | wait for every GPU launch to finish, so a failing kernel is reported by its own launch (read once per process) |
 //! | `KERNEL_TEST_CUDA=1` | run this crate's GPU tests (`tests/cuda.rs`); without it they print a note and skip |
+//! | `KERNEL_CACHE_DIR=dir` | autotuning cache directory (files in `dir/autotune/`); else `$XDG_CACHE_HOME/kernel-rs`, else `$HOME/.cache/kernel-rs` |
+//! | `KERNEL_PRINT_AUTOTUNING=1` | print every autotuning decision (kernel, key, chosen config, time, skipped configs) to stderr |
+//! | `KERNEL_CUBLAS_DIR=dir` | where [`baseline`] looks for `libcublas.so.13` when the dynamic loader does not find it |
 //!
 //! ```
 //! use kernel_runtime::testing::assert_close;
@@ -46,6 +55,8 @@
 
 #![warn(missing_docs)]
 
+mod autotune;
+pub mod baseline;
 mod config;
 mod convert;
 pub mod cpu;

@@ -1,5 +1,6 @@
 //! Test and benchmark helpers (Triton's `triton.testing`): [`allclose`],
-//! [`assert_close`], [`matmul_ref_f64`] and [`do_bench`].
+//! [`assert_close`], [`matmul_ref_f64`], [`do_bench`] (wall clock) and
+//! [`do_bench_gpu`] (CUDA events, L2 flushed, Triton's warm-up/repetition budgets).
 //!
 //! ```
 //! use kernel_runtime::testing::{assert_close, matmul_ref_f64};
@@ -13,7 +14,9 @@ use std::fmt;
 use std::hint::black_box;
 use std::time::Instant;
 
+use crate::device::Device;
 use crate::dtype::{DType, DTypeKind};
+use crate::error::DeviceError;
 use crate::tensor::Tensor;
 
 /// Absolute and relative tolerance: `|actual - expected| <= atol + rtol * |expected|`.
@@ -245,11 +248,12 @@ pub fn matmul_ref_f64(a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> Vec
     c
 }
 
-/// Wall-clock timings of [`do_bench`], in milliseconds.
+/// Timings of [`do_bench`] / [`do_bench_gpu`], in milliseconds per call.
 ///
 /// ```
 /// use kernel_runtime::testing::BenchResult;
-/// let r = BenchResult { median_ms: 2.0, min_ms: 1.0, max_ms: 3.0, mean_ms: 2.0 };
+/// let r = BenchResult::from_samples(&mut [3.0, 1.0, 2.0]);
+/// assert_eq!((r.median_ms, r.min_ms, r.max_ms, r.mean_ms, r.reps), (2.0, 1.0, 3.0, 2.0, 3));
 /// assert_eq!(r.tflops(2e9), 1.0);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -262,15 +266,47 @@ pub struct BenchResult {
     pub max_ms: f64,
     /// Mean time of one call.
     pub mean_ms: f64,
+    /// 20th percentile (linear interpolation, as `torch.quantile`).
+    pub p20_ms: f64,
+    /// 80th percentile.
+    pub p80_ms: f64,
+    /// Number of timed calls.
+    pub reps: usize,
 }
 
 impl BenchResult {
+    /// Statistics of per-call times (sorted in place; at least one sample).
+    ///
+    /// # Panics
+    /// When `samples` is empty.
+    ///
+    /// ```
+    /// use kernel_runtime::testing::BenchResult;
+    /// let r = BenchResult::from_samples(&mut [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    /// assert_eq!(r.median_ms, 3.5);
+    /// assert!((r.p20_ms - 2.0).abs() < 1e-12 && (r.p80_ms - 5.0).abs() < 1e-12);
+    /// ```
+    pub fn from_samples(samples: &mut [f64]) -> Self {
+        assert!(!samples.is_empty(), "BenchResult::from_samples: no samples");
+        samples.sort_by(f64::total_cmp);
+        let n = samples.len();
+        BenchResult {
+            median_ms: quantile(samples, 0.5),
+            min_ms: samples[0],
+            max_ms: samples[n - 1],
+            mean_ms: samples.iter().sum::<f64>() / n as f64,
+            p20_ms: quantile(samples, 0.2),
+            p80_ms: quantile(samples, 0.8),
+            reps: n,
+        }
+    }
+
     /// Throughput in TFLOP/s for `flops` floating-point operations per call,
     /// from the median time.
     ///
     /// ```
     /// use kernel_runtime::testing::BenchResult;
-    /// let r = BenchResult { median_ms: 1.0, min_ms: 1.0, max_ms: 1.0, mean_ms: 1.0 };
+    /// let r = BenchResult::from_samples(&mut [1.0]);
     /// assert_eq!(r.tflops(1e9), 1.0);
     /// ```
     pub fn tflops(&self, flops: f64) -> f64 {
@@ -278,8 +314,17 @@ impl BenchResult {
     }
 }
 
-/// Times `f`: `warmup` untimed calls, then `reps` timed calls (at least one).
-/// Results are passed through [`black_box`] so the work is not optimized away.
+/// The `q` quantile of sorted `v`, linearly interpolated.
+fn quantile(v: &[f64], q: f64) -> f64 {
+    let pos = q * (v.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
+}
+
+/// Times `f`: `warmup` untimed calls, then `reps` timed calls (at least one),
+/// by the wall clock. Results are passed through [`black_box`] so the work is
+/// not optimized away. For GPU work use [`do_bench_gpu`], which times on the
+/// device.
 ///
 /// ```
 /// use kernel_runtime::testing::do_bench;
@@ -297,15 +342,162 @@ pub fn do_bench<R>(mut f: impl FnMut() -> R, warmup: usize, reps: usize) -> Benc
             start.elapsed().as_secs_f64() * 1e3
         })
         .collect();
-    times.sort_by(f64::total_cmp);
-    let n = times.len();
-    let median_ms = if n % 2 == 1 { times[n / 2] } else { (times[n / 2 - 1] + times[n / 2]) / 2.0 };
-    BenchResult {
-        median_ms,
-        min_ms: times[0],
-        max_ms: times[n - 1],
-        mean_ms: times.iter().sum::<f64>() / n as f64,
+    BenchResult::from_samples(&mut times)
+}
+
+/// How [`do_bench_gpu`] measures (Triton's `do_bench(fn, warmup, rep)`).
+///
+/// ```
+/// use kernel_runtime::testing::BenchOptions;
+/// let o = BenchOptions::default();
+/// assert_eq!((o.warmup_ms, o.rep_ms, o.flush_l2), (25.0, 100.0, true));
+/// let quick = BenchOptions { rep_ms: 20.0, ..BenchOptions::default() };
+/// assert_eq!(quick.rep_ms, 20.0);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BenchOptions {
+    /// Time to spend on untimed warm-up calls, in milliseconds.
+    pub warmup_ms: f64,
+    /// Time to spend on timed calls, in milliseconds.
+    pub rep_ms: f64,
+    /// Flush the L2 cache before every timed call by writing a 256 MiB buffer (GPU only).
+    pub flush_l2: bool,
+    /// Upper bound on the timed calls (and on the warm-up calls).
+    pub max_reps: usize,
+}
+
+impl Default for BenchOptions {
+    /// Triton's defaults: 25 ms of warm-up, 100 ms of repetitions, L2 flushed.
+    fn default() -> Self {
+        BenchOptions { warmup_ms: 25.0, rep_ms: 100.0, flush_l2: true, max_reps: 10_000 }
     }
+}
+
+impl BenchOptions {
+    /// Warm-up and repetition counts for calls that take `estimate_ms`: `warmup_ms /
+    /// estimate` and `rep_ms / estimate`, each at least 1 and at most `max_reps`.
+    ///
+    /// ```
+    /// use kernel_runtime::testing::BenchOptions;
+    /// assert_eq!(BenchOptions::default().counts(0.5), (50, 200));
+    /// assert_eq!(BenchOptions::default().counts(500.0), (1, 1));
+    /// assert_eq!(BenchOptions::default().counts(0.0), (10_000, 10_000));
+    /// ```
+    pub fn counts(&self, estimate_ms: f64) -> (usize, usize) {
+        let max = self.max_reps.max(1);
+        let n = |budget: f64| {
+            if estimate_ms > 0.0 {
+                ((budget / estimate_ms) as usize).clamp(1, max)
+            } else {
+                max
+            }
+        };
+        (n(self.warmup_ms), n(self.rep_ms))
+    }
+}
+
+/// Bytes written to flush the L2 cache (Triton writes 256 MB; an H100 has 50 MB of L2).
+pub const L2_FLUSH_BYTES: usize = 256 << 20;
+
+/// The L2-flush buffer of a GPU, allocated once per device and process.
+fn flush_buffer(dev: &std::sync::Arc<crate::cuda::CudaDevice>) -> Result<std::sync::Arc<crate::cuda::memory::DeviceBuffer<i32>>, DeviceError> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, PoisonError};
+    static BUFFERS: Mutex<Option<HashMap<usize, Arc<crate::cuda::memory::DeviceBuffer<i32>>>>> = Mutex::new(None);
+    let mut buffers = BUFFERS.lock().unwrap_or_else(PoisonError::into_inner);
+    let map = buffers.get_or_insert_with(HashMap::new);
+    if let Some(b) = map.get(&dev.ordinal) {
+        return Ok(Arc::clone(b));
+    }
+    let b = Arc::new(crate::cuda::memory::DeviceBuffer::<i32>::zeros(dev, L2_FLUSH_BYTES / 4)?);
+    map.insert(dev.ordinal, Arc::clone(&b));
+    Ok(b)
+}
+
+/// Times `f` on `device` with Triton's `do_bench` method: estimate one call from five,
+/// choose the numbers of warm-up and timed calls from [`BenchOptions`] (25 ms and 100 ms
+/// by default), flush the L2 cache before each timed call by writing a 256 MiB buffer
+/// (a `cuMemsetD8Async`, outside the timed region), and time each call with a pair of
+/// CUDA events on the device's stream. `f` must queue its work on the device's stream
+/// (every kernel launch and [`crate::baseline`] call does).
+///
+/// On the CPU the same counts are used with wall-clock times (no flush).
+///
+/// # Errors
+/// The first error of `f`, or a [`DeviceError`] from the device (including a failed
+/// kernel, reported when the device is synchronized).
+///
+/// ```
+/// use kernel_runtime::testing::{do_bench_gpu, BenchOptions};
+/// use kernel_runtime::{Device, DeviceError};
+/// let opts = BenchOptions { warmup_ms: 1.0, rep_ms: 2.0, ..BenchOptions::default() };
+/// let r = do_bench_gpu(&Device::cpu(), || Ok::<_, DeviceError>(std::hint::black_box(1 + 1)), &opts).unwrap();
+/// assert!(r.reps >= 1 && r.min_ms <= r.median_ms);
+/// ```
+pub fn do_bench_gpu<R, E: From<DeviceError>>(
+    device: &Device,
+    mut f: impl FnMut() -> Result<R, E>,
+    opts: &BenchOptions,
+) -> Result<BenchResult, E> {
+    let Some(dev) = device.cuda_device() else {
+        return do_bench_wall(f, opts);
+    };
+    device.synchronize()?;
+    let flush = if opts.flush_l2 { Some(flush_buffer(dev)?) } else { None };
+    let flush_l2 = || -> Result<(), DeviceError> {
+        match &flush {
+            // SAFETY: the range is the whole buffer, which lives as long as the process.
+            Some(b) => unsafe { dev.memset_d8(b.device_ptr(), 0, L2_FLUSH_BYTES) },
+            None => Ok(()),
+        }
+    };
+    let stream = &dev.stream;
+    // Estimate one call (flush included, as Triton does).
+    let (start, end) = crate::cuda::timing_events(dev)?;
+    dev.call("cuEventRecord", || start.record(stream))?;
+    for _ in 0..5 {
+        flush_l2()?;
+        black_box(f()?);
+    }
+    dev.call("cuEventRecord", || end.record(stream))?;
+    let estimate = f64::from(dev.call("cuEventElapsedTime", || start.elapsed_ms(&end))?) / 5.0;
+    let (n_warmup, n_reps) = opts.counts(estimate);
+    for _ in 0..n_warmup {
+        black_box(f()?);
+    }
+    let events = (0..n_reps).map(|_| crate::cuda::timing_events(dev)).collect::<Result<Vec<_>, _>>()?;
+    for (s, e) in &events {
+        flush_l2()?;
+        dev.call("cuEventRecord", || s.record(stream))?;
+        black_box(f()?);
+        dev.call("cuEventRecord", || e.record(stream))?;
+    }
+    device.synchronize()?;
+    let mut times = events
+        .iter()
+        .map(|(s, e)| dev.call("cuEventElapsedTime", || s.elapsed_ms(e)).map(f64::from))
+        .collect::<Result<Vec<f64>, _>>()?;
+    Ok(BenchResult::from_samples(&mut times))
+}
+
+/// [`do_bench_gpu`]'s method with wall-clock times (the CPU device).
+fn do_bench_wall<R, E>(mut f: impl FnMut() -> Result<R, E>, opts: &BenchOptions) -> Result<BenchResult, E> {
+    let start = Instant::now();
+    for _ in 0..5 {
+        black_box(f()?);
+    }
+    let estimate = start.elapsed().as_secs_f64() * 1e3 / 5.0;
+    let (n_warmup, n_reps) = opts.counts(estimate);
+    for _ in 0..n_warmup {
+        black_box(f()?);
+    }
+    let mut times = Vec::with_capacity(n_reps);
+    for _ in 0..n_reps {
+        let t = Instant::now();
+        black_box(f()?);
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(BenchResult::from_samples(&mut times))
 }
 
 #[cfg(test)]
@@ -365,5 +557,56 @@ mod tests {
         assert!(r.min_ms <= r.mean_ms && r.mean_ms <= r.max_ms);
         assert_eq!(unravel(5, &[2, 3]), vec![1, 2]);
         assert_eq!(unravel(0, &[]), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn statistics_and_quantiles() {
+        let r = BenchResult::from_samples(&mut [4.0, 1.0, 3.0, 2.0, 5.0]);
+        assert_eq!((r.median_ms, r.min_ms, r.max_ms, r.mean_ms, r.reps), (3.0, 1.0, 5.0, 3.0, 5));
+        assert!((r.p20_ms - 1.8).abs() < 1e-12 && (r.p80_ms - 4.2).abs() < 1e-12);
+        let one = BenchResult::from_samples(&mut [7.0]);
+        assert_eq!((one.p20_ms, one.median_ms, one.p80_ms), (7.0, 7.0, 7.0));
+    }
+
+    #[test]
+    fn budgets_choose_the_counts() {
+        let o = BenchOptions::default();
+        assert_eq!(o.counts(1.0), (25, 100));
+        assert_eq!(o.counts(0.001), (10_000, 10_000));
+        assert_eq!(o.counts(f64::NAN), (10_000, 10_000));
+        assert_eq!(BenchOptions { max_reps: 0, ..o }.counts(1.0), (1, 1));
+    }
+
+    #[test]
+    fn device_bench_on_the_cpu_uses_the_wall_clock_and_stops_at_errors() {
+        let opts = BenchOptions { warmup_ms: 2.0, rep_ms: 5.0, flush_l2: true, max_reps: 50 };
+        let mut calls = 0usize;
+        let r = do_bench_gpu(
+            &Device::cpu(),
+            || {
+                calls += 1;
+                std::thread::sleep(std::time::Duration::from_micros(200));
+                Ok::<_, DeviceError>(())
+            },
+            &opts,
+        )
+        .unwrap();
+        assert!(r.reps >= 1 && r.reps <= 50 && calls > 5 + r.reps, "{r:?} {calls}");
+        assert!(r.min_ms >= 0.15, "{r:?}");
+        let mut n = 0;
+        let err = do_bench_gpu(
+            &Device::cpu(),
+            || {
+                n += 1;
+                if n == 3 {
+                    Err(DeviceError::NoSuchDevice { ordinal: 9, count: 0 })
+                } else {
+                    Ok(())
+                }
+            },
+            &opts,
+        )
+        .unwrap_err();
+        assert_eq!(err, DeviceError::NoSuchDevice { ordinal: 9, count: 0 });
     }
 }

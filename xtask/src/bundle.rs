@@ -1,6 +1,6 @@
 //! `cargo xtask gpu-bundle`: everything a GPU machine without Rust needs to run the test
 //! suite and the examples: release test binaries, example binaries and the PTX, under
-//! `target/gpu-bundle/`, plus `scripts/gpu-check.sh` to run them (tests on the GPU,
+//! `target/gpu-bundle/` (benchmarks in `target/gpu-bundle/bench/`), plus `scripts/gpu-check.sh` to run them (tests on the GPU,
 //! compute-sanitizer memcheck/racecheck/synccheck on the examples).
 
 use anyhow::{bail, Context, Result};
@@ -9,14 +9,17 @@ use std::process::{Command, Stdio};
 
 /// The integration tests that run on a GPU (`KERNEL_TEST_DEVICE=cuda`).
 const GPU_TESTS: &[&str] = &["matmul", "kernels", "language", "numerics"];
-/// The example binaries.
+/// The example binaries (run by `scripts/gpu-check.sh`).
 const EXAMPLES: &[&str] = &["matmul", "vector_add"];
+/// The benchmark binaries, in `target/gpu-bundle/bench/` (not run by `gpu-check.sh`).
+const BENCHES: &[&str] = &["bench_matmul"];
 
 pub fn gpu_bundle(root: &Path) -> Result<()> {
     let out = root.join("target/gpu-bundle");
     let _ = std::fs::remove_dir_all(&out);
     std::fs::create_dir_all(out.join("tests"))?;
     std::fs::create_dir_all(out.join("bin"))?;
+    std::fs::create_dir_all(out.join("bench"))?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut args: Vec<String> = ["test", "--release", "--no-run", "--message-format=json", "-p", "tests"].map(String::from).to_vec();
     for t in GPU_TESTS {
@@ -41,6 +44,8 @@ pub fn gpu_bundle(root: &Path) -> Result<()> {
                 out.join("tests").join(name)
             } else if what == "examples" && EXAMPLES.contains(&name) {
                 out.join("bin").join(name)
+            } else if what == "examples" && BENCHES.contains(&name) {
+                out.join("bench").join(name)
             } else {
                 continue;
             };

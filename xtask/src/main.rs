@@ -18,13 +18,22 @@ commands:
   test         what CI runs: build every kernel instance to PTX for sm_80 and sm_90a,
                validate it with ptxas, then run the whole test suite
   bench-cpu    benchmark the CPU backend (matmul 512^3 f16, vector add) in release mode
+  bench matmul the seeds' GPU benchmark: ours (with/without fused LeakyReLU) vs cuBLAS
+               (with/without a separate LeakyReLU), square 256..8192 step 256 and non-square
+               shapes; builds the PTX first when a GPU is present; without a GPU it says so
+               [--quick] (squares 256, 512, 1024, 2048, 4096; 3 non-square shapes)
+               [--out DIR] (default target/bench: tables as CSV, SVG and PNG plots, summary)
+               [--square-only | --nonsquare-only] [--sizes 512,1024] [--warmup-ms MS]
+               [--rep-ms MS] [--no-flush] [--progress]
+               Triton's numbers on the same shapes: python3 scripts/triton_matmul_bench.py
   build-ptx    build device crates to PTX, check them with ptxas, write manifests
                [--arch sm_80|sm_90|sm_90a|all]... (default sm_90a)
                [--crate PATH]... (default: xtask/ptx-smoke) [--release] (always release)
                output: target/ptx/<arch>/<crate>.{ptx,cubin,manifest.json}
   ci           same as test
   gpu-bundle   build release test and example binaries plus sm_90a PTX into target/gpu-bundle,
-               for a GPU machine without Rust (run scripts/gpu-check.sh there)
+               for a GPU machine without Rust (run scripts/gpu-check.sh there); benchmark
+               binaries go to target/gpu-bundle/bench (bench_matmul, not run by gpu-check.sh)
   help         print this text
 
 build-ptx uses the pinned nightly (installed with rust-src and llvm-tools when missing)
@@ -62,6 +71,7 @@ fn run() -> Result<()> {
             }
             cargo(&["run", "--release", "--quiet", "-p", "examples", "--bin", "matmul", "--"], rest)
         }
+        "bench" => bench(rest),
         "bench-cpu" => cargo(&["run", "--release", "--quiet", "-p", "examples", "--bin", "bench_cpu", "--"], rest),
         "build-ptx" => ptx::build_ptx(&root(), &ptx::Options::parse(&root(), rest)?),
         "gpu-bundle" => {
@@ -79,6 +89,25 @@ fn run() -> Result<()> {
             Ok(())
         }
         other => bail!("unknown command `{other}`\n\n{HELP}"),
+    }
+}
+
+/// `cargo xtask bench <what> [args]`: the GPU benchmarks (`matmul`).
+fn bench(rest: &[String]) -> Result<()> {
+    match rest.first().map(String::as_str) {
+        Some("matmul") => {
+            if rest[1..].iter().any(|a| a == "--help" || a == "-h") {
+                print!("{HELP}");
+                return Ok(());
+            }
+            if let Some(arch) = gpu_arch() {
+                let args = ["--arch".to_string(), arch];
+                ptx::build_ptx(&root(), &ptx::Options::parse(&root(), &args)?)?;
+            }
+            cargo(&["run", "--release", "--quiet", "-p", "examples", "--bin", "bench_matmul", "--"], &rest[1..])
+        }
+        Some(other) => bail!("unknown benchmark `{other}` (available: matmul)\n\n{HELP}"),
+        None => bail!("which benchmark? `cargo xtask bench matmul [--quick]`\n\n{HELP}"),
     }
 }
 

@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use cudarc::driver::sys::CUdevice_attribute as Attr;
-use cudarc::driver::{result, sys, CudaContext, CudaStream, DriverError};
+use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaStream, DriverError};
 
 use crate::error::DeviceError;
 
@@ -137,6 +137,14 @@ fn no_driver_reason() -> String {
     )
 }
 
+/// Two timing events (start, end) in `dev`'s context.
+pub(crate) fn timing_events(dev: &CudaDevice) -> Result<(CudaEvent, CudaEvent), DeviceError> {
+    let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+    let start = dev.call("cuEventCreate", || dev.ctx.new_event(flags))?;
+    let end = dev.call("cuEventCreate", || dev.ctx.new_event(flags))?;
+    Ok((start, end))
+}
+
 /// The number of CUDA devices (0 when there is no driver).
 pub(crate) fn device_count() -> Result<usize, DeviceError> {
     match driver() {
@@ -220,6 +228,16 @@ impl CudaDevice {
     /// Waits for all work queued on the device's stream.
     pub(crate) fn synchronize(&self) -> Result<(), DeviceError> {
         self.call("cuStreamSynchronize", || self.stream.synchronize())
+    }
+
+    /// Sets every byte of `bytes` bytes at device address `ptr` to `value`, queued on the stream.
+    ///
+    /// # Safety
+    /// `[ptr, ptr + bytes)` must lie inside a live allocation of this device.
+    pub(crate) unsafe fn memset_d8(&self, ptr: u64, value: u8, bytes: usize) -> Result<(), DeviceError> {
+        let stream = self.stream.cu_stream();
+        // SAFETY: the caller guarantees the range.
+        self.call(format!("cuMemsetD8Async ({bytes} bytes)"), || unsafe { result::memset_d8_async(ptr, value, bytes, stream) })
     }
 
     /// `CUDA device 0: NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)`.

@@ -106,6 +106,8 @@ pub(crate) fn find_ptx(dev: &CudaDevice, info: &KernelInfo) -> Result<PathBuf, L
 #[derive(Debug)]
 pub(crate) struct LoadedModule {
     module: sys::CUmodule,
+    /// FNV-1a hash of the PTX text it was loaded from (keys the autotuning cache).
+    pub(crate) hash: u64,
     ctx: Arc<CudaContext>,
 }
 
@@ -168,7 +170,7 @@ fn load_module(dev: &CudaDevice, kernel: &'static str, path: &Path) -> Result<Lo
         }
     }));
     match outcome {
-        Ok(Ok(module)) => Ok(LoadedModule { module, ctx: Arc::clone(&dev.ctx) }),
+        Ok(Ok(module)) => Ok(LoadedModule { module, hash: crate::autotune::fnv1a(image.as_bytes()), ctx: Arc::clone(&dev.ctx) }),
         Ok(Err(e)) => {
             let (code, mut message) = error_parts(e);
             let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
@@ -194,6 +196,25 @@ fn module(dev: &CudaDevice, kernel: &'static str, path: &Path) -> Result<Arc<Loa
     let m = Arc::new(load_module(dev, kernel, path)?);
     modules.insert(path.to_path_buf(), Arc::clone(&m));
     Ok(m)
+}
+
+/// A hash of the PTX `info`'s launches on `dev` use: of the loaded module when the file
+/// was loaded already, else of the file's current contents.
+///
+/// # Errors
+/// As [`find_ptx`], or [`LaunchError::PtxLoad`] when the file cannot be read.
+pub(crate) fn code_hash(dev: &CudaDevice, info: &'static KernelInfo) -> Result<u64, LaunchError> {
+    let path = find_ptx(dev, info)?;
+    if let Some(m) = dev.modules.lock().unwrap_or_else(PoisonError::into_inner).get(&path) {
+        return Ok(m.hash);
+    }
+    let bytes = std::fs::read(&path).map_err(|e| LaunchError::PtxLoad {
+        kernel: info.name,
+        path: path.clone(),
+        code: "io".into(),
+        message: e.to_string(),
+    })?;
+    Ok(crate::autotune::fnv1a(&bytes))
 }
 
 /// The entry point of instance `index` of `info` on `dev`: found, loaded,

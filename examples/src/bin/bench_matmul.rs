@@ -1,0 +1,383 @@
+//! The seeds' matmul benchmark on a GPU: our kernel (with and without the fused LeakyReLU)
+//! against cuBLAS (with and without a separate LeakyReLU kernel), in TFLOPS.
+//!
+//! ```text
+//! bench_matmul [--quick] [--out DIR] [--square-only | --nonsquare-only] [--sizes 512,1024,...]
+//!              [--warmup-ms 25] [--rep-ms 100] [--no-flush] [--progress]
+//! ```
+//!
+//! Square sizes 256..=8192 step 256 (`--quick`: 256, 512, 1024, 2048, 4096), then non-square
+//! shapes (tall-skinny, K not a multiple of the block size, ...). Every point gets fresh
+//! random f16 inputs and is checked against cuBLAS (f16 tolerances) before it is timed with
+//! `kernel_runtime::testing::do_bench_gpu` (Triton's do_bench: CUDA events, L2 flushed,
+//! 25 ms warm-up and 100 ms of repetitions); TFLOPS come from the median. Autotuning
+//! happens during the check, so it is not timed (`KERNEL_PRINT_AUTOTUNING=1` shows it).
+//!
+//! Output: tables on stdout; `matmul-performance.{csv,svg,png}`,
+//! `matmul-nonsquare.{csv,svg,png}`, `matmul-points.csv` (every measurement with its
+//! statistics and check) and `matmul-summary.txt` (geometric-mean ratios) in `--out`
+//! (default `target/bench`). Without a GPU it says so and exits successfully.
+
+use std::cell::RefCell;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use examples::activation::leaky_relu_inplace;
+use examples::matmul::{leaky_relu, matmul_into};
+use kernel_bench::{flops_matmul, perf_report, Benchmark, Color, LineStyle, Measurement, Report};
+use kernel_runtime::baseline::{cublas_available, cublas_matmul_f16};
+use kernel_runtime::testing::{assert_close, do_bench_gpu, matmul_ref_f64, BenchOptions, BenchResult};
+use kernel_runtime::{f16, Device, Func, Tensor};
+
+/// Providers, in the seeds' order: (value, label, style).
+const PROVIDERS: [(&str, &str, (Color, LineStyle)); 4] = [
+    ("cublas", "cuBLAS", (Color::GREEN, LineStyle::Solid)),
+    ("cublas+relu", "cuBLAS (+ separate LeakyReLU)", (Color::GREEN, LineStyle::Dashed)),
+    ("ours", "Ours", (Color::BLUE, LineStyle::Solid)),
+    ("ours+relu", "Ours (+ fused LeakyReLU)", (Color::BLUE, LineStyle::Dashed)),
+];
+
+/// Non-square shapes (M, N, K) and what each exercises.
+const NONSQUARE: [(usize, usize, usize, &str); 7] = [
+    (8192, 8192, 512, "short K (outer-product-like)"),
+    (4096, 4096, 4000, "K not a multiple of the block size"),
+    (16384, 1024, 1024, "tall A"),
+    (1024, 16384, 1024, "wide B"),
+    (8192, 1024, 8192, "long K, narrow N"),
+    (4000, 4000, 4000, "no dimension a multiple of 64"),
+    (3000, 5000, 1000, "ragged M and N"),
+];
+
+struct Args {
+    quick: bool,
+    out: PathBuf,
+    square: bool,
+    nonsquare: bool,
+    sizes: Option<Vec<usize>>,
+    opts: BenchOptions,
+    progress: bool,
+}
+
+const USAGE: &str = "usage: bench_matmul [--quick] [--out DIR] [--square-only | --nonsquare-only] \
+                     [--sizes 512,1024,...] [--warmup-ms MS] [--rep-ms MS] [--no-flush] [--progress]";
+
+fn parse_args() -> Result<Args> {
+    let mut a = Args {
+        quick: false,
+        out: PathBuf::from("target/bench"),
+        square: true,
+        nonsquare: true,
+        sizes: None,
+        opts: BenchOptions::default(),
+        progress: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut value = |name: &str| it.next().with_context(|| format!("{name} needs a value\n{USAGE}"));
+        match arg.as_str() {
+            "--quick" => a.quick = true,
+            "--out" => a.out = PathBuf::from(value("--out")?),
+            "--square-only" => a.nonsquare = false,
+            "--nonsquare-only" => a.square = false,
+            "--sizes" => {
+                let v = value("--sizes")?;
+                let sizes = v.split(',').map(|s| s.trim().parse::<usize>()).collect::<Result<Vec<_>, _>>();
+                a.sizes = Some(sizes.with_context(|| format!("--sizes {v}: expected comma-separated integers"))?);
+            }
+            "--warmup-ms" => a.opts.warmup_ms = value("--warmup-ms")?.parse()?,
+            "--rep-ms" => a.opts.rep_ms = value("--rep-ms")?.parse()?,
+            "--no-flush" => a.opts.flush_l2 = false,
+            "--progress" => a.progress = true,
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            other => bail!("unknown argument `{other}`\n{USAGE}"),
+        }
+    }
+    Ok(a)
+}
+
+/// LeakyReLU on the host, as the kernels compute it.
+fn leaky(x: f64) -> f64 {
+    if x >= 0.0 {
+        x
+    } else {
+        0.01 * x
+    }
+}
+
+/// The inputs of one shape and the result of checking each provider on them.
+struct Point {
+    a: Tensor<f16>,
+    b: Tensor<f16>,
+    c: Tensor<f16>,
+    /// Per provider: `Ok(note)` when it matched the reference, or why it did not.
+    checks: Vec<std::result::Result<String, String>>,
+}
+
+/// One timed measurement, for `matmul-points.csv`.
+struct Row {
+    set: &'static str,
+    shape: (usize, usize, usize),
+    provider: &'static str,
+    result: std::result::Result<BenchResult, String>,
+    check: String,
+}
+
+struct Bench {
+    dev: Device,
+    cublas: bool,
+    opts: BenchOptions,
+    rows: Vec<Row>,
+}
+
+impl Bench {
+    /// Fresh inputs for (m, n, k) and each provider's check against cuBLAS (or, without
+    /// cuBLAS, a float64 reference on the host for small shapes).
+    fn prepare(&self, (m, n, k): (usize, usize, usize), seed: u64) -> Result<Point> {
+        let a = Tensor::<f16>::randn(&self.dev, &[m, k], seed)?;
+        let b = Tensor::<f16>::randn(&self.dev, &[k, n], seed + 1)?;
+        let c = Tensor::<f16>::zeros(&self.dev, &[m, n])?;
+        let reference: Option<Vec<f64>> = if self.cublas {
+            cublas_matmul_f16(&a, &b, &c)?;
+            Some(c.try_to_f64_vec()?)
+        } else if (m * n * k) as f64 <= 2f64.powi(31) {
+            Some(matmul_ref_f64(&a.try_to_f64_vec()?, &b.try_to_f64_vec()?, m, n, k))
+        } else {
+            None
+        };
+        let reference_relu: Option<Vec<f64>> = reference.as_ref().map(|r| r.iter().map(|&x| leaky(x)).collect());
+        let check = |run: &dyn Fn(&Tensor<f16>) -> Result<()>, expected: &Option<Vec<f64>>| -> std::result::Result<String, String> {
+            c.try_fill(f16::NAN).map_err(|e| e.to_string())?;
+            run(&c).map_err(|e| format!("{e:#}"))?;
+            match expected {
+                Some(exp) => assert_close(&c, exp).map(|()| "ok".to_string()).map_err(|e| format!("wrong result: {e}")),
+                None => Ok("unchecked (no cuBLAS, too large for the host reference)".into()),
+            }
+        };
+        let mut checks = Vec::new();
+        for (provider, _, _) in PROVIDERS {
+            let r = match provider {
+                "cublas" if self.cublas => Ok("reference".to_string()),
+                "cublas" | "cublas+relu" if !self.cublas => Err(cublas_available().unwrap_err().to_string()),
+                "cublas+relu" => check(
+                    &|c| {
+                        cublas_matmul_f16(&a, &b, c)?;
+                        Ok(leaky_relu_inplace(c)?)
+                    },
+                    &reference_relu,
+                ),
+                "ours" => check(&|c| Ok(matmul_into(&a, &b, c, None)?), &reference),
+                "ours+relu" => check(&|c| Ok(matmul_into(&a, &b, c, Some(leaky_relu))?), &reference_relu),
+                _ => unreachable!(),
+            };
+            checks.push(r);
+        }
+        Ok(Point { a, b, c, checks })
+    }
+
+    /// Times `provider` on `p`.
+    fn time(&self, p: &Point, provider: &str) -> Result<BenchResult> {
+        let (a, b, c) = (&p.a, &p.b, &p.c);
+        let run = |act: Option<Func>| do_bench_gpu(&self.dev, || -> Result<()> { Ok(matmul_into(a, b, c, act)?) }, &self.opts);
+        match provider {
+            "cublas" => do_bench_gpu(&self.dev, || -> Result<()> { Ok(cublas_matmul_f16(a, b, c)?) }, &self.opts),
+            "cublas+relu" => do_bench_gpu(
+                &self.dev,
+                || -> Result<()> {
+                    cublas_matmul_f16(a, b, c)?;
+                    Ok(leaky_relu_inplace(c)?)
+                },
+                &self.opts,
+            ),
+            "ours" => run(None),
+            "ours+relu" => run(Some(leaky_relu)),
+            other => bail!("unknown provider {other}"),
+        }
+    }
+
+    /// Runs every provider on `shapes` (x value `x(i)` for shape `i`) as one report.
+    fn sweep(
+        &mut self,
+        set: &'static str,
+        plot_name: &str,
+        x_name: &str,
+        xs: Vec<i64>,
+        shapes: &[(usize, usize, usize)],
+        progress: bool,
+    ) -> Result<Report> {
+        let names: Vec<&str> = if set == "square" { vec!["M", "N", "K"] } else { vec![x_name] };
+        let mut bench =
+            Benchmark::new(plot_name).x_names(names).x_vals(xs).line_arg("provider").ylabel("TFLOPS").progress(progress);
+        for (val, name, style) in PROVIDERS {
+            bench = bench.line(val, name, style);
+        }
+        let current: RefCell<Option<(usize, std::result::Result<Point, String>)>> = RefCell::new(None);
+        let rows = RefCell::new(Vec::new());
+        let this = &*self;
+        let report = perf_report(&bench, |pt| -> std::result::Result<Measurement, String> {
+            let i = pt.x_index();
+            let shape = shapes[i];
+            let mut cur = current.borrow_mut();
+            if cur.as_ref().is_none_or(|(j, _)| *j != i) {
+                // Free the previous inputs before allocating new ones.
+                *cur = None;
+                eprintln!("{set} {}x{}x{}: checking against the reference", shape.0, shape.1, shape.2);
+                *cur = Some((i, this.prepare(shape, 1000 + 7 * i as u64).map_err(|e| format!("{e:#}"))));
+            }
+            let Some((_, prepared)) = cur.as_ref() else { unreachable!() };
+            let point = prepared.as_ref().map_err(Clone::clone)?;
+            let provider = pt.provider();
+            let index = PROVIDERS.iter().position(|(v, _, _)| *v == provider).unwrap_or(0);
+            let provider_static = PROVIDERS[index].0;
+            let check = point.checks[index].clone();
+            let result = match &check {
+                Ok(_) => this.time(point, provider).map_err(|e| format!("{e:#}")),
+                Err(e) => Err(format!("not timed: {e}")),
+            };
+            rows.borrow_mut().push(Row {
+                set,
+                shape,
+                provider: provider_static,
+                result: result.clone(),
+                check: check.clone().unwrap_or_else(|e| e),
+            });
+            let r = result?;
+            let (m, n, k) = shape;
+            Ok(Measurement::from_ms(r.median_ms, r.min_ms, r.max_ms, |ms| flops_matmul(m, n, k, ms)))
+        })?;
+        self.rows.extend(rows.into_inner());
+        Ok(report)
+    }
+}
+
+/// `0.93x` or `n/a (why)`.
+fn ratio(report: &Report, num: &str, den: &str, lo: i64, hi: i64) -> String {
+    match report.geomean_ratio(num, den, lo..=hi) {
+        Ok(r) => format!("{r:.3}x"),
+        Err(e) => format!("n/a ({e})"),
+    }
+}
+
+fn points_csv(rows: &[Row]) -> String {
+    let mut s = String::from("set,M,N,K,provider,median_ms,min_ms,max_ms,mean_ms,p20_ms,p80_ms,reps,tflops,check,error\n");
+    for r in rows {
+        let (m, n, k) = r.shape;
+        let quote = |t: &str| format!("\"{}\"", t.replace('"', "'").replace('\n', " "));
+        match &r.result {
+            Ok(b) => {
+                let _ = writeln!(
+                    s,
+                    "{},{m},{n},{k},{},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{},{:.3},{},",
+                    r.set,
+                    r.provider,
+                    b.median_ms,
+                    b.min_ms,
+                    b.max_ms,
+                    b.mean_ms,
+                    b.p20_ms,
+                    b.p80_ms,
+                    b.reps,
+                    flops_matmul(m, n, k, b.median_ms),
+                    quote(&r.check)
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(s, "{},{m},{n},{k},{},,,,,,,,,{},{}", r.set, r.provider, quote(&r.check), quote(e));
+            }
+        }
+    }
+    s
+}
+
+fn main() -> Result<()> {
+    let args = parse_args()?;
+    let dev = match Device::cuda(0) {
+        Ok(d) => d,
+        Err(e) => {
+            println!("bench_matmul: no usable GPU ({e}); this benchmark needs one, nothing to do");
+            return Ok(());
+        }
+    };
+    println!("device: {}", dev.describe());
+    let cublas = match cublas_available() {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("warning: {e}; the cuBLAS lines are skipped and results are checked against a host reference (small shapes only)");
+            false
+        }
+    };
+    println!(
+        "timing: do_bench_gpu (CUDA events, warm-up {} ms, repetitions {} ms, L2 flush {}), TFLOPS from the median",
+        args.opts.warmup_ms,
+        args.opts.rep_ms,
+        if args.opts.flush_l2 { "on" } else { "off" }
+    );
+    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    let mut bench = Bench { dev, cublas, opts: args.opts, rows: Vec::new() };
+    let mut summary = String::new();
+
+    if args.square {
+        let sizes: Vec<usize> = match (&args.sizes, args.quick) {
+            (Some(s), _) => s.clone(),
+            (None, true) => vec![256, 512, 1024, 2048, 4096],
+            (None, false) => (1..=32).map(|i| 256 * i).collect(),
+        };
+        let shapes: Vec<(usize, usize, usize)> = sizes.iter().map(|&s| (s, s, s)).collect();
+        let xs = sizes.iter().map(|&s| s as i64).collect();
+        let report = bench.sweep("square", "matmul-performance", "M", xs, &shapes, args.progress)?;
+        println!("\n{}", report.to_table());
+        let files = report.save(&args.out)?;
+        println!("wrote {}, {}, {}", files.csv.display(), files.svg.display(), files.png.display());
+        let _ = writeln!(summary, "square matmul, geometric-mean TFLOPS ratios:");
+        for (lo, hi) in [(2048, 8192), (256, 1024), (256, 8192)] {
+            let _ = writeln!(
+                summary,
+                "  {lo}-{hi}: ours / cuBLAS = {}, ours+fused LeakyReLU / cuBLAS+separate LeakyReLU = {}, ours+fused / cuBLAS (no activation) = {}",
+                ratio(&report, "ours", "cublas", lo, hi),
+                ratio(&report, "ours+relu", "cublas+relu", lo, hi),
+                ratio(&report, "ours+relu", "cublas", lo, hi),
+            );
+        }
+    }
+
+    if args.nonsquare {
+        let cases: Vec<_> = if args.quick { NONSQUARE[..3].to_vec() } else { NONSQUARE.to_vec() };
+        let shapes: Vec<(usize, usize, usize)> = cases.iter().map(|&(m, n, k, _)| (m, n, k)).collect();
+        let xs = (1..=cases.len() as i64).collect();
+        let report = bench.sweep("nonsquare", "matmul-nonsquare", "case", xs, &shapes, args.progress)?;
+        println!("\nnon-square cases:");
+        for (i, (m, n, k, what)) in cases.iter().enumerate() {
+            println!("  case {}: M={m} N={n} K={k} ({what})", i + 1);
+        }
+        println!("\n{}", report.to_table());
+        let files = report.save(&args.out)?;
+        println!("wrote {}, {}, {}", files.csv.display(), files.svg.display(), files.png.display());
+        let last = cases.len() as i64;
+        let _ = writeln!(
+            summary,
+            "non-square matmul ({} cases), geometric-mean TFLOPS ratios: ours / cuBLAS = {}, ours+fused / cuBLAS+separate = {}",
+            cases.len(),
+            ratio(&report, "ours", "cublas", 1, last),
+            ratio(&report, "ours+relu", "cublas+relu", 1, last),
+        );
+    }
+
+    let points = args.out.join("matmul-points.csv");
+    std::fs::write(&points, points_csv(&bench.rows)).with_context(|| format!("writing {}", points.display()))?;
+    let summary_path = args.out.join("matmul-summary.txt");
+    std::fs::write(&summary_path, &summary).with_context(|| format!("writing {}", summary_path.display()))?;
+    println!("\n{summary}wrote {} and {}", points.display(), summary_path.display());
+    let failed: Vec<&Row> = bench.rows.iter().filter(|r| r.result.is_err()).collect();
+    if !failed.is_empty() {
+        println!("\n{} point(s) failed:", failed.len());
+        for r in failed {
+            let (m, n, k) = r.shape;
+            println!("  {} {m}x{n}x{k} {}: {}", r.set, r.provider, r.result.as_ref().err().map_or("", String::as_str));
+        }
+        std::process::exit(1);
+    }
+    Ok(())
+}

@@ -1,0 +1,285 @@
+#!/usr/bin/env python3
+"""Triton's matmul tutorial on the shapes of `bench_matmul`, with torch.matmul (cuBLAS).
+
+The reference point for our Rust kernel: the tutorial's kernel (grouped program order,
+masked K, f32 accumulation, LeakyReLU fused while the accumulator is f32) with the 8
+autotune configs of the current tutorial (the same configs as `examples/src/matmul.rs`),
+timed with `triton.testing.do_bench` (warm-up 25 ms, repetitions 100 ms, L2 flushed),
+against `torch.matmul` (cuBLAS) with and without a separate LeakyReLU, in one run.
+
+    python3 scripts/triton_matmul_bench.py [--quick] [--out DIR] [--square-only | --nonsquare-only]
+                                           [--sizes 512,1024,...]
+
+Needs a CUDA GPU, torch and triton (written against Triton 3.6). Writes
+`triton-matmul-performance.csv`, `triton-matmul-nonsquare.csv`, `triton-matmul-points.csv`
+and `triton-matmul-summary.txt` to --out (default target/bench-triton), and prints tables.
+Every point is checked against torch.matmul (atol 1e-2, rtol 1e-2) before it is timed;
+autotuning happens during that check, so it is not timed.
+"""
+
+import argparse
+import csv
+import math
+import os
+import sys
+
+import torch
+import triton
+import triton.language as tl
+
+# Same shapes as examples/src/bin/bench_matmul.rs.
+QUICK_SQUARES = [256, 512, 1024, 2048, 4096]
+ALL_SQUARES = [256 * i for i in range(1, 33)]
+NONSQUARE = [
+    (8192, 8192, 512, "short K (outer-product-like)"),
+    (4096, 4096, 4000, "K not a multiple of the block size"),
+    (16384, 1024, 1024, "tall A"),
+    (1024, 16384, 1024, "wide B"),
+    (8192, 1024, 8192, "long K, narrow N"),
+    (4000, 4000, 4000, "no dimension a multiple of 64"),
+    (3000, 5000, 1000, "ragged M and N"),
+]
+PROVIDERS = [
+    ("cublas", "cuBLAS"),
+    ("cublas+relu", "cuBLAS (+ separate LeakyReLU)"),
+    ("triton", "Triton"),
+    ("triton+relu", "Triton (+ fused LeakyReLU)"),
+]
+
+
+def autotune_configs():
+    """The tutorial's CUDA configs (fp16): also the configs of our Rust kernel."""
+    c = triton.Config
+    return [
+        c({"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8}, num_stages=3, num_warps=8),
+        c({"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8}, num_stages=4, num_warps=4),
+        c({"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8}, num_stages=4, num_warps=4),
+        c({"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8}, num_stages=4, num_warps=4),
+        c({"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8}, num_stages=4, num_warps=4),
+        c({"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8}, num_stages=4, num_warps=4),
+        c({"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8}, num_stages=5, num_warps=2),
+        c({"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8}, num_stages=5, num_warps=2),
+    ]
+
+
+@triton.autotune(configs=autotune_configs(), key=["M", "N", "K"])
+@triton.jit
+def matmul_kernel(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak,
+    stride_bk, stride_bn,
+    stride_cm, stride_cn,
+    BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+    GROUP_SIZE_M: tl.constexpr,
+    ACTIVATION: tl.constexpr,
+):
+    """C = ACTIVATION(A @ B); A is (M, K), B is (K, N), C is (M, N)."""
+    # Grouped ordering of the program ids, for L2 reuse.
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+
+    # Pointers to the first blocks of A and B (rows/columns wrapped, so loads need no M/N mask).
+    offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
+    offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
+    offs_k = tl.arange(0, BLOCK_SIZE_K)
+    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+
+    # Accumulate in f32; mask the K edge.
+    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
+        accumulator = tl.dot(a, b, accumulator)
+        a_ptrs += BLOCK_SIZE_K * stride_ak
+        b_ptrs += BLOCK_SIZE_K * stride_bk
+    # Fuse the activation while the accumulator is still f32.
+    if ACTIVATION == "leaky_relu":
+        accumulator = leaky_relu(accumulator)
+    c = accumulator.to(tl.float16)
+
+    offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+    offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    tl.store(c_ptrs, c, mask=c_mask)
+
+
+@triton.jit
+def leaky_relu(x):
+    return tl.where(x >= 0, x, 0.01 * x)
+
+
+def matmul(a, b, c=None, activation=""):
+    """activation(a @ b) by the Triton kernel, into `c` when given."""
+    assert a.shape[1] == b.shape[0], "incompatible dimensions"
+    M, K = a.shape
+    K, N = b.shape
+    if c is None:
+        c = torch.empty((M, N), device=a.device, dtype=torch.float16)
+    grid = lambda META: (triton.cdiv(M, META["BLOCK_SIZE_M"]) * triton.cdiv(N, META["BLOCK_SIZE_N"]),)
+    matmul_kernel[grid](
+        a, b, c, M, N, K,
+        a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+        ACTIVATION=activation,
+    )
+    return c
+
+
+def run_provider(provider, a, b, c):
+    """A closure that runs `provider` once, writing into c."""
+    if provider == "cublas":
+        return lambda: torch.matmul(a, b, out=c)
+    if provider == "cublas+relu":
+        return lambda: torch.nn.functional.leaky_relu(torch.matmul(a, b, out=c), 0.01, inplace=True)
+    if provider == "triton":
+        return lambda: matmul(a, b, c)
+    if provider == "triton+relu":
+        return lambda: matmul(a, b, c, activation="leaky_relu")
+    raise ValueError(provider)
+
+
+def tflops(m, n, k, ms):
+    return 2.0 * m * n * k * 1e-12 / (ms * 1e-3)
+
+
+def bench_shapes(set_name, shapes, rows, seed0):
+    """Checks and times every provider on each (M, N, K); returns {provider: [tflops or nan]}."""
+    series = {p: [] for p, _ in PROVIDERS}
+    for i, (m, n, k) in enumerate(shapes):
+        torch.manual_seed(seed0 + 7 * i)
+        a = torch.randn((m, k), device="cuda", dtype=torch.float16)
+        b = torch.randn((k, n), device="cuda", dtype=torch.float16)
+        c = torch.empty((m, n), device="cuda", dtype=torch.float16)
+        ref = torch.matmul(a, b)
+        ref_relu = torch.nn.functional.leaky_relu(ref, 0.01)
+        print(f"{set_name} {m}x{n}x{k}: checking and timing", file=sys.stderr, flush=True)
+        for provider, _ in PROVIDERS:
+            fn = run_provider(provider, a, b, c)
+            expected = ref_relu if provider.endswith("+relu") else ref
+            row = {"set": set_name, "M": m, "N": n, "K": k, "provider": provider}
+            try:
+                c.fill_(float("nan"))
+                fn()  # autotunes on the first call for this key
+                torch.cuda.synchronize()
+                if not torch.allclose(c, expected, atol=1e-2, rtol=1e-2):
+                    err = (c.float() - expected.float()).abs().max().item()
+                    raise RuntimeError(f"wrong result: max abs error {err}")
+                row["check"] = "ok"
+                med, p20, p80, lo, hi = triton.testing.do_bench(fn, warmup=25, rep=100, quantiles=[0.5, 0.2, 0.8, 0.0, 1.0])
+                row.update(median_ms=med, p20_ms=p20, p80_ms=p80, min_ms=lo, max_ms=hi, tflops=tflops(m, n, k, med))
+                series[provider].append(row["tflops"])
+            except Exception as e:  # a failed point is reported and the sweep goes on
+                row["error"] = f"{type(e).__name__}: {e}".replace("\n", " ")[:500]
+                series[provider].append(float("nan"))
+            rows.append(row)
+        del a, b, c, ref, ref_relu
+        torch.cuda.empty_cache()
+    return series
+
+
+def print_table(title, x_name, xs, series):
+    print(f"\n{title}:")
+    header = f"{'':>3} {x_name:>6}" + "".join(f" {name:>30}" for _, name in PROVIDERS)
+    print(header)
+    for i, x in enumerate(xs):
+        print(f"{i:>3} {x:>6}" + "".join(f" {series[p][i]:>30.6f}" for p, _ in PROVIDERS))
+
+
+def write_series_csv(path, x_name, xs, series):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow([x_name] + [name for _, name in PROVIDERS])
+        for i, x in enumerate(xs):
+            w.writerow([x] + [series[p][i] for p, _ in PROVIDERS])
+
+
+def geomean_ratio(series, num, den, indices):
+    logs = []
+    for i in indices:
+        a, b = series[num][i], series[den][i]
+        if not (a > 0 and b > 0):
+            return "n/a (missing points)"
+        logs.append(math.log(a / b))
+    if not logs:
+        return "n/a (no points)"
+    return f"{math.exp(sum(logs) / len(logs)):.3f}x"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="squares 256, 512, 1024, 2048, 4096 and 3 non-square shapes")
+    parser.add_argument("--out", default="target/bench-triton", help="output directory (default target/bench-triton)")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--square-only", action="store_true")
+    group.add_argument("--nonsquare-only", action="store_true")
+    parser.add_argument("--sizes", help="comma-separated square sizes (overrides the default sweep)")
+    args = parser.parse_args()
+
+    if not torch.cuda.is_available():
+        print("triton_matmul_bench: no CUDA GPU visible to torch; nothing to do")
+        return 0
+    os.makedirs(args.out, exist_ok=True)
+    print(f"device: {torch.cuda.get_device_name()} (cc {'.'.join(map(str, torch.cuda.get_device_capability()))}), "
+          f"torch {torch.__version__}, triton {triton.__version__}")
+    print("timing: triton.testing.do_bench (warm-up 25 ms, repetitions 100 ms, L2 flushed), TFLOPS from the median")
+    rows, summary = [], []
+
+    if not args.nonsquare_only:
+        sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else (QUICK_SQUARES if args.quick else ALL_SQUARES)
+        series = bench_shapes("square", [(s, s, s) for s in sizes], rows, 1000)
+        print_table("triton-matmul-performance", "M", sizes, series)
+        write_series_csv(os.path.join(args.out, "triton-matmul-performance.csv"), "M", sizes, series)
+        summary.append("square matmul, geometric-mean TFLOPS ratios:")
+        for lo, hi in [(2048, 8192), (256, 1024), (256, 8192)]:
+            idx = [i for i, s in enumerate(sizes) if lo <= s <= hi]
+            summary.append(
+                f"  {lo}-{hi}: triton / cuBLAS = {geomean_ratio(series, 'triton', 'cublas', idx)}, "
+                f"triton+fused LeakyReLU / cuBLAS+separate LeakyReLU = {geomean_ratio(series, 'triton+relu', 'cublas+relu', idx)}, "
+                f"triton+fused / cuBLAS (no activation) = {geomean_ratio(series, 'triton+relu', 'cublas', idx)}"
+            )
+
+    if not args.square_only:
+        cases = NONSQUARE[:3] if args.quick else NONSQUARE
+        series = bench_shapes("nonsquare", [(m, n, k) for m, n, k, _ in cases], rows, 5000)
+        print("\nnon-square cases:")
+        for i, (m, n, k, what) in enumerate(cases):
+            print(f"  case {i + 1}: M={m} N={n} K={k} ({what})")
+        xs = list(range(1, len(cases) + 1))
+        print_table("triton-matmul-nonsquare", "case", xs, series)
+        write_series_csv(os.path.join(args.out, "triton-matmul-nonsquare.csv"), "case", xs, series)
+        idx = list(range(len(cases)))
+        summary.append(
+            f"non-square matmul ({len(cases)} cases), geometric-mean TFLOPS ratios: "
+            f"triton / cuBLAS = {geomean_ratio(series, 'triton', 'cublas', idx)}, "
+            f"triton+fused / cuBLAS+separate = {geomean_ratio(series, 'triton+relu', 'cublas+relu', idx)}"
+        )
+
+    fields = ["set", "M", "N", "K", "provider", "median_ms", "min_ms", "max_ms", "p20_ms", "p80_ms", "tflops", "check", "error"]
+    points = os.path.join(args.out, "triton-matmul-points.csv")
+    with open(points, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
+    summary_path = os.path.join(args.out, "triton-matmul-summary.txt")
+    with open(summary_path, "w") as f:
+        f.write("\n".join(summary) + "\n")
+    print("\n" + "\n".join(summary))
+    print(f"wrote {points}, {summary_path} and the tables' CSV in {args.out}")
+    failed = [r for r in rows if "error" in r]
+    for r in failed:
+        print(f"failed: {r['set']} {r['M']}x{r['N']}x{r['K']} {r['provider']}: {r['error']}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
