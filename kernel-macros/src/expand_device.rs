@@ -796,14 +796,8 @@ impl<'a> DevGen<'a> {
         let mma = if self.k.exprs[a].ty.dtype() == Some(DType::BF16) { quote!(#d::mma_bf16) } else { quote!(#d::mma_f16) };
         let off_a = self.alloc(m * kk * 2);
         let off_b = self.alloc(kk * n * 2);
-        let stage_a = self.phase(m * kk, |g| {
-            let v = g.ev(a, &At::Own);
-            quote!(#d::store((__smem.add(#off_a) as *mut #ea).add(__f), #v);)
-        });
-        let stage_b = self.phase(kk * n, |g| {
-            let v = g.ev(b, &At::Own);
-            quote!(#d::store((__smem.add(#off_b) as *mut #ea).add(__f), #v);)
-        });
+        let stage_a = self.stage_operand(a, m * kk, kk, off_a, &ea);
+        let stage_b = self.stage_operand(b, kk * n, n, off_b, &ea);
         let out = self.fresh("mma");
         let slots = tm * tn * 4;
         let init = self.phase_in(m * n, layout, |g| {
@@ -855,6 +849,83 @@ impl<'a> DevGen<'a> {
                 }
             }
             #d::bar_sync();
+        }
+    }
+
+    /// The `load` an operand comes from (directly or through a single-use local).
+    fn load_of(&self, e: ExprId) -> Option<ExprId> {
+        match &self.k.exprs[e].kind {
+            ExprKind::Load { .. } => Some(e),
+            ExprKind::Local(l) => match self.kinds[*l] {
+                LocalKind::Inline(v) => self.load_of(v),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Stages a 16-bit `dot` operand of `numel` elements (rows of `inner`) row-major into shared
+    /// memory at `off`. An operand loaded from global memory moves in chunks of 8 elements:
+    /// when the chunk's 8 addresses are contiguous, 16-byte aligned and unmasked (checked at
+    /// run time), one 16-byte `cp.async`; otherwise element by element with masks.
+    fn stage_operand(&self, x: ExprId, numel: usize, inner: usize, off: usize, e: &TokenStream) -> TokenStream {
+        let d = &self.d;
+        let Some(load) = self.load_of(x).filter(|_| inner % 8 == 0 && numel % 8 == 0) else {
+            return self.phase(numel, |g| {
+                let v = g.ev(x, &At::Own);
+                quote!(#d::store((__smem.add(#off) as *mut #e).add(__f), #v);)
+            });
+        };
+        let ExprKind::Load { ptr, mask, .. } = self.k.exprs[load].kind else { return quote!() };
+        let threads = self.threads;
+        let chunks = numel / 8;
+        let per_thread = chunks.div_ceil(threads);
+        let saved_iter = self.iter_numel.replace(0);
+        let saved_layout = self.iter_layout.replace(Layout::Cyclic);
+        let saved_staged = self.staged.replace(vec![]);
+        let at = |i: usize| At::Flat(quote!((__f0 + #i)));
+        let ptrs: Vec<TokenStream> = (0..8).map(|i| self.operand(load, ptr, &at(i))).collect();
+        let masks: Vec<TokenStream> = match mask {
+            Some(m) => (0..8).map(|i| self.operand(load, m, &at(i))).collect(),
+            None => vec![quote!(true); 8],
+        };
+        let scalar: Vec<TokenStream> = (0..8)
+            .map(|i| {
+                let v = self.ev(x, &at(i));
+                quote!(#d::store((__smem.add(#off) as *mut #e).add(__f0 + #i), #v);)
+            })
+            .collect();
+        let staged = self.staged.replace(saved_staged);
+        self.iter_numel.set(saved_iter);
+        self.iter_layout.set(saved_layout);
+        if !staged.is_empty() {
+            // Operands that need other threads' registers take the general path.
+            return self.phase(numel, |g| {
+                let v = g.ev(x, &At::Own);
+                quote!(#d::store((__smem.add(#off) as *mut #e).add(__f), #v);)
+            });
+        }
+        let p_names: Vec<Ident> = (0..8usize).map(|i| format_ident!("__p{}", i)).collect();
+        let contiguous = (1..8usize).map(|i| {
+            let p = &p_names[i];
+            let bytes = 2 * i;
+            quote!((#p as usize) == (__p0 as usize) + #bytes)
+        });
+        quote! {
+            for __jc in 0..#per_thread {
+                let __c = __jc * #threads + __tid;
+                if __c < #chunks {
+                    let __f0 = __c * 8;
+                    #(let #p_names = #ptrs;)*
+                    let __all = #(#masks)&*;
+                    if __all && (__p0 as usize) % 16 == 0 #(&& #contiguous)* {
+                        #d::cp_async_16(#d::smem_addr() + (#off + __f0 * 2) as u32, __p0 as *const u8);
+                    } else {
+                        #(#scalar)*
+                    }
+                }
+            }
+            #d::cp_async_wait_all();
         }
     }
 

@@ -14,8 +14,9 @@
 //! Each input is lexed (proc_macro2) and parsed (syn) as rustc and the macro shims would;
 //! inputs that do not parse are counted as rejected by syn and dropped. Every expansion runs
 //! under `catch_unwind`: a panic is a bug. The expansion must be valid Rust (a `syn::File`)
-//! or contain `compile_error!`. Mutants that expand without errors join a pool that later
-//! inputs are mutated from, so the backends see many valid kernels.
+//! or contain `compile_error!` (clean expansions over `MAX_CHECKED_TOKENS` are counted but not
+//! re-parsed). Mutants that expand without errors join a pool that later inputs are mutated
+//! from, so the backends see many valid kernels. `KERNEL_DUMP` is unset first.
 //!
 //! - `fuzz_quick` runs `REGRESSIONS`, checks the seeds and fuzzes a fixed budget on every
 //!   `cargo test`;
@@ -31,6 +32,9 @@
 //!
 //! (release builds have no overflow checks by default, but proc macros are usually built in
 //! the dev profile where an overflow panics: keep them on while fuzzing.)
+//!
+//! - `fuzz_one` (ignored) runs the file `KERNEL_FUZZ_INPUT` and prints the outcome and the
+//!   error messages, for minimizing a crash by hand.
 //!
 //! Every crash found is minimized by hand, fixed, and added to `REGRESSIONS` below and to
 //! `tests/tests/ui/fuzz/` (a trybuild case with its diagnostic).
@@ -627,6 +631,25 @@ fn contains_ident(ts: &TokenStream, name: &str) -> bool {
     })
 }
 
+/// Expansions larger than this (in tokens) are not re-parsed: syn parses the device code of
+/// a many-instance kernel (megabytes) in seconds. Small kernels exercise the same generators.
+const MAX_CHECKED_TOKENS: usize = 40_000;
+
+thread_local! {
+    /// Clean expansions too large to re-parse (see `MAX_CHECKED_TOKENS`).
+    static UNCHECKED: Cell<u64> = const { Cell::new(0) };
+}
+
+fn count_tokens(ts: &TokenStream) -> usize {
+    ts.clone()
+        .into_iter()
+        .map(|t| match t {
+            TokenTree::Group(g) => 1 + count_tokens(&g.stream()),
+            _ => 1,
+        })
+        .sum()
+}
+
 /// Runs the macro entry points on every top-level `#[kernel]` fn and `#[kernel_module]` mod
 /// of `src`, the way the proc-macro shims in `lib.rs` call them.
 fn run_source(src: &str) -> Outcome {
@@ -667,6 +690,8 @@ fn run_source(src: &str) -> Outcome {
         };
         if contains_ident(&out, "compile_error") {
             errors = true;
+        } else if count_tokens(&out) > MAX_CHECKED_TOKENS {
+            UNCHECKED.with(|u| u.set(u.get() + 1));
         } else if let Err(e) = syn::parse2::<syn::File>(out) {
             return Outcome::InvalidOutput(format!("the expansion is not valid Rust and reports no error: {e}"));
         }
@@ -1712,6 +1737,8 @@ struct Stats {
     expanded_ok: u64,
     expanded_errors: u64,
     parser_panics: u64,
+    /// Clean expansions not re-parsed (larger than `MAX_CHECKED_TOKENS`).
+    unchecked: u64,
     /// Distinct bugs: (panic location or message, first input, count).
     bugs: Vec<(String, String, u64)>,
     slowest: (Duration, String),
@@ -1751,6 +1778,7 @@ impl Stats {
         self.expanded_ok += o.expanded_ok;
         self.expanded_errors += o.expanded_errors;
         self.parser_panics += o.parser_panics;
+        self.unchecked += o.unchecked;
         for b in o.bugs {
             match self.bugs.iter_mut().find(|x| bug_key(&x.0) == bug_key(&b.0)) {
                 Some(x) => x.2 += b.2,
@@ -1768,7 +1796,7 @@ impl Stats {
         format!(
             "{} inputs in {:.1?} ({:.0}/s): {} rejected by syn ({:.1}%), {} parsed without a kernel entry point ({:.1}%), \
              {} reached the macro ({:.1}%: {} expanded cleanly, {} with compile errors), {} distinct bug(s), \
-             {} lexer/syn panic(s); slowest input {:.1?}",
+             {} lexer/syn panic(s); {} clean expansions too large to re-parse; slowest input {:.1?}",
             self.tried,
             self.elapsed,
             self.tried as f64 / self.elapsed.as_secs_f64().max(1e-9),
@@ -1782,6 +1810,7 @@ impl Stats {
             self.expanded_errors,
             self.bugs.len(),
             self.parser_panics,
+            self.unchecked,
             self.slowest.0,
         )
     }
@@ -1801,6 +1830,7 @@ fn fuzz(iters: u64, seed: u64, extra_seeds: &[String], deadline: Option<Instant>
     let mut seeds: Vec<&str> = SEEDS.iter().map(|s| s.2).collect();
     seeds.extend(extra_seeds.iter().map(|s| s.as_str()));
     let start = Instant::now();
+    let unchecked_before = UNCHECKED.with(|u| u.get());
     let mut stats = Stats::default();
     // Mutants that expanded cleanly: valid kernels that reach every backend.
     let mut pool: Vec<String> = Vec::new();
@@ -1861,6 +1891,7 @@ fn fuzz(iters: u64, seed: u64, extra_seeds: &[String], deadline: Option<Instant>
         }
     }
     stats.elapsed = start.elapsed();
+    stats.unchecked = UNCHECKED.with(|u| u.get()) - unchecked_before;
     stats
 }
 
@@ -2092,3 +2123,5 @@ fn error_messages(src: &str) -> Vec<String> {
     }
     out
 }
+
+

@@ -507,3 +507,24 @@ pub fn mma_bf16(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
     };
     [d0, d1, d2, d3]
 }
+
+/// `cp.async.cg.shared.global [saddr], [gptr], 16`: copies 16 bytes from global to shared
+/// memory without going through registers. Both addresses must be 16-byte aligned.
+#[inline(always)]
+pub unsafe fn cp_async_16(saddr: u32, gptr: *const u8) {
+    unsafe {
+        asm!(
+            "cp.async.cg.shared.global [{s}], [{g}], 16;",
+            s = in(reg32) saddr,
+            g = in(reg64) gptr as u64,
+            options(nostack),
+        )
+    };
+}
+
+/// `cp.async.wait_all`: this thread's outstanding `cp.async` copies are complete (a barrier
+/// afterwards makes them visible to the whole block).
+#[inline(always)]
+pub fn cp_async_wait_all() {
+    unsafe { asm!("cp.async.wait_all;", options(nostack)) };
+}
