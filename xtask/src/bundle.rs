@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// The integration tests that run on a GPU (`KERNEL_TEST_DEVICE=cuda`).
-const GPU_TESTS: &[&str] = &["matmul", "kernels", "language", "numerics"];
+const GPU_TESTS: &[&str] = &["matmul", "kernels", "language", "numerics", "launch_errors"];
 /// The example binaries (run by `scripts/gpu-check.sh`).
 const EXAMPLES: &[&str] = &["matmul", "vector_add"];
 /// The benchmark binaries, in `target/gpu-bundle/bench/` (not run by `gpu-check.sh`).
