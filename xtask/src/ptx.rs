@@ -184,19 +184,23 @@ fn build_one(root: &Path, tc: &Toolchain, ptxas: &Ptxas, krate: &Path, arch: &st
             .arg("-o")
             .arg(&opt_bc);
     })?;
+    // llc writes a temporary file; it replaces the PTX only after ptxas accepts it, by a
+    // rename, so a process loading kernels never reads a half-written or rejected PTX.
+    let ptx_tmp = out_dir.join(format!("{name}.ptx.tmp"));
     llvm(tc, "llc", |c| {
-        c.arg(format!("-mcpu={arch}")).arg(&opt_bc).arg("-o").arg(&ptx_path);
+        c.arg(format!("-mcpu={arch}")).arg(&opt_bc).arg("-o").arg(&ptx_tmp);
     })?;
     let t_link = t.elapsed();
 
-    let ptx = std::fs::read_to_string(&ptx_path)?;
+    let ptx = std::fs::read_to_string(&ptx_tmp)?;
     let ptx_entries = parse_entries(&ptx);
     for e in &entries {
         ensure!(ptx_entries.iter().any(|p| &p.name == e), "kernel `{e}` is missing from {}", ptx_path.display());
     }
 
     let t = Instant::now();
-    let report = ptxas.check(&ptx_path, arch, &out_dir.join(format!("{name}.cubin")))?;
+    let report = ptxas.check(&ptx_tmp, arch, &out_dir.join(format!("{name}.cubin")))?;
+    std::fs::rename(&ptx_tmp, &ptx_path).with_context(|| format!("renaming {} into place", ptx_tmp.display()))?;
     let t_ptxas = t.elapsed();
 
     let mut rows = Vec::new();
@@ -480,7 +484,15 @@ fn write_manifest(
         "entries": entries,
     });
     let text = serde_json::to_string_pretty(&manifest)? + "\n";
-    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+    write_atomic(path, text.as_bytes())
+}
+
+/// Writes `bytes` to a temporary file beside `path` and renames it over `path`, so readers
+/// see either the old file or the new one, never a partial write.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
 }
 
 /// FNV-1a, 64 bit: tiny, dependency-free, and easy to recompute in the runtime.
@@ -491,6 +503,19 @@ fn fnv1a64(bytes: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn write_atomic_replaces_whole_files_and_leaves_no_temporary() {
+        let dir = std::env::temp_dir().join(format!("xtask-atomic-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("k.manifest.json");
+        std::fs::write(&path, "old, and longer than the new content").unwrap();
+        write_atomic(&path, b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left.len(), 1, "{left:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn finds_kernels_in_llvm_ir() {

@@ -143,10 +143,41 @@ unsafe impl Send for LoadedFunction {}
 // SAFETY: as for `LoadedModule`.
 unsafe impl Sync for LoadedFunction {}
 
+/// A one-line warning when the manifest beside a PTX (`<crate>.manifest.json`, written by
+/// `cargo xtask build-ptx`) records another PTX hash: the PTX or the manifest is stale or was
+/// partly written. `None` when they agree or there is no readable manifest.
+pub(crate) fn manifest_mismatch(ptx_path: &Path, ptx: &[u8]) -> Option<String> {
+    let stem = ptx_path.file_stem()?.to_str()?;
+    let manifest = ptx_path.with_file_name(format!("{stem}.manifest.json"));
+    let text = std::fs::read_to_string(&manifest).ok()?;
+    let recorded = serde_json::from_str::<serde_json::Value>(&text).ok().and_then(|v| v["ptx_hash"].as_str().map(String::from));
+    let actual = format!("fnv1a64:{:016x}", fnv1a64(ptx));
+    match recorded {
+        Some(r) if r == actual => None,
+        Some(r) => Some(format!(
+            "warning: {} does not match its manifest ({} records {r}, the file hashes to {actual}): stale or partly written; rebuild with `cargo xtask build-ptx`",
+            ptx_path.display(),
+            manifest.display()
+        )),
+        None => Some(format!(
+            "warning: {} is unreadable or corrupt (no `ptx_hash`); rebuild with `cargo xtask build-ptx`",
+            manifest.display()
+        )),
+    }
+}
+
+/// FNV-1a, 64 bit, as `cargo xtask build-ptx` records it.
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
 /// Loads `path` into `dev`'s context, with the JIT compiler's error log on failure.
 fn load_module(dev: &CudaDevice, kernel: &'static str, path: &Path) -> Result<LoadedModule, LaunchError> {
     let load_error = |code: String, message: String| LaunchError::PtxLoad { kernel, path: path.to_path_buf(), code, message };
     let bytes = std::fs::read(path).map_err(|e| load_error("io".into(), e.to_string()))?;
+    if let Some(warning) = manifest_mismatch(path, &bytes) {
+        eprintln!("{warning}");
+    }
     let image = CString::new(bytes)
         .map_err(|_| load_error("io".into(), "the file contains a NUL byte: it is not PTX text".into()))?;
     let mut log = vec![0u8; 64 * 1024];
@@ -338,6 +369,28 @@ mod tests {
              /w/target/ptx/sm_90a/examples.ptx, /w/target/ptx/sm_90/examples.ptx; run `cargo xtask build-ptx` \
              (or point KERNEL_PTX_DIR at a directory holding `examples.ptx`)"
         );
+    }
+
+    #[test]
+    fn manifest_mismatch_detects_stale_truncated_and_corrupt_files() {
+        let dir = std::env::temp_dir().join(format!("kernel-ptx-manifest-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ptx_path = dir.join("k.ptx");
+        let ptx = b".version 8.0\n.target sm_90a\n";
+        // No manifest: nothing to say.
+        assert_eq!(manifest_mismatch(&ptx_path, ptx), None);
+        let manifest = dir.join("k.manifest.json");
+        std::fs::write(&manifest, format!("{{\"ptx_hash\": \"fnv1a64:{:016x}\"}}", fnv1a64(ptx))).unwrap();
+        assert_eq!(manifest_mismatch(&ptx_path, ptx), None);
+        // A truncated (or otherwise changed) PTX no longer matches.
+        let w = manifest_mismatch(&ptx_path, &ptx[..10]).unwrap();
+        assert!(w.starts_with("warning: ") && w.contains("stale or partly written") && w.contains("cargo xtask build-ptx"), "{w}");
+        assert_eq!(w.lines().count(), 1);
+        // A corrupt manifest is reported, not fatal.
+        std::fs::write(&manifest, "{\"ptx_ha").unwrap();
+        let w = manifest_mismatch(&ptx_path, ptx).unwrap();
+        assert!(w.contains("unreadable or corrupt"), "{w}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
