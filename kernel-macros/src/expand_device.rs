@@ -944,66 +944,79 @@ impl<'a> DevGen<'a> {
         let inner: usize = sx[axis + 1..].iter().product();
         let float = self.k.exprs[x].ty.dtype().is_some_and(|d| d.is_float());
         // Accumulate floats in f32 (f64 stays f64), integers in their own type.
-        let (acc_t, init, to_acc, from_acc) = if float && self.k.exprs[x].ty.dtype() != Some(DType::F64) {
-            let init = match op {
-                ReduceOp::Sum => quote!(0.0f32),
-                ReduceOp::Max => quote!(f32::NEG_INFINITY),
-                ReduceOp::Min => quote!(f32::INFINITY),
-            };
-            (quote!(f32), init, quote!(<#ex as #d::Elem>::to_f32), quote!(<#t as #d::Elem>::from_f32))
+        let wide = float && self.k.exprs[x].ty.dtype() != Some(DType::F64);
+        let (acc_t, acc_size, to_acc, from_acc) = if wide {
+            (quote!(f32), 4usize, quote!(<#ex as #d::Elem>::to_f32), quote!(<#t as #d::Elem>::from_f32))
         } else {
-            let init = match op {
-                ReduceOp::Sum => quote!(<#ex as #d::Elem>::from_i64(0)),
-                ReduceOp::Max => quote!(__first),
-                ReduceOp::Min => quote!(__first),
-            };
-            (ex.clone(), init, quote!(), quote!())
+            (ex.clone(), elem_size(&self.k.exprs[x].ty.elem), quote!(), quote!())
+        };
+        let identity = match op {
+            ReduceOp::Sum => quote!(<#acc_t as #d::Elem>::from_i64(0)),
+            ReduceOp::Max => quote!(<#acc_t as #d::Bounds>::lowest()),
+            ReduceOp::Min => quote!(<#acc_t as #d::Bounds>::highest()),
         };
         let combine = match op {
             ReduceOp::Sum => quote!(<#acc_t as #d::Num>::add(__a, __v)),
             ReduceOp::Max => quote!(<#acc_t as #d::Num>::max(__a, __v)),
             ReduceOp::Min => quote!(<#acc_t as #d::Num>::min(__a, __v)),
         };
-        // Output flat index f -> (outer, inner) -> base offset into x.
-        let body = |outf: TokenStream| {
-            quote! {{
-                let __of: usize = #outf;
-                let __base = (__of / #inner) * (#r * #inner) + (__of % #inner);
+        let result_shape = self.shapes[id].clone();
+        let nout: usize = result_shape.iter().product::<usize>().max(1);
+        let warps = self.threads / 32;
+        let off_out = self.alloc(nout * acc_size);
+        // Each warp reduces outputs `warp, warp + W, ...`: its lanes stride the reduced axis,
+        // then a butterfly of `shfl.sync.bfly` combines the 32 partial results.
+        let butterfly = [16u32, 8, 4, 2, 1].map(|m| {
+            quote! {
+                let __v = <#acc_t as #d::Shuffle>::shfl_xor(__a, #m);
+                __a = #combine;
+            }
+        });
+        let warp_reduce = quote! {
+            {
                 let __px = __smem.add(#off) as *mut #ex;
-                let __first = #to_acc(#d::load(__px.add(__base)));
-                let mut __a: #acc_t = #init;
-                for __r in 0..#r {
-                    let __v = #to_acc(#d::load(__px.add(__base + __r * #inner)));
-                    __a = #combine;
+                let __po = __smem.add(#off_out) as *mut #acc_t;
+                let mut __o: usize = __warp;
+                while __o < #nout {
+                    let __base = (__o / #inner) * (#r * #inner) + (__o % #inner);
+                    let mut __a: #acc_t = #identity;
+                    let mut __rr: usize = __lane;
+                    while __rr < #r {
+                        let __v = #to_acc(#d::load(__px.add(__base + __rr * #inner)));
+                        __a = #combine;
+                        __rr += 32;
+                    }
+                    #(#butterfly)*
+                    if __lane == 0 {
+                        #d::store(__po.add(__o), __a);
+                    }
+                    __o += #warps;
                 }
-                #from_acc(__a)
-            }}
+            }
         };
         let out = self.fresh("red");
-        let result_shape = &self.shapes[id];
         if result_shape.is_empty() {
-            // Every thread computes the scalar (it is uniform).
-            let v = body(quote!(0usize));
+            // The scalar is uniform: every thread reads it.
             self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: t.clone(), numel: 0, layout: Layout::Cyclic });
             return quote! {
                 #stage
                 #d::bar_sync();
-                let #out: #t = #v;
+                #warp_reduce
+                #d::bar_sync();
+                let #out: #t = #from_acc(#d::load(__smem.add(#off_out) as *mut #acc_t));
                 #d::bar_sync();
             };
         }
-        let nout: usize = result_shape.iter().product();
         let pt = self.per_thread(nout);
-        let compute = self.phase(nout, |_| {
-            let v = body(quote!(__f));
-            quote!(#out[__j] = #v;)
-        });
+        let gather = self.phase(nout, |_| quote!(#out[__j] = #from_acc(#d::load((__smem.add(#off_out) as *mut #acc_t).add(__f)));));
         self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: t.clone(), numel: nout, layout: Layout::Cyclic });
         quote! {
             let mut #out: [#t; #pt] = unsafe { ::core::mem::zeroed() };
             #stage
             #d::bar_sync();
-            #compute
+            #warp_reduce
+            #d::bar_sync();
+            #gather
             #d::bar_sync();
         }
     }

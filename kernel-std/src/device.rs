@@ -528,3 +528,77 @@ pub unsafe fn cp_async_16(saddr: u32, gptr: *const u8) {
 pub fn cp_async_wait_all() {
     unsafe { asm!("cp.async.wait_all;", options(nostack)) };
 }
+
+/// A 32-bit-or-wider value exchanged across a warp with `shfl.sync.bfly` (lane `l` gets the
+/// value of lane `l ^ mask`; every lane of the warp must execute it).
+pub trait Shuffle: Copy {
+    fn shfl_xor(self, mask: u32) -> Self;
+}
+
+#[inline(always)]
+fn shfl_xor_b32(v: u32, mask: u32) -> u32 {
+    let r: u32;
+    unsafe {
+        asm!(
+            "shfl.sync.bfly.b32 {r}, {v}, {m}, 0x1f, 0xffffffff;",
+            r = out(reg32) r, v = in(reg32) v, m = in(reg32) mask,
+            options(nomem, nostack),
+        )
+    };
+    r
+}
+
+impl Shuffle for u32 {
+    #[inline(always)]
+    fn shfl_xor(self, mask: u32) -> Self {
+        shfl_xor_b32(self, mask)
+    }
+}
+impl Shuffle for i32 {
+    #[inline(always)]
+    fn shfl_xor(self, mask: u32) -> Self {
+        shfl_xor_b32(self as u32, mask) as i32
+    }
+}
+impl Shuffle for f32 {
+    #[inline(always)]
+    fn shfl_xor(self, mask: u32) -> Self {
+        f32::from_bits(shfl_xor_b32(self.to_bits(), mask))
+    }
+}
+impl Shuffle for u64 {
+    #[inline(always)]
+    fn shfl_xor(self, mask: u32) -> Self {
+        let lo = shfl_xor_b32(self as u32, mask) as u64;
+        let hi = shfl_xor_b32((self >> 32) as u32, mask) as u64;
+        (hi << 32) | lo
+    }
+}
+impl Shuffle for i64 {
+    #[inline(always)]
+    fn shfl_xor(self, mask: u32) -> Self {
+        (self as u64).shfl_xor(mask) as i64
+    }
+}
+impl Shuffle for f64 {
+    #[inline(always)]
+    fn shfl_xor(self, mask: u32) -> Self {
+        f64::from_bits(self.to_bits().shfl_xor(mask))
+    }
+}
+
+/// The identity of `max` / `min` reductions: the lowest and highest values of a type.
+pub trait Bounds: Copy {
+    fn lowest() -> Self;
+    fn highest() -> Self;
+}
+macro_rules! bounds {
+    ($($t:ty => $lo:expr, $hi:expr);*) => {$(
+        impl Bounds for $t {
+            #[inline(always)] fn lowest() -> Self { $lo }
+            #[inline(always)] fn highest() -> Self { $hi }
+        }
+    )*};
+}
+bounds!(f32 => f32::NEG_INFINITY, f32::INFINITY; f64 => f64::NEG_INFINITY, f64::INFINITY;
+        i32 => i32::MIN, i32::MAX; u32 => 0, u32::MAX; i64 => i64::MIN, i64::MAX);

@@ -87,3 +87,17 @@ pub fn special_values<const B: i32>(x: Ptr<f32>, out_exp: Ptr<f32>, out_where: P
     store(out_where + i, where_(v > 0.0, v, -v));
     store(out_other + i, v);
 }
+
+/// Integer and f16 reductions along a long axis: sums, minima and maxima of a [4, 512] block.
+#[kernel(R = [4], C = [512])]
+pub fn long_reductions<const R: i32, const C: i32>(x: Ptr<i32>, h: Ptr<f16>, out: Ptr<i32>, hout: Ptr<f32>) {
+    let r = arange(0, R);
+    let c = arange(0, C);
+    let v = load(x + r.as_col() * C + c.as_row());
+    store(out + r, v.sum(1));
+    store(out + R + r, v.max(1));
+    store(out + 2 * R + r, v.min(1));
+    store(out + 3 * R, v.min(1).max(0));
+    let hv = load(h + r.as_col() * C + c.as_row());
+    store(hout + r, hv.sum(1).to::<f32>());
+}

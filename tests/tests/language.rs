@@ -2,6 +2,7 @@
 //! reference computed in plain Rust (float64 where numbers are involved).
 
 use kernel_runtime::{bf16, cdiv, f16, Tensor};
+use tests::test_device;
 use tests::kernels::*;
 use tests::worst_ratio;
 
@@ -100,4 +101,31 @@ fn shape_manipulation_and_scalar_memory() {
     let want: Vec<f32> = (0..16).map(|i| (0.5 + (i % 4) as f32) * 2.0).collect();
     assert_eq!(out.to_vec(), want);
     assert_eq!(scalar.to_vec(), vec![cdiv(9, 4) as f32]);
+}
+
+#[test]
+fn integer_and_half_reductions_along_a_long_axis() {
+    let dev = test_device();
+    let (rows, cols) = (4usize, 512usize);
+    let xs: Vec<i32> = (0..rows * cols).map(|i| ((i as i64 * 7919) % 2001 - 1000) as i32).collect();
+    let x = Tensor::<i32>::from_vec(&dev, &[rows, cols], xs.clone()).unwrap();
+    let h = Tensor::<f16>::randn(&dev, &[rows, cols], 9).unwrap();
+    let out = Tensor::<i32>::full(&dev, &[3 * rows + 1], 12345).unwrap();
+    let hout = Tensor::<f32>::full(&dev, &[rows], f32::NAN).unwrap();
+    long_reductions::launch((1,), &x, &h, &out, &hout, 4, 512).unwrap();
+    let o = out.to_vec();
+    let row = |r: usize| &xs[r * cols..(r + 1) * cols];
+    for r in 0..rows {
+        assert_eq!(o[r], row(r).iter().sum::<i32>(), "sum row {r}");
+        assert_eq!(o[rows + r], *row(r).iter().max().unwrap(), "max row {r}");
+        assert_eq!(o[2 * rows + r], *row(r).iter().min().unwrap(), "min row {r}");
+    }
+    assert_eq!(o[3 * rows], (0..rows).map(|r| *row(r).iter().min().unwrap()).max().unwrap());
+    let hv = h.to_f64_vec();
+    for r in 0..rows {
+        let want: f64 = hv[r * cols..(r + 1) * cols].iter().sum();
+        // f16 inputs, f32 accumulation (in any order), f16 result rounded once, then f32.
+        let got = hout.to_f64_vec()[r];
+        assert!((got - want).abs() <= 1e-3 * want.abs().max(1.0) + 0.02, "row {r}: {got} vs {want}");
+    }
 }
