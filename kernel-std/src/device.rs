@@ -474,39 +474,35 @@ pub fn ldmatrix_x2_trans(addr: u32) -> [u32; 2] {
     [a, b]
 }
 
-/// `mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32`: `D = A * B + C` on one warp's fragments.
-#[inline(always)]
-pub fn mma_f16(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
-    let (d0, d1, d2, d3): (f32, f32, f32, f32);
-    unsafe {
-        asm!(
-            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {{{d0}, {d1}, {d2}, {d3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{c0}, {c1}, {c2}, {c3}}};",
-            d0 = out(reg32) d0, d1 = out(reg32) d1, d2 = out(reg32) d2, d3 = out(reg32) d3,
-            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
-            b0 = in(reg32) b[0], b1 = in(reg32) b[1],
-            c0 = in(reg32) c[0], c1 = in(reg32) c[1], c2 = in(reg32) c[2], c3 = in(reg32) c[3],
-            options(pure, nomem, nostack),
-        )
+macro_rules! mma_m16n8k16 {
+    ($(#[$doc:meta])* $name:ident, $ty:literal) => {
+        $(#[$doc])*
+        #[inline(always)]
+        pub fn $name(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
+            let (d0, d1, d2, d3): (f32, f32, f32, f32);
+            unsafe {
+                asm!(
+                    concat!("mma.sync.aligned.m16n8k16.row.col.f32.", $ty, ".", $ty, ".f32 {{{d0}, {d1}, {d2}, {d3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{c0}, {c1}, {c2}, {c3}}};"),
+                    d0 = out(reg32) d0, d1 = out(reg32) d1, d2 = out(reg32) d2, d3 = out(reg32) d3,
+                    a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+                    b0 = in(reg32) b[0], b1 = in(reg32) b[1],
+                    c0 = in(reg32) c[0], c1 = in(reg32) c[1], c2 = in(reg32) c[2], c3 = in(reg32) c[3],
+                    options(pure, nomem, nostack),
+                )
+            };
+            [d0, d1, d2, d3]
+        }
     };
-    [d0, d1, d2, d3]
 }
 
-/// `mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32`.
-#[inline(always)]
-pub fn mma_bf16(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
-    let (d0, d1, d2, d3): (f32, f32, f32, f32);
-    unsafe {
-        asm!(
-            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {{{d0}, {d1}, {d2}, {d3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{c0}, {c1}, {c2}, {c3}}};",
-            d0 = out(reg32) d0, d1 = out(reg32) d1, d2 = out(reg32) d2, d3 = out(reg32) d3,
-            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
-            b0 = in(reg32) b[0], b1 = in(reg32) b[1],
-            c0 = in(reg32) c[0], c1 = in(reg32) c[1], c2 = in(reg32) c[2], c3 = in(reg32) c[3],
-            options(pure, nomem, nostack),
-        )
-    };
-    [d0, d1, d2, d3]
-}
+mma_m16n8k16!(
+    /// `mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32`: `D = A * B + C` on one warp's fragments.
+    mma_f16, "f16"
+);
+mma_m16n8k16!(
+    /// `mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32`.
+    mma_bf16, "bf16"
+);
 
 /// `cp.async.cg.shared.global [saddr], [gptr], 16`: copies 16 bytes from global to shared
 /// memory without going through registers. Both addresses must be 16-byte aligned.
