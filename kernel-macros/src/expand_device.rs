@@ -1216,7 +1216,26 @@ fn uses_local(k: &Kernel, e: ExprId, l: LocalId) -> bool {
 }
 
 /// Generates the `extern "ptx-kernel"` entry of one instance.
-pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps: usize) -> DeviceEntry {
+/// The instance's description for the PTX manifest, as JSON: `cargo xtask build-ptx` reads it
+/// back from the exported global `__KERNEL_META_<entry>` and merges it into the manifest.
+fn entry_metadata(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps: usize, num_stages: usize, shared: usize) -> String {
+    let mut metas: Vec<(&String, &i64)> = vals.iter().collect();
+    metas.sort();
+    let metas = metas.iter().map(|(n, v)| format!("\"{n}\": {v}")).collect::<Vec<_>>().join(", ");
+    let fns = k
+        .fn_values
+        .iter()
+        .map(|(n, v)| format!("\"{n}\": {}", v.as_ref().map(|h| format!("\"{h}\"")).unwrap_or_else(|| "null".into())))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "{{\"entry\": \"{entry_name}\", \"kernel\": \"{}\", \"meta\": {{{metas}}}, \"functions\": {{{fns}}}, \"num_warps\": {num_warps}, \"num_stages\": {num_stages}, \"threads_per_block\": {}, \"dynamic_shared_bytes\": {shared}}}",
+        k.name,
+        32 * num_warps
+    )
+}
+
+pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps: usize, num_stages: usize) -> DeviceEntry {
     let threads = 32 * num_warps;
     let g = DevGen::new(k, vals, threads);
     let body = g.stmts(&k.body);
@@ -1248,5 +1267,17 @@ pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warp
             }
         }
     };
-    DeviceEntry { tokens, shared_bytes: g.smem_max.get() }
+    let shared = g.smem_max.get();
+    let meta = entry_metadata(k, entry_name, vals, num_warps, num_stages, shared);
+    let meta_name = format_ident!("__KERNEL_META_{}", entry_name);
+    let bytes = proc_macro2::Literal::byte_string(meta.as_bytes());
+    let len = meta.len();
+    let tokens = quote! {
+        #tokens
+        #[no_mangle]
+        #[used]
+        #[allow(non_upper_case_globals)]
+        pub static #meta_name: [u8; #len] = *#bytes;
+    };
+    DeviceEntry { tokens, shared_bytes: shared }
 }

@@ -76,7 +76,10 @@ pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn:
     let keys = inst.enumerate(&sig.name.to_string());
     let entries: Vec<_> = keys
         .iter()
-        .map(|key| expand_device::entry(&variants[key.variant], &key.entry, &key.vals, inst.configs[key.config].num_warps as usize))
+        .map(|key| {
+            let c = &inst.configs[key.config];
+            expand_device::entry(&variants[key.variant], &key.entry, &key.vals, c.num_warps as usize, c.num_stages as usize)
+        })
         .collect();
     let out = expand_host::module(&sig, &inst, &variants, &keys, &entries, &docs);
     dump(&sig.name.to_string(), &variants, &out);

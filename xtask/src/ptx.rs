@@ -164,14 +164,15 @@ fn build_one(root: &Path, tc: &Toolchain, ptxas: &Ptxas, krate: &Path, arch: &st
     llvm(tc, "llvm-link", |c| {
         c.arg("--ignore-non-bitcode").args(&art.own).arg("-o").arg(&own_bc);
     })?;
-    let entries = kernel_names(tc, &own_bc)?;
+    let exported = kernel_names(tc, &own_bc)?;
+    let entries: Vec<String> = exported.iter().filter(|n| !n.starts_with(METADATA_PREFIX)).cloned().collect();
     ensure!(
         !entries.is_empty(),
         "{} defines no kernels: expected `#[no_mangle] pub unsafe extern \"ptx-kernel\" fn`s",
         krate.display()
     );
     let entries_file = link_dir.join(format!("{name}.entries"));
-    std::fs::write(&entries_file, entries.join("\n") + "\n")?;
+    std::fs::write(&entries_file, exported.join("\n") + "\n")?;
     let linked_bc = link_dir.join(format!("{name}.linked.bc"));
     llvm(tc, "llvm-link", |c| {
         c.arg("--ignore-non-bitcode").arg(&own_bc).arg("--only-needed").args(&art.std).arg("-o").arg(&linked_bc);
@@ -317,7 +318,10 @@ fn kernel_names(tc: &Toolchain, bc: &Path) -> Result<Vec<String>> {
         .context("running llvm-dis")?;
     let mut names = Vec::new();
     for line in BufReader::new(child.stdout.take().expect("piped stdout")).lines() {
-        if let Some(n) = kernel_in_define(&line?) {
+        let line = line?;
+        if let Some(n) = kernel_in_define(&line) {
+            names.push(n);
+        } else if let Some(n) = metadata_global(&line) {
             names.push(n);
         }
     }
@@ -325,6 +329,34 @@ fn kernel_names(tc: &Toolchain, bc: &Path) -> Result<Vec<String>> {
     names.sort();
     names.dedup();
     Ok(names)
+}
+
+/// Prefix of the exported globals in which `#[kernel]` describes each entry (JSON).
+pub const METADATA_PREFIX: &str = "__KERNEL_META_";
+
+/// `@__KERNEL_META_<entry> = ...` → the global's name.
+fn metadata_global(line: &str) -> Option<String> {
+    let rest = line.strip_prefix('@')?;
+    let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+    name.starts_with(METADATA_PREFIX).then_some(name)
+}
+
+/// The instance descriptions in the PTX: `.global .align 1 .b8 __KERNEL_META_<entry>[N] = {..};`
+/// → `(entry, JSON)`.
+fn parse_metadata(ptx: &str) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    for line in ptx.lines() {
+        let Some(pos) = line.find(METADATA_PREFIX) else { continue };
+        let rest = &line[pos + METADATA_PREFIX.len()..];
+        let Some(bracket) = rest.find('[') else { continue };
+        let entry = rest[..bracket].to_string();
+        let (Some(open), Some(close)) = (line.find('{'), line.rfind('}')) else { continue };
+        let bytes: Vec<u8> = line[open + 1..close].split(',').filter_map(|b| b.trim().parse::<u8>().ok()).collect();
+        if let Ok(v) = serde_json::from_slice::<Value>(&bytes) {
+            out.push((entry, v));
+        }
+    }
+    out
 }
 
 /// `define ptx_kernel void @name(ptr ...` → `name` (LLVM 20+ spells kernels this way).
@@ -453,9 +485,11 @@ fn write_manifest(
     ptxas: &Ptxas,
     rows: &[(&PtxEntry, &FunctionReport)],
 ) -> Result<()> {
+    let metadata = parse_metadata(ptx);
     let entries: Vec<Value> = rows
         .iter()
         .map(|(e, r)| {
+            let instance = metadata.iter().find(|(n, _)| n == &e.name).map(|(_, v)| v.clone()).unwrap_or(Value::Null);
             let params: Vec<Value> = e
                 .params
                 .iter()
@@ -471,6 +505,7 @@ fn write_manifest(
                 "stack_frame_bytes": r.stack_frame_bytes,
                 "spill_store_bytes": r.spill_store_bytes,
                 "spill_load_bytes": r.spill_load_bytes,
+                "instance": instance,
             })
         })
         .collect();
@@ -503,6 +538,19 @@ fn fnv1a64(bytes: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn instance_metadata_is_read_back_from_the_ptx() {
+        let json = br#"{"entry": "k__c0", "threads_per_block": 128}"#;
+        let bytes: Vec<String> = json.iter().map(|b| b.to_string()).collect();
+        let ptx = format!(".visible .global .align 1 .b8 __KERNEL_META_k__c0[{}] = {{{}}};\n", json.len(), bytes.join(", "));
+        let m = parse_metadata(&ptx);
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].0, "k__c0");
+        assert_eq!(m[0].1["threads_per_block"], 128);
+        assert_eq!(metadata_global("@__KERNEL_META_k__c0 = constant [3 x i8] c\"abc\""), Some("__KERNEL_META_k__c0".into()));
+        assert_eq!(metadata_global("@other = global i32 0"), None);
+    }
 
     #[test]
     fn write_atomic_replaces_whole_files_and_leaves_no_temporary() {
