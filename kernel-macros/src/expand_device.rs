@@ -1269,7 +1269,8 @@ pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warp
     };
     let shared = g.smem_max.get();
     let meta = entry_metadata(k, entry_name, vals, num_warps, num_stages, shared);
-    let meta_name = format_ident!("__KERNEL_META_{}", entry_name);
+    // The entry of a kernel named `r#type` is `r#type`: `__KERNEL_META_r#type` is no identifier.
+    let meta_name = format_ident!("__KERNEL_META_{}", entry_name.trim_start_matches("r#"));
     let bytes = proc_macro2::Literal::byte_string(meta.as_bytes());
     let len = meta.len();
     let tokens = quote! {

@@ -345,7 +345,8 @@ pub fn module(
             quote!(#rt::ptr_arg(#n, #id))
         })
         .collect();
-    let scratch_names: Vec<Ident> = ptr_params.iter().map(|p| format_ident!("__s_{}", p.name)).collect();
+    // `r#` dropped as in `param_ident`: `__s_r#type` is no identifier.
+    let scratch_names: Vec<Ident> = ptr_params.iter().map(|p| format_ident!("__s_{}", p.name.trim_start_matches("r#"))).collect();
     let scratch_types: Vec<TokenStream> = ptr_params
         .iter()
         .map(|p| match p.kind {
@@ -369,7 +370,7 @@ pub fn module(
             .iter()
             .map(|p| match p.kind {
                 ParamKind::Ptr(_) => {
-                    let s = format_ident!("__s_{}", p.name);
+                    let s = format_ident!("__s_{}", p.name.trim_start_matches("r#"));
                     quote!(#s)
                 }
                 ParamKind::Scalar(_) => {

@@ -540,6 +540,30 @@ fn k<const r#type: i32>(x: Ptr<f32>) {
 }
 "#,
     ),
+    (
+        // A pointer parameter named by a raw identifier: its autotuning scratch copy was
+        // named `__s_r#type` (`is not a valid Ident`).
+        "raw_ptr_param",
+        false,
+        r#"
+#[kernel]
+fn k(r#type: Ptr<f32>) {
+    store(r#type + arange(0, 16), 1.0);
+}
+"#,
+    ),
+    (
+        // A kernel named by a raw identifier: its exported instance description was named
+        // `__KERNEL_META_r#type` (`is not a valid Ident`).
+        "raw_kernel_name",
+        false,
+        r#"
+#[kernel]
+fn r#type(x: Ptr<f32>) {
+    store(x + arange(0, 16), 1.0);
+}
+"#,
+    ),
 ];
 
 // ==================================================================== harness
@@ -1665,7 +1689,7 @@ fn gen_kernel(rng: &mut Rng) -> String {
     let mut params = Vec::new();
     for i in 0..1 + rng.below(3) {
         let t = if rng.chance(90) { *rng.pick(&["f32", "f32", "f16", "bf16", "i32", "i64", "u32", "f64"]) } else { *rng.pick(&["bool", "u8", "usize"]) };
-        let n = format!("p{i}");
+        let n = if rng.chance(4) { format!("r#type{}", "_".repeat(i)) } else { format!("p{i}") };
         params.push(format!("{n}: Ptr<{t}>"));
         s.ptrs.push((n, t.to_string()));
     }
@@ -1705,7 +1729,8 @@ fn gen_kernel(rng: &mut Rng) -> String {
     let n = 2 + g.rng.below(5);
     let body = g.stmts(n, 2);
     let gens = if generics.is_empty() { String::new() } else { format!("<{}>", generics.join(", ")) };
-    let kernel = format!("{attrs} fn k{gens}({}) {{ {body} }}", params.join(", "));
+    let kname = if g.rng.chance(5) { "r#loop" } else { "k" };
+    let kernel = format!("{attrs} fn {kname}{gens}({}) {{ {body} }}", params.join(", "));
     if !helpers {
         return kernel;
     }
