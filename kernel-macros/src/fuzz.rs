@@ -1912,7 +1912,14 @@ fn fuzz(iters: u64, seed: u64, extra_seeds: &[String], deadline: Option<Instant>
         }
         stats.record(&src, outcome, took);
         if progress && (it + 1) % 50_000 == 0 {
-            println!("fuzz[{seed}]: {} inputs, {} bugs, {:.0?}", it + 1, stats.bugs.len(), start.elapsed());
+            println!(
+                "fuzz[{seed}]: {} inputs ({} rejected by syn, {} reached the macro), {} bugs, {:.0?}",
+                it + 1,
+                stats.rejected,
+                stats.reached(),
+                stats.bugs.len(),
+                start.elapsed()
+            );
         }
     }
     stats.elapsed = start.elapsed();
