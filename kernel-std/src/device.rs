@@ -474,6 +474,23 @@ pub fn ldmatrix_x2_trans(addr: u32) -> [u32; 2] {
     [a, b]
 }
 
+/// `ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16`: the `mma` B fragments of two adjacent
+/// 16x8 tiles of a row-major `[K, N]` matrix (registers 0-1: first tile, 2-3: second), when
+/// lane `l` addresses row `l % 16`, column `8 * (l / 16)` of the 16x16 pair.
+#[inline(always)]
+pub fn ldmatrix_x4_trans(addr: u32) -> [u32; 4] {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    unsafe {
+        asm!(
+            "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {{{a}, {b}, {c}, {d}}}, [{addr}];",
+            a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d,
+            addr = in(reg32) addr,
+            options(nostack, readonly),
+        )
+    };
+    [a, b, c, d]
+}
+
 macro_rules! mma_m16n8k16 {
     ($(#[$doc:meta])* $name:ident, $ty:literal) => {
         $(#[$doc])*
@@ -523,6 +540,31 @@ pub unsafe fn cp_async_16(saddr: u32, gptr: *const u8) {
 #[inline(always)]
 pub fn cp_async_wait_all() {
     unsafe { asm!("cp.async.wait_all;", options(nostack)) };
+}
+
+/// Returns `x` unchanged through an `asm!` block the optimizer may not move, merge or hoist:
+/// code computed from the result stays where it is written. The device lowering uses it so
+/// that per-element address arithmetic of a rarely taken path is not hoisted out of a K loop
+/// into registers the tensor-core accumulators need.
+#[inline(always)]
+pub fn opaque_usize(x: usize) -> usize {
+    let r: u64;
+    unsafe { asm!("mov.b64 {r}, {x};", r = out(reg64) r, x = in(reg64) x as u64, options(nomem, nostack)) };
+    r as usize
+}
+
+/// `cp.async.commit_group`: closes the group of this thread's `cp.async` copies issued since
+/// the last commit (a software-pipeline stage).
+#[inline(always)]
+pub fn cp_async_commit() {
+    unsafe { asm!("cp.async.commit_group;", options(nostack)) };
+}
+
+/// `cp.async.wait_group N`: waits until at most `N` of this thread's committed groups are still
+/// in flight (the oldest ones complete first).
+#[inline(always)]
+pub fn cp_async_wait_group<const N: u32>() {
+    unsafe { asm!("cp.async.wait_group {n};", n = const N, options(nostack)) };
 }
 
 /// A 32-bit-or-wider value exchanged across a warp with `shfl.sync.bfly` (lane `l` gets the

@@ -24,6 +24,9 @@ use quote::{format_ident, quote};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
+mod chunks;
+mod pipeline;
+
 #[derive(Clone, Debug)]
 enum LocalKind {
     Scalar,
@@ -86,6 +89,8 @@ struct DevGen<'a> {
     counter: Cell<usize>,
     /// Whether the kernel reads global memory anywhere (stores then keep program order).
     has_loads: bool,
+    /// The instance's `num_stages`: shared-memory buffers of a software-pipelined K loop.
+    num_stages: usize,
 }
 
 fn elem_size(e: &Elem) -> usize {
@@ -116,7 +121,7 @@ pub fn dev_dtype(d: DType) -> TokenStream {
 }
 
 impl<'a> DevGen<'a> {
-    fn new(k: &'a Kernel, vals: &'a HashMap<String, i64>, threads: usize) -> Self {
+    fn new(k: &'a Kernel, vals: &'a HashMap<String, i64>, threads: usize, num_stages: usize) -> Self {
         let shapes = k
             .exprs
             .iter()
@@ -138,6 +143,7 @@ impl<'a> DevGen<'a> {
             layouts: vec![],
             counter: Cell::new(0),
             has_loads: k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Load { .. })),
+            num_stages: num_stages.max(1),
         };
         g.kinds = g.classify_locals();
         g.layouts = g.assign_layouts();
@@ -783,17 +789,16 @@ impl<'a> DevGen<'a> {
         }
     }
 
-    /// Tensor-core `dot`: both operands are staged row-major in shared memory; each warp loads
-    /// its A fragments with `ldmatrix.x4` and B fragments with `ldmatrix.x2.trans`, and
-    /// accumulates `tm x tn` tiles with `mma.sync.m16n8k16` in f32 registers (the `mma` layout).
+    /// Tensor-core `dot`: both operands are staged in shared memory (row-major, swizzled); each
+    /// warp loads its fragments with `ldmatrix` and accumulates `tm x tn` tiles with
+    /// `mma.sync.m16n8k16` in f32 registers (the `mma` layout).
     fn gen_dot_mma(&self, id: ExprId, a: ExprId, b: ExprId, acc: Option<ExprId>, layout: Layout) -> TokenStream {
         let d = &self.d;
-        let Layout::Mma { wn, tm, tn, n, .. } = layout else { return quote!() };
+        let Layout::Mma { tm, tn, n, .. } = layout else { return quote!() };
         let (sa, sb) = (self.shapes[a].clone(), self.shapes[b].clone());
         let (m, kk) = (sa[0], sa[1]);
         debug_assert_eq!(sb[1], n);
         let ea = self.elem(&self.k.exprs[a].ty);
-        let mma = if self.k.exprs[a].ty.dtype() == Some(DType::BF16) { quote!(#d::mma_bf16) } else { quote!(#d::mma_f16) };
         let off_a = self.alloc(m * kk * 2);
         let off_b = self.alloc(kk * n * 2);
         let stage_a = self.stage_operand(a, m * kk, kk, off_a, &ea);
@@ -807,30 +812,7 @@ impl<'a> DevGen<'a> {
             };
             quote!(#out[__j] = #v;)
         });
-        let (wtm, wtn) = (tm * 16, tn * 8);
-        let a_frags = (0..tm).map(|i| {
-            let f = format_ident!("__af{}", i);
-            let row0 = i * 16;
-            quote! {
-                let #f = #d::ldmatrix_x4(__sa + ((((__warp / #wn) * #wtm + #row0 + __lane % 16) * #kk + __k0 + (__lane / 16) * 8) * 2) as u32);
-            }
-        });
-        let b_and_mma = (0..tn).map(|j| {
-            let col0 = j * 8;
-            let mmas = (0..tm).map(|i| {
-                let f = format_ident!("__af{}", i);
-                let base = (i * tn + j) * 4;
-                let (b0, b1, b2, b3) = (base, base + 1, base + 2, base + 3);
-                quote! {
-                    let __d = #mma(#f, __bf, [#out[#b0], #out[#b1], #out[#b2], #out[#b3]]);
-                    #out[#b0] = __d[0]; #out[#b1] = __d[1]; #out[#b2] = __d[2]; #out[#b3] = __d[3];
-                }
-            });
-            quote! {
-                let __bf = #d::ldmatrix_x2_trans(__sb + (((__k0 + __lane % 16) * #n + (__warp % #wn) * #wtn + #col0) * 2) as u32);
-                #(#mmas)*
-            }
-        });
+        let compute = self.mma_compute(a, layout, kk, &out, quote!(#d::smem_addr() + #off_a as u32), quote!(#d::smem_addr() + #off_b as u32));
         self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: quote!(f32), numel: m * n, layout });
         quote! {
             let mut #out: [f32; #slots] = [0.0f32; #slots];
@@ -838,18 +820,101 @@ impl<'a> DevGen<'a> {
             #stage_a
             #stage_b
             #d::bar_sync();
-            {
-                let __sa: u32 = #d::smem_addr() + #off_a as u32;
-                let __sb: u32 = #d::smem_addr() + #off_b as u32;
-                let mut __k0: usize = 0;
-                while __k0 < #kk {
-                    #(#a_frags)*
-                    #(#b_and_mma)*
-                    __k0 += 16;
-                }
-            }
+            #compute
             #d::bar_sync();
         }
+    }
+
+    /// The swizzle of a staged 16-bit operand with rows of `inner` elements, as
+    /// `(rows per 128-byte line, period)`: 16-byte chunk `c` of row `r` is stored at chunk
+    /// `c ^ ((r / rows_per_line) % period)` of its row, so the 8 rows that one `ldmatrix`
+    /// matrix reads at the same logical chunk hit 8 different groups of banks. `None` (no
+    /// swizzle) when a row has one chunk or a chunk count that is not a power of two.
+    fn swizzle(inner: usize) -> Option<(usize, usize)> {
+        let chunks = inner / 8;
+        if inner % 8 != 0 || chunks < 2 || !chunks.is_power_of_two() {
+            return None;
+        }
+        Some(((8 / chunks).max(1), chunks.min(8)))
+    }
+
+    /// Element index in shared memory of 16-byte chunk `chunk` of row `row` of a staged operand.
+    fn swz_chunk(inner: usize, row: TokenStream, chunk: TokenStream) -> TokenStream {
+        match Self::swizzle(inner) {
+            None => quote!(((#row) * #inner + (#chunk) * 8)),
+            Some((per_line, period)) => {
+                quote!(({ let __r: usize = #row; __r * #inner + (((#chunk) ^ ((__r / #per_line) % #period)) * 8) }))
+            }
+        }
+    }
+
+    /// Element index in shared memory of row-major flat index `f` of a staged operand.
+    fn swz_flat(inner: usize, f: TokenStream) -> TokenStream {
+        if Self::swizzle(inner).is_none() {
+            return f;
+        }
+        let base = Self::swz_chunk(inner, quote!(__sf / #inner), quote!((__sf % #inner) / 8));
+        quote!(({ let __sf: usize = #f; #base + __sf % 8 }))
+    }
+
+    /// The inner loop of a tensor-core `dot` over operands staged (swizzled) at shared addresses
+    /// `sa` (`[M, kk]`) and `sb` (`[kk, N]`), accumulating into the `mma`-layout array `acc`.
+    /// Unrolled over the `kk / 16` steps: A fragments with `ldmatrix.x4`, the B fragments of two
+    /// adjacent 8-column tiles with one `ldmatrix.x4.trans` (`x2.trans` for an odd last tile).
+    fn mma_compute(&self, a: ExprId, layout: Layout, kk: usize, acc: &Ident, sa: TokenStream, sb: TokenStream) -> TokenStream {
+        let d = &self.d;
+        let Layout::Mma { wn, tm, tn, n, .. } = layout else { return quote!() };
+        let mma = if self.k.exprs[a].ty.dtype() == Some(DType::BF16) { quote!(#d::mma_bf16) } else { quote!(#d::mma_f16) };
+        let wtm = tm * 16;
+        let mmas = |j: usize, frag: TokenStream| -> TokenStream {
+            let calls = (0..tm).map(|i| {
+                let f = format_ident!("__af{}", i);
+                let base = (i * tn + j) * 4;
+                let (b0, b1, b2, b3) = (base, base + 1, base + 2, base + 3);
+                quote! {
+                    let __d = #mma(#f, #frag, [#acc[#b0], #acc[#b1], #acc[#b2], #acc[#b3]]);
+                    #acc[#b0] = __d[0]; #acc[#b1] = __d[1]; #acc[#b2] = __d[2]; #acc[#b3] = __d[3];
+                }
+            });
+            quote!(#(#calls)*)
+        };
+        let steps = (0..kk / 16).map(|ks| {
+            let (k0, kc) = (ks * 16, ks * 2);
+            let a_frags = (0..tm).map(|i| {
+                let f = format_ident!("__af{}", i);
+                let row0 = i * 16;
+                let idx = Self::swz_chunk(kk, quote!((__warp / #wn) * #wtm + #row0 + __lane % 16), quote!(#kc + __lane / 16));
+                quote!(let #f = #d::ldmatrix_x4(__sa + (#idx * 2) as u32);)
+            });
+            let mut b_code = Vec::new();
+            let mut j = 0;
+            while j < tn {
+                if j + 1 < tn {
+                    let idx = Self::swz_chunk(n, quote!(#k0 + __lane % 16), quote!((__warp % #wn) * #tn + #j + __lane / 16));
+                    let (m0, m1) = (mmas(j, quote!([__bq[0], __bq[1]])), mmas(j + 1, quote!([__bq[2], __bq[3]])));
+                    b_code.push(quote! {
+                        let __bq = #d::ldmatrix_x4_trans(__sb + (#idx * 2) as u32);
+                        #m0
+                        #m1
+                    });
+                    j += 2;
+                } else {
+                    let idx = Self::swz_chunk(n, quote!(#k0 + __lane % 16), quote!((__warp % #wn) * #tn + #j));
+                    let m0 = mmas(j, quote!(__bq));
+                    b_code.push(quote! {
+                        let __bq = #d::ldmatrix_x2_trans(__sb + (#idx * 2) as u32);
+                        #m0
+                    });
+                    j += 1;
+                }
+            }
+            quote!({ #(#a_frags)* #(#b_code)* })
+        });
+        quote! {{
+            let __sa: u32 = #sa;
+            let __sb: u32 = #sb;
+            #(#steps)*
+        }}
     }
 
     /// The `load` an operand comes from (directly or through a single-use local).
@@ -864,17 +929,21 @@ impl<'a> DevGen<'a> {
         }
     }
 
-    /// Stages a 16-bit `dot` operand of `numel` elements (rows of `inner`) row-major into shared
-    /// memory at `off`. An operand loaded from global memory moves in chunks of 8 elements:
-    /// when the chunk's 8 addresses are contiguous, 16-byte aligned and unmasked (checked at
-    /// run time), one 16-byte `cp.async`; otherwise element by element with masks.
+    /// Stages a 16-bit `dot` operand of `numel` elements (rows of `inner`) into shared memory at
+    /// `off`, swizzled (see [`Self::swizzle`]). An operand loaded from global memory moves in
+    /// chunks of 8 elements: when the chunk's 8 addresses are contiguous, 16-byte aligned and
+    /// unmasked (checked at run time), one 16-byte `cp.async`; otherwise element by element.
     fn stage_operand(&self, x: ExprId, numel: usize, inner: usize, off: usize, e: &TokenStream) -> TokenStream {
         let d = &self.d;
-        let Some(load) = self.load_of(x).filter(|_| inner % 8 == 0 && numel % 8 == 0) else {
-            return self.phase(numel, |g| {
+        let general = |g: &Self| {
+            g.phase(numel, |g| {
                 let v = g.ev(x, &At::Own);
-                quote!(#d::store((__smem.add(#off) as *mut #e).add(__f), #v);)
-            });
+                let idx = Self::swz_flat(inner, quote!(__f));
+                quote!(#d::store((__smem.add(#off) as *mut #e).add(#idx), #v);)
+            })
+        };
+        let Some(load) = self.load_of(x).filter(|_| inner % 8 == 0 && numel % 8 == 0) else {
+            return general(self);
         };
         let ExprKind::Load { ptr, mask, .. } = self.k.exprs[load].kind else { return quote!() };
         let threads = self.threads;
@@ -892,7 +961,7 @@ impl<'a> DevGen<'a> {
         let scalar: Vec<TokenStream> = (0..8)
             .map(|i| {
                 let v = self.ev(x, &at(i));
-                quote!(#d::store((__smem.add(#off) as *mut #e).add(__f0 + #i), #v);)
+                quote!(#d::store((__smem.add(#off) as *mut #e).add(__s0 + #i), #v);)
             })
             .collect();
         let staged = self.staged.replace(saved_staged);
@@ -900,10 +969,7 @@ impl<'a> DevGen<'a> {
         self.iter_layout.set(saved_layout);
         if !staged.is_empty() {
             // Operands that need other threads' registers take the general path.
-            return self.phase(numel, |g| {
-                let v = g.ev(x, &At::Own);
-                quote!(#d::store((__smem.add(#off) as *mut #e).add(__f), #v);)
-            });
+            return general(self);
         }
         let p_names: Vec<Ident> = (0..8usize).map(|i| format_ident!("__p{}", i)).collect();
         let contiguous = (1..8usize).map(|i| {
@@ -911,15 +977,17 @@ impl<'a> DevGen<'a> {
             let bytes = 2 * i;
             quote!((#p as usize) == (__p0 as usize) + #bytes)
         });
+        let s0 = Self::swz_flat(inner, quote!(__f0));
         quote! {
             for __jc in 0..#per_thread {
                 let __c = __jc * #threads + __tid;
                 if __c < #chunks {
                     let __f0 = __c * 8;
+                    let __s0: usize = #s0;
                     #(let #p_names = #ptrs;)*
                     let __all = #(#masks)&*;
                     if __all && (__p0 as usize) % 16 == 0 #(&& #contiguous)* {
-                        #d::cp_async_16(#d::smem_addr() + (#off + __f0 * 2) as u32, __p0 as *const u8);
+                        #d::cp_async_16(#d::smem_addr() + (#off + __s0 * 2) as u32, __p0 as *const u8);
                     } else {
                         #(#scalar)*
                     }
@@ -1148,6 +1216,9 @@ impl<'a> DevGen<'a> {
                 quote!(#fence #body #fence)
             }
             Stmt::For { var, start, end, step, body, .. } => {
+                if let Some(code) = self.try_pipelined(*var, *start, *end, *step, body) {
+                    return code;
+                }
                 let id = crate::expand_cpu::local_ident(k, *var);
                 let t = self.elem(&k.locals[*var].ty);
                 let (s, e, st) = (self.ev(*start, &At::Own), self.ev(*end, &At::Own), self.ev(*step, &At::Own));
@@ -1237,7 +1308,7 @@ fn entry_metadata(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num
 
 pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps: usize, num_stages: usize) -> DeviceEntry {
     let threads = 32 * num_warps;
-    let g = DevGen::new(k, vals, threads);
+    let g = DevGen::new(k, vals, threads, num_stages);
     let body = g.stmts(&k.body);
     let d = &g.d;
     let params = k.params.iter().map(|p| {

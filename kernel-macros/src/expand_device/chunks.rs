@@ -1,0 +1,140 @@
+//! How pure block expressions vary along a chunk of 8 consecutive elements of a block's
+//! innermost axis (the unit of a 16-byte copy), so that "is the mask true on the whole chunk"
+//! costs one or two evaluations instead of eight.
+//!
+//! Along a chunk an expression is *constant* (it does not depend on the innermost index, e.g.
+//! `offs_m[:, None] < M`), *increasing by one* (`arange` and sums of it with constants, e.g.
+//! `offs_k[None, :]`), or anything else. A comparison of an increasing value with a constant
+//! holds on the whole chunk when it holds at the right end and the value did not wrap around.
+
+use super::*;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Along {
+    Const,
+    Inc1,
+    Other,
+}
+
+impl DevGen<'_> {
+    /// Whether a chunk of `parent` (whose elements `moves` along `parent`'s flat index) also moves
+    /// along `child`'s flat index after broadcasting, rather than staying on one element.
+    fn child_moves(&self, parent: ExprId, child: ExprId, moves: bool) -> bool {
+        let (p, c) = (&self.shapes[parent], &self.shapes[child]);
+        moves && !c.is_empty() && c.last() == p.last() && c.last().is_some_and(|n| *n > 1)
+    }
+
+    /// The position of `child` that position `at` of `parent` reads.
+    fn sub_at(&self, parent: ExprId, child: ExprId, at: &At) -> At {
+        if self.shapes[child].is_empty() {
+            At::Own
+        } else {
+            self.map_broadcast(at, &self.shapes[parent], &self.shapes[child])
+        }
+    }
+
+    /// How the pure expression `e` varies between consecutive elements of a chunk; `moves`:
+    /// whether those elements are consecutive flat indices of `e` (else they are all one).
+    pub(super) fn along(&self, e: ExprId, moves: bool) -> Along {
+        use Along::*;
+        if !moves || self.shapes[e].is_empty() {
+            return Const;
+        }
+        let k = self.k;
+        let int = matches!(k.exprs[e].ty.dtype(), Some(DType::I32 | DType::I64 | DType::U32));
+        let sub = |c: ExprId| self.along(c, self.child_moves(e, c, moves));
+        match &k.exprs[e].kind {
+            ExprKind::Arange { .. } => Inc1,
+            ExprKind::Param(_) | ExprKind::Meta(_) | ExprKind::Lit(_) | ExprKind::ProgramId(_) | ExprKind::NumPrograms(_) | ExprKind::Full(_) => Const,
+            ExprKind::Local(l) => match self.kinds[*l] {
+                LocalKind::Scalar => Const,
+                LocalKind::Pure(init) => self.along(init, moves),
+                _ => Other,
+            },
+            ExprKind::ExpandDims(x, _) => self.along(*x, moves),
+            ExprKind::Reshape(x) if self.shapes[*x] == self.shapes[e] => self.along(*x, moves),
+            ExprKind::BroadcastTo(x) => sub(*x),
+            ExprKind::Binary(op, a, b) => match (op, sub(*a), sub(*b)) {
+                (_, Const, Const) => Const,
+                (BinOp::Add, Inc1, Const) | (BinOp::Add, Const, Inc1) | (BinOp::Sub, Inc1, Const) if int => Inc1,
+                _ => Other,
+            },
+            ExprKind::Unary(_, x) | ExprKind::Cast(x) | ExprKind::Math(_, x) if sub(*x) == Const => Const,
+            ExprKind::Where(c, a, b) if [*c, *a, *b].iter().all(|x| sub(*x) == Const) => Const,
+            ExprKind::PtrAdd(a, b) if sub(*a) == Const && sub(*b) == Const => Const,
+            _ => Other,
+        }
+    }
+
+    /// A boolean expression that is true only when the boolean block `e` is true at all 8
+    /// elements of the chunk whose first and last elements are at `at0` and `at7` of `e`
+    /// (`moves` as in [`Self::along`]). `None` when the analysis cannot tell: the caller then
+    /// tests the 8 elements one by one.
+    pub(super) fn chunk_all(&self, e: ExprId, moves: bool, at0: &At, at7: &At) -> Option<TokenStream> {
+        let k = self.k;
+        let d = &self.d;
+        if self.along(e, moves) == Along::Const {
+            let at = if self.shapes[e].is_empty() { At::Own } else { at0.clone() };
+            return Some(self.ev(e, &at));
+        }
+        match &k.exprs[e].kind {
+            ExprKind::Binary(BinOp::And, a, b) if k.exprs[e].ty.dtype() == Some(DType::Bool) => {
+                let x = self.chunk_all(*a, self.child_moves(e, *a, moves), &self.sub_at(e, *a, at0), &self.sub_at(e, *a, at7))?;
+                let y = self.chunk_all(*b, self.child_moves(e, *b, moves), &self.sub_at(e, *b, at0), &self.sub_at(e, *b, at7))?;
+                Some(quote!((#x && #y)))
+            }
+            ExprKind::Binary(op @ (BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge), a, b) => {
+                let (ma, mb) = (self.child_moves(e, *a, moves), self.child_moves(e, *b, moves));
+                let t = self.elem(&k.exprs[*a].ty);
+                let num = quote!(<#t as #d::Num>);
+                let (x0, x7, c) = (self.fresh("x"), self.fresh("x"), self.fresh("c"));
+                // `inc` is the increasing side, `cst` the constant one; `inc_left`: `inc op cst`.
+                let (inc, cst, inc_left, mi) = match (self.along(*a, ma), self.along(*b, mb)) {
+                    (Along::Inc1, Along::Const) => (*a, *b, true, ma),
+                    (Along::Const, Along::Inc1) => (*b, *a, false, mb),
+                    _ => return None,
+                };
+                let _ = mi;
+                let v0 = self.ev(inc, &self.sub_at(e, inc, at0));
+                let v7 = self.ev(inc, &self.sub_at(e, inc, at7));
+                let vc = self.ev(cst, &self.sub_at(e, cst, at0));
+                // Every element lies between the two ends when the value did not wrap.
+                let test = match (op, inc_left) {
+                    (BinOp::Lt, true) => quote!(#num::lt(#x7, #c)),
+                    (BinOp::Le, true) => quote!(#num::le(#x7, #c)),
+                    (BinOp::Gt, true) => quote!(#num::gt(#x0, #c)),
+                    (BinOp::Ge, true) => quote!(#num::ge(#x0, #c)),
+                    (BinOp::Lt, false) => quote!(#num::lt(#c, #x0)),
+                    (BinOp::Le, false) => quote!(#num::le(#c, #x0)),
+                    (BinOp::Gt, false) => quote!(#num::gt(#c, #x7)),
+                    (BinOp::Ge, false) => quote!(#num::ge(#c, #x7)),
+                    _ => return None,
+                };
+                Some(quote!({
+                    let #x0 = #v0;
+                    let #x7 = #v7;
+                    let #c = #vc;
+                    #num::ge(#x7, #x0) && #test
+                }))
+            }
+            ExprKind::Local(l) => match self.kinds[*l] {
+                LocalKind::Pure(init) => self.chunk_all(init, moves, at0, at7),
+                _ => None,
+            },
+            ExprKind::ExpandDims(x, _) => self.chunk_all(*x, moves, at0, at7),
+            ExprKind::BroadcastTo(x) => {
+                self.chunk_all(*x, self.child_moves(e, *x, moves), &self.sub_at(e, *x, at0), &self.sub_at(e, *x, at7))
+            }
+            _ => None,
+        }
+    }
+
+    /// The chunk test of the mask of `load` (a boolean block broadcast to the load's shape):
+    /// true only when all 8 elements from flat index `f0` of the load are unmasked.
+    pub(super) fn load_chunk_all(&self, load: ExprId, mask: ExprId, f0: &TokenStream) -> Option<TokenStream> {
+        let moves = self.child_moves(load, mask, true);
+        let at0 = self.sub_at(load, mask, &At::Flat(quote!((#f0))));
+        let at7 = self.sub_at(load, mask, &At::Flat(quote!((#f0 + 7))));
+        self.chunk_all(mask, moves, &at0, &at7)
+    }
+}

@@ -1,0 +1,375 @@
+//! Software pipelining of K loops: while the tensor cores work on iteration `i`, the
+//! `cp.async` copies of iterations `i + 1 .. i + S - 1` are in flight into the other shared
+//! memory buffers (`S = num_stages`).
+
+use super::*;
+
+/// One operand of a pipelined K loop (see `DevGen::pipeline_plan`).
+struct PipeOp {
+    /// The `dot` operand and the `load` it comes from.
+    x: ExprId,
+    load: ExprId,
+    /// The loop-invariant part of the pointer block: the initial value of an affine pointer
+    /// local (whose scalar offset is added per iteration), or an invariant pointer block.
+    base: ExprId,
+    affine: Option<LocalId>,
+    /// The scalar step of `affine` in this loop and whether it is subtracted.
+    step: Option<(ExprId, bool)>,
+    mask: Option<ExprId>,
+    other: Option<ExprId>,
+    numel: usize,
+    /// Elements per row.
+    inner: usize,
+}
+
+struct PipePlan {
+    acc: LocalId,
+    layout: Layout,
+    /// The A operand (its dtype picks the `mma` instruction) and the `[m, kk]` shape of A.
+    a: ExprId,
+    m: usize,
+    kk: usize,
+    ops: Vec<PipeOp>,
+    /// Affine pointer locals stepped by the loop: (local, scalar step, subtracted).
+    steps: Vec<(LocalId, ExprId, bool)>,
+}
+
+impl DevGen<'_> {
+    /// The pipelined code of a `for` loop, or `None` when the loop does not have the shape the
+    /// pipeliner takes (it is then lowered as written).
+    pub(super) fn try_pipelined(&self, var: LocalId, start: ExprId, end: ExprId, step: ExprId, body: &[Stmt]) -> Option<TokenStream> {
+        let plan = self.pipeline_plan(var, body)?;
+        self.gen_pipelined(var, start, end, step, &plan)
+    }
+
+    /// Recognizes a K loop that the software pipeliner can take: a body made of exactly two
+    /// single-use `load`s feeding one tensor-core `acc = dot(a, b, acc)` and affine pointer
+    /// steps by loop-invariant scalars. Everything else takes the general path.
+    fn pipeline_plan(&self, var: LocalId, body: &[Stmt]) -> Option<PipePlan> {
+        let k = self.k;
+        if !matches!(k.locals[var].ty.dtype(), Some(DType::I32 | DType::U32)) {
+            return None;
+        }
+        let mut loads: Vec<LocalId> = Vec::new();
+        let mut steps: Vec<(LocalId, ExprId, bool)> = Vec::new();
+        let mut dot: Option<(LocalId, ExprId, ExprId, ExprId)> = None;
+        for s in body {
+            match s {
+                Stmt::Let { local, .. } if matches!(self.kinds[*local], LocalKind::Inline(_)) => loads.push(*local),
+                Stmt::Assign { local, value } => match (&self.kinds[*local], &k.exprs[*value].kind) {
+                    (LocalKind::Affine(_), ExprKind::PtrAdd(_, st)) => steps.push((*local, *st, false)),
+                    (LocalKind::Affine(_), ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), _, st)) => steps.push((*local, *st, *op == BinOp::Sub)),
+                    (LocalKind::Materialized, ExprKind::Dot { a, b, acc: Some(c) }) if dot.is_none() => {
+                        if !matches!(k.exprs[*c].kind, ExprKind::Local(l) if l == *local) {
+                            return None;
+                        }
+                        dot = Some((*local, *value, *a, *b));
+                    }
+                    _ => return None,
+                },
+                _ => return None,
+            }
+        }
+        let (acc, dot, a, b) = dot?;
+        let layout = self.mma_tiling(dot)?;
+        if self.layouts[acc] != layout || loads.len() != 2 {
+            return None;
+        }
+        // Locals whose value changes inside the loop: no invariant may read them.
+        let mut varying: Vec<LocalId> = vec![var, acc];
+        varying.extend(loads.iter().copied());
+        varying.extend(steps.iter().map(|s| s.0));
+        let invariant = |e: ExprId, except: &[LocalId]| varying.iter().all(|l| except.contains(l) || !uses_local(k, e, *l));
+        if !steps.iter().all(|(_, st, _)| invariant(*st, &[])) {
+            return None;
+        }
+        let mut ops = Vec::new();
+        for (x, inner) in [(a, self.shapes[a][1]), (b, self.shapes[b][1])] {
+            let ExprKind::Local(xl) = k.exprs[x].kind else { return None };
+            let load = self.load_of(x).filter(|_| loads.contains(&xl))?;
+            let ExprKind::Load { ptr, mask, other } = k.exprs[load].kind else { return None };
+            let (base, affine) = match (&k.exprs[ptr].kind, self.kinds.get(match k.exprs[ptr].kind {
+                ExprKind::Local(l) => l,
+                _ => usize::MAX,
+            })) {
+                (ExprKind::Local(l), Some(LocalKind::Affine(init))) => (*init, Some(*l)),
+                _ if invariant(ptr, &[]) => (ptr, None),
+                _ => return None,
+            };
+            // Masks and `other` may read the loop variable (bound per iteration), nothing else
+            // that changes in the loop.
+            if !mask.iter().chain(other.iter()).all(|e| invariant(*e, &[var])) || self.shapes[ptr] != self.shapes[load] {
+                return None;
+            }
+            let step = affine.and_then(|l| steps.iter().find(|s| s.0 == l).map(|s| (s.1, s.2)));
+            ops.push(PipeOp { x, load, base, affine, step, mask, other, numel: self.numel(x), inner });
+        }
+        Some(PipePlan { acc, layout, a, kk: self.shapes[a][1], m: self.shapes[a][0], ops, steps })
+    }
+
+    /// The software-pipelined K loop: `S = num_stages` shared-memory buffers (fewer when they
+    /// would not fit); the copies of iteration `i + S - 1` are in flight (`cp.async` groups)
+    /// while the tensor cores work on iteration `i`. Each chunk's base address and contiguity
+    /// are computed once before the loop; per iteration only the pointer offset, the masks and
+    /// the 16-byte alignment are checked.
+    fn gen_pipelined(&self, var: LocalId, start: ExprId, end: ExprId, step: ExprId, plan: &PipePlan) -> Option<TokenStream> {
+        let k = self.k;
+        let d = &self.d;
+        let threads = self.threads;
+        let Layout::Mma { n, .. } = plan.layout else { return None };
+        let (m, kk) = (plan.m, plan.kk);
+        let tile_a = m * kk * 2;
+        let stage_bytes = tile_a + kk * n * 2;
+        const SMEM_LIMIT: usize = 232_448;
+        let mut stages = self.num_stages;
+        while stages > 1 && self.cursor.get() + stages * stage_bytes > SMEM_LIMIT {
+            stages -= 1;
+        }
+        let saved_smem = (self.cursor.get(), self.smem_max.get());
+        let base_off = self.alloc(stages * stage_bytes);
+        let saved_iter = self.iter_numel.replace(0);
+        let saved_layout = self.iter_layout.replace(Layout::Cyclic);
+        let saved_staged = self.staged.replace(vec![]);
+
+        let var_id = crate::expand_cpu::local_ident(k, var);
+        let var_t = self.elem(&k.locals[var].ty);
+        let mut pre = Vec::new();
+        let mut issue_ops = Vec::new();
+        for (oi, op) in plan.ops.iter().enumerate() {
+            let e = self.elem(&k.exprs[op.x].ty);
+            let chunks = op.numel / 8;
+            let per_thread = chunks.div_ceil(threads);
+            let at = |i: usize| At::Flat(quote!((__f0 + #i)));
+            let bases: Vec<TokenStream> = (0..8).map(|i| self.ev(op.base, &at(i))).collect();
+            // A base `scalar_ptr + offsets` keeps one integer offset per chunk (one register for
+            // i32) instead of a 64-bit pointer. A chunk that is not contiguous is marked (offset
+            // `MIN`, or an odd pointer) so that its address fails the 16-byte alignment test and
+            // it takes the element-wise path.
+            let split = match &k.exprs[op.base].kind {
+                ExprKind::PtrAdd(p, o) if self.shapes[*p].is_empty() && matches!(k.exprs[*o].ty.dtype(), Some(DType::I32 | DType::I64)) => Some((*p, *o)),
+                _ => None,
+            };
+            let masks: Vec<TokenStream> = match op.mask {
+                Some(mk) => (0..8).map(|i| self.operand(op.load, mk, &at(i))).collect(),
+                None => vec![quote!(true); 8],
+            };
+            let others: Vec<TokenStream> = match op.other {
+                Some(o) => (0..8).map(|i| self.operand(op.load, o, &at(i))).collect(),
+                None => vec![quote!(<#e as ::core::default::Default>::default()); 8],
+            };
+            let (pb, off) = (format_ident!("__pb{}", oi), format_ident!("__off{}", oi));
+            let p_names: Vec<Ident> = (0..8usize).map(|i| format_ident!("__p{}", i)).collect();
+            let contiguous = (1..8usize).map(|i| {
+                let p = &p_names[i];
+                let bytes = 2 * i;
+                quote!((#p as usize) == (__p0 as usize) + #bytes)
+            }).collect::<Vec<_>>();
+            let guard = |jc: usize, body: TokenStream| -> TokenStream {
+                if (jc + 1) * threads <= chunks {
+                    quote!({ let __c: usize = #jc * #threads + __tid; #body })
+                } else {
+                    quote!({ let __c: usize = #jc * #threads + __tid; if __c < #chunks { #body } })
+                }
+            };
+            let (pb_t, pb_init, chunk_ptr, pre_chunks): (TokenStream, TokenStream, Box<dyn Fn(usize) -> TokenStream>, Vec<TokenStream>) = match split {
+                Some((p, o)) => {
+                    let ot = self.elem(&k.exprs[*&o].ty);
+                    let offs: Vec<TokenStream> = (0..8).map(|i| self.operand(op.base, o, &at(i))).collect();
+                    let o_names: Vec<Ident> = (0..8usize).map(|i| format_ident!("__o{}", i)).collect();
+                    let contiguous = (1..8usize).map(|i| {
+                        let on = &o_names[i];
+                        let ii = i as i64;
+                        quote!(#on == <#ot as #d::Num>::add(__o0, <#ot as #d::Elem>::from_i64(#ii)))
+                    }).collect::<Vec<_>>();
+                    let pv = self.ev(p, &At::Own);
+                    let chunks_code = (0..per_thread)
+                        .map(|jc| {
+                            guard(
+                                jc,
+                                quote! {
+                                    let __f0: usize = __c * 8;
+                                    #(let #o_names: #ot = #offs;)*
+                                    #pb[#jc] = if true #(&& #contiguous)* { __o0 } else { <#ot as #d::Bounds>::lowest() };
+                                },
+                            )
+                        })
+                        .collect();
+                    let (pb2, e2) = (pb.clone(), e.clone());
+                    (
+                        ot.clone(),
+                        quote!(<#ot as #d::Bounds>::lowest()),
+                        Box::new(move |jc: usize| quote!({ let __b: *mut #e2 = #d::ptr_add(#pv, #pb2[#jc]); if #pb2[#jc] != <#ot as #d::Bounds>::lowest() { __b } else { (__b as *mut u8).wrapping_add(1) as *mut #e2 } })),
+                        chunks_code,
+                    )
+                }
+                None => {
+                    let chunks_code = (0..per_thread)
+                        .map(|jc| {
+                            guard(
+                                jc,
+                                quote! {
+                                    let __f0: usize = __c * 8;
+                                    #(let #p_names = #bases;)*
+                                    #pb[#jc] = if true #(&& #contiguous)* { __p0 } else { (__p0 as *mut u8).wrapping_add(1) as *mut #e };
+                                },
+                            )
+                        })
+                        .collect();
+                    let pb2 = pb.clone();
+                    (quote!(*mut #e), quote!(::core::ptr::null_mut()), Box::new(move |jc: usize| quote!(#pb2[#jc])), chunks_code)
+                }
+            };
+            pre.push(quote! {
+                let mut #pb: [#pb_t; #per_thread] = [#pb_init; #per_thread];
+                #(#pre_chunks)*
+            });
+            let off_expr = match (op.affine, op.step) {
+                (Some(l), Some(_)) => {
+                    let lo = format_ident!("{}_off", crate::expand_cpu::local_ident(k, l));
+                    let st = format_ident!("__st{}", l);
+                    quote!(#lo + __it * #st)
+                }
+                (Some(l), None) => {
+                    let lo = format_ident!("{}_off", crate::expand_cpu::local_ident(k, l));
+                    quote!(#lo)
+                }
+                (None, _) => quote!(0i64),
+            };
+            let tile_off = base_off + if oi == 0 { 0 } else { tile_a };
+            let s0 = Self::swz_flat(op.inner, quote!(__f0));
+            let m_names: Vec<Ident> = (0..8usize).map(|i| format_ident!("__m{}", i)).collect();
+            let scalar = (0..8usize).map(|i| {
+                let (b, mk, o) = (&bases[i], &m_names[i], &others[i]);
+                quote!(#d::store(__sp.add(#i), if #mk { #d::load(#d::ptr_add(#b, #off)) } else { #o });)
+            }).collect::<Vec<_>>();
+            let all = match op.mask {
+                Some(mk) => self.load_chunk_all(op.load, mk, &quote!(__f0)).unwrap_or_else(|| quote!((true #(&& #masks)*))),
+                None => quote!(true),
+            };
+            let issue_chunks = (0..per_thread).map(|jc| {
+                let cp = chunk_ptr(jc);
+                guard(
+                    jc,
+                    quote! {
+                        // Recomputed per iteration (a few integer operations) rather than
+                        // hoisted out of the loop into registers.
+                        let __f0: usize = #d::opaque_usize(__c * 8);
+                        let __g: *mut #e = #d::ptr_add(#cp, #off);
+                        let __so: usize = __dst + (#s0) * 2;
+                        if #all && (__g as usize) % 16 == 0 {
+                            #d::cp_async_16(#d::smem_addr() + __so as u32, __g as *const u8);
+                        } else {
+                            // Rare (edges, unaligned or strided operands): element by element.
+                            let __sp = __smem.add(__so) as *mut #e;
+                            #(let #m_names: bool = #masks;)*
+                            #(#scalar)*
+                        }
+                    },
+                )
+            });
+            issue_ops.push(quote! {{
+                let #off: i64 = #off_expr;
+                let __dst: usize = #tile_off + __buf * #stage_bytes;
+                #(#issue_chunks)*
+            }});
+        }
+        let staged = self.staged.replace(saved_staged);
+        self.iter_numel.set(saved_iter);
+        self.iter_layout.set(saved_layout);
+        if !staged.is_empty() {
+            self.cursor.set(saved_smem.0);
+            self.smem_max.set(saved_smem.1);
+            return None;
+        }
+        let s_i = stages as i64;
+        let issue = |it: TokenStream| {
+            quote! {{
+                let __it: i64 = #it;
+                let #var_id: #var_t = ((__start as i64) + __it * (__step as i64)) as #var_t;
+                let __buf: usize = (__it % #s_i) as usize;
+                #(#issue_ops)*
+            }}
+        };
+        let step_defs = plan.steps.iter().map(|(l, st, sub)| {
+            let name = format_ident!("__st{}", l);
+            let v = self.ev(*st, &At::Own);
+            let t = self.elem(&k.exprs[*st].ty);
+            let neg = if *sub { quote!(-) } else { quote!() };
+            quote!(let #name: i64 = #neg #d::cast::<#t, i64>(#v);)
+        });
+        let step_final = plan.steps.iter().map(|(l, _, _)| {
+            let name = format_ident!("__st{}", l);
+            let lo = format_ident!("{}_off", crate::expand_cpu::local_ident(k, *l));
+            quote!(#lo += __n * #name;)
+        });
+        let acc = crate::expand_cpu::local_ident(k, plan.acc);
+        let compute = self.mma_compute(
+            plan.a,
+            plan.layout,
+            kk,
+            &acc,
+            quote!(#d::smem_addr() + (#base_off + __cb * #stage_bytes) as u32),
+            quote!(#d::smem_addr() + (#base_off + __cb * #stage_bytes + #tile_a) as u32),
+        );
+        let (s, e, st) = (self.ev(start, &At::Own), self.ev(end, &At::Own), self.ev(step, &At::Own));
+        let main = if stages == 1 {
+            let iss = issue(quote!(__ci));
+            quote! {
+                let mut __ci: i64 = 0;
+                while __ci < __n {
+                    #d::bar_sync();
+                    #iss
+                    #d::cp_async_commit();
+                    #d::cp_async_wait_group::<0>();
+                    #d::bar_sync();
+                    let __cb: usize = 0;
+                    #compute
+                    __ci += 1;
+                }
+            }
+        } else {
+            let (pro, steady) = (issue(quote!(__pi)), issue(quote!(__nx)));
+            let (ahead, wait) = (s_i - 1, (stages - 2) as u32);
+            quote! {
+                let mut __pi: i64 = 0;
+                while __pi < #ahead {
+                    if __pi < __n { #pro }
+                    #d::cp_async_commit();
+                    __pi += 1;
+                }
+                let mut __ci: i64 = 0;
+                while __ci < __n {
+                    // Iteration `__ci`'s copies are done; after the barrier every thread sees
+                    // them and has finished computing on the buffer the next copies overwrite.
+                    #d::cp_async_wait_group::<#wait>();
+                    #d::bar_sync();
+                    let __nx: i64 = __ci + #ahead;
+                    if __nx < __n { #steady }
+                    #d::cp_async_commit();
+                    let __cb: usize = (__ci % #s_i) as usize;
+                    #compute
+                    __ci += 1;
+                }
+            }
+        };
+        Some(quote! {{
+            let __start: #var_t = #s;
+            let __end: #var_t = #e;
+            let __step: #var_t = #st;
+            let (__s64, __e64, __t64) = (__start as i64, __end as i64, __step as i64);
+            let __n: i64 = if __t64 > 0 && __e64 > __s64 {
+                (__e64 - __s64 + __t64 - 1) / __t64
+            } else if __t64 < 0 && __e64 < __s64 {
+                (__s64 - __e64 - __t64 - 1) / (-__t64)
+            } else {
+                0
+            };
+            #(#step_defs)*
+            #(#pre)*
+            #main
+            #d::cp_async_wait_all();
+            #d::bar_sync();
+            #(#step_final)*
+        }})
+    }
+}
