@@ -12,6 +12,13 @@ use proc_macro2::TokenStream;
 use std::collections::HashMap;
 use crate::diag::SpanRange;
 
+#[cfg(test)]
+thread_local! {
+    /// Tests of later stages: every instance of the last kernel expanded on this thread, as
+    /// (IR variant, meta values, num_warps, num_stages).
+    pub static LOWERED: std::cell::RefCell<Vec<(crate::ir::Kernel, HashMap<String, i64>, usize, usize)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 pub fn is_attr(a: &syn::Attribute, name: &str) -> bool {
     a.path().segments.last().is_some_and(|s| s.ident == name)
 }
@@ -74,6 +81,16 @@ pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn:
         return quote::quote!(#errors #stub);
     }
     let keys = inst.enumerate(&sig.name.to_string());
+    #[cfg(test)]
+    LOWERED.with(|l| {
+        *l.borrow_mut() = keys
+            .iter()
+            .map(|key| {
+                let c = &inst.configs[key.config];
+                (variants[key.variant].clone(), key.vals.clone(), c.num_warps as usize, c.num_stages as usize)
+            })
+            .collect()
+    });
     let entries: Vec<_> = keys
         .iter()
         .map(|key| {

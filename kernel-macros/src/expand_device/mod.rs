@@ -1353,3 +1353,6 @@ pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warp
     };
     DeviceEntry { tokens, shared_bytes: shared }
 }
+
+#[cfg(test)]
+mod tests;

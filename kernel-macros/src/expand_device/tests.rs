@@ -1,0 +1,145 @@
+//! Tests of the device lowering that need no GPU: which code shape each kernel gets (the GPU
+//! test suite checks the numbers it computes).
+
+use super::chunks::Along;
+use super::*;
+use crate::kernel::LOWERED;
+
+/// Runs `#[kernel(attr)]` on `src` and returns the expansion's text and its instances.
+fn expand(attr: &str, src: &str) -> (String, Vec<(Kernel, HashMap<String, i64>, usize, usize)>) {
+    let f: syn::ItemFn = syn::parse_str(src).expect("test kernel parses");
+    let out = crate::kernel::expand(attr.parse().unwrap(), f, &HashMap::new()).to_string();
+    assert!(!out.contains("compile_error"), "the test kernel has errors: {out}");
+    (out, LOWERED.with(|l| l.take()))
+}
+
+/// The dynamic shared memory of the (first) instance, from its manifest record.
+fn shared_bytes(out: &str) -> usize {
+    let at = out.find("dynamic_shared_bytes").expect("manifest record") + "dynamic_shared_bytes".len();
+    let digits: String = out[at..].chars().skip_while(|c| !c.is_ascii_digit()).take_while(|c| c.is_ascii_digit()).collect();
+    digits.parse().unwrap()
+}
+
+fn matmul(stages: usize, block_k: usize, extra_in_loop: &str) -> String {
+    format!(
+        r#"
+        #[autotune(configs = [config(BM = 64, BN = 64, BK = {block_k}, num_warps = 4, num_stages = {stages})], key = [M])]
+        fn mm<const BM: i32, const BN: i32, const BK: i32>(a_ptr: Ptr<f16>, b_ptr: Ptr<f16>, c_ptr: Ptr<f16>, M: i32, N: i32, K: i32) {{
+            let offs_m = (program_id(0) * BM + arange(0, BM)) % M;
+            let offs_n = (program_id(1) * BN + arange(0, BN)) % N;
+            let offs_k = arange(0, BK);
+            let mut a_ptrs = a_ptr + (offs_m.as_col() * K + offs_k.as_row());
+            let mut b_ptrs = b_ptr + (offs_k.as_col() * N + offs_n.as_row());
+            let mut acc = zeros::<f32>([BM, BN]);
+            for k in 0..cdiv(K, BK) {{
+                let a = load(a_ptrs, offs_k.as_row() < K - k * BK, 0.0);
+                let b = load(b_ptrs, offs_k.as_col() < K - k * BK, 0.0);
+                acc = dot(a, b, acc);
+                a_ptrs += BK;
+                b_ptrs += BK * N;
+                {extra_in_loop}
+            }}
+            let c_ptrs = c_ptr + offs_m.as_col() * N + offs_n.as_row();
+            let c = acc.to::<f16>();
+            store(c_ptrs, c);
+        }}"#
+    )
+}
+
+#[test]
+fn the_seed_k_loop_is_software_pipelined() {
+    let (out, inst) = expand("", &matmul(3, 32, ""));
+    assert_eq!(inst.len(), 1);
+    // Three buffers: two groups in flight while the tensor cores work on the third.
+    assert!(out.contains("cp_async_wait_group :: < 1u32 >"), "no pipelined wait");
+    assert!(out.contains("cp_async_commit"));
+    assert!(out.contains("ldmatrix_x4_trans"));
+    assert!(out.contains("mma_f16"));
+    // Shared memory: 3 stages of A (64x32) and B (32x64) tiles in f16.
+    assert_eq!(shared_bytes(&out), 24576);
+}
+
+#[test]
+fn num_stages_drives_the_number_of_buffers() {
+    let (out, _) = expand("", &matmul(5, 32, ""));
+    assert!(out.contains("cp_async_wait_group :: < 3u32 >"));
+    assert_eq!(shared_bytes(&out), 40960);
+    // One stage: copy, wait for it, compute.
+    let (out, _) = expand("", &matmul(1, 32, ""));
+    assert!(out.contains("cp_async_wait_group :: < 0 >"));
+    assert_eq!(shared_bytes(&out), 8192);
+}
+
+#[test]
+fn stages_shrink_to_fit_shared_memory() {
+    // 64x512 and 512x64 f16 tiles take 128 KiB per stage: only one fits in 227 KiB.
+    let (out, _) = expand("", &matmul(4, 512, ""));
+    assert!(out.contains("cp_async_wait_group :: < 0 >"));
+    assert_eq!(shared_bytes(&out), 131072);
+}
+
+#[test]
+fn a_loop_with_other_statements_is_lowered_as_written() {
+    let (out, _) = expand("", &matmul(3, 32, "store(c_ptr, 1.0);"));
+    assert!(!out.contains("cp_async_wait_group"), "a store in the loop must keep program order");
+    // Still a tensor-core dot, staged in one buffer per iteration.
+    assert!(out.contains("mma_f16") && out.contains("cp_async_wait_all"));
+}
+
+#[test]
+fn swizzle_spreads_the_rows_of_an_ldmatrix_over_all_banks() {
+    for inner in [16usize, 32, 64, 128, 256] {
+        let (per_line, period) = DevGen::swizzle(inner).unwrap();
+        let chunks = inner / 8;
+        for c in 0..chunks {
+            // The 8 rows an 8x8 matrix reads at logical chunk `c` use 8 distinct 16-byte bank groups.
+            let mut groups: Vec<usize> = (0..8)
+                .map(|r| {
+                    let phys = c ^ ((r / per_line) % period);
+                    assert!(phys < chunks);
+                    ((r * inner + phys * 8) * 2 / 16) % 8
+                })
+                .collect();
+            groups.sort();
+            groups.dedup();
+            assert_eq!(groups.len(), 8, "inner {inner}, chunk {c}");
+        }
+    }
+    assert!(DevGen::swizzle(8).is_none() && DevGen::swizzle(48).is_none());
+}
+
+/// The chunk analysis of every masked load of the first instance of `src`, in program order.
+fn mask_analysis(src: &str) -> Vec<(Along, bool)> {
+    let (_, inst) = expand("BLOCK = [64]", src);
+    let (k, vals, warps, stages) = &inst[0];
+    let g = DevGen::new(k, vals, 32 * warps, *stages);
+    k.exprs
+        .iter()
+        .enumerate()
+        .filter_map(|(id, e)| match e.kind {
+            ExprKind::Load { mask: Some(m), .. } => {
+                let moves = g.shapes[m].last() == g.shapes[id].last();
+                Some((g.along(m, moves), g.load_chunk_all(id, m, &quote!(__f0)).is_some()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn chunk_masks_are_tested_at_their_ends_when_monotone() {
+    let got = mask_analysis(
+        r#"fn k<const BLOCK: i32>(x: Ptr<f32>, y: Ptr<f32>, n: i32) {
+            let rows = arange(0, BLOCK);
+            let cols = program_id(0) * BLOCK + arange(0, BLOCK);
+            let a = load(x + rows.as_col() * n + cols.as_row(), cols.as_row() < n, 0.0);
+            let b = load(x + rows.as_col() * n + cols.as_row(), rows.as_col() < n, 0.0);
+            let c = load(x + rows.as_col() * n + cols.as_row(), (rows.as_col() < n) & (cols.as_row() >= 1), 0.0);
+            let d = load(x + rows.as_col() * n + cols.as_row(), cols.as_row() % 3 == 0, 0.0);
+            let e = load(x + rows.as_col() * n + cols.as_row(), n > cols.as_row() * 2, 0.0);
+            store(y + rows.as_col() * n + cols.as_row(), a + b + c + d + e);
+        }"#,
+    );
+    // a: increasing column vs constant; b: constant along a row; c: both; d, e: not monotone by one.
+    assert_eq!(got, vec![(Along::Other, true), (Along::Const, true), (Along::Other, true), (Along::Other, false), (Along::Other, false)]);
+}
