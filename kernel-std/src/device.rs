@@ -413,6 +413,49 @@ pub fn ptr_add<T, I: Elem>(p: *mut T, off: I) -> *mut T {
     p.wrapping_offset(off.to_i64() as isize)
 }
 
+#[repr(C, align(16))]
+#[derive(Clone, Copy)]
+struct Align16<T, const N: usize>([T; N]);
+#[repr(C, align(8))]
+#[derive(Clone, Copy)]
+struct Align8<T, const N: usize>([T; N]);
+#[repr(C, align(4))]
+#[derive(Clone, Copy)]
+struct Align4<T, const N: usize>([T; N]);
+
+/// Reads `N` consecutive elements with one vector access (`ld.global.v4.b32` and the like)
+/// when they span 4, 8 or 16 bytes, else one by one. The caller has checked that `p` is
+/// aligned to `N * size_of::<T>()` bytes and that all `N` elements are unmasked.
+#[inline(always)]
+pub unsafe fn load_vec<T: Copy, const N: usize>(p: *mut T) -> [T; N] {
+    unsafe {
+        match N * core::mem::size_of::<T>() {
+            16 => core::ptr::read(p as *const Align16<T, N>).0,
+            8 => core::ptr::read(p as *const Align8<T, N>).0,
+            4 => core::ptr::read(p as *const Align4<T, N>).0,
+            _ => core::array::from_fn(|i| core::ptr::read(p.add(i))),
+        }
+    }
+}
+
+/// Writes `N` consecutive elements with one vector access when they span 4, 8 or 16 bytes
+/// (same contract as [`load_vec`]).
+#[inline(always)]
+pub unsafe fn store_vec<T: Copy, const N: usize>(p: *mut T, v: [T; N]) {
+    unsafe {
+        match N * core::mem::size_of::<T>() {
+            16 => core::ptr::write(p as *mut Align16<T, N>, Align16(v)),
+            8 => core::ptr::write(p as *mut Align8<T, N>, Align8(v)),
+            4 => core::ptr::write(p as *mut Align4<T, N>, Align4(v)),
+            _ => {
+                for (i, x) in v.into_iter().enumerate() {
+                    core::ptr::write(p.add(i), x);
+                }
+            }
+        }
+    }
+}
+
 /// Reads one element (the caller has checked the mask).
 #[inline(always)]
 pub unsafe fn load<T: Copy>(p: *mut T) -> T {

@@ -32,6 +32,30 @@ fn vector_add_every_declared_block_size() {
     }
 }
 
+/// Views at odd element offsets: the chunks of 4 elements a thread owns are not 16-byte
+/// aligned, so the vector loads and stores fall back to single elements (on the GPU); the
+/// elements just outside the output view stay untouched.
+#[test]
+fn vector_add_on_misaligned_views() {
+    let dev = tests::test_device();
+    let n = 4096 + 3;
+    let base_x = Tensor::<f32>::randn(&dev, &[n + 8], 21).unwrap();
+    let base_y = Tensor::<f32>::randn(&dev, &[n + 8], 22).unwrap();
+    for (ox, oy, oo) in [(1, 3, 2), (0, 0, 1), (4, 4, 4)] {
+        let x = base_x.narrow(0, ox, n).unwrap();
+        let y = base_y.narrow(0, oy, n).unwrap();
+        let out_full = Tensor::<f32>::full(&dev, &[n + 8], f32::NAN).unwrap();
+        let out = out_full.narrow(0, oo, n).unwrap();
+        for block in [256, 1024] {
+            add_kernel::launch(|m: &add_kernel::Meta| (kernel_runtime::cdiv(n as i32, m.BLOCK_SIZE),), &x, &y, &out, n as i32, block).unwrap();
+            let want: Vec<f64> = x.to_f64_vec().iter().zip(y.to_f64_vec()).map(|(a, b)| a + b).collect();
+            assert!(worst_ratio(&out.to_f64_vec(), &want, 0.0, 1.2e-7) <= 1.0, "offsets {ox} {oy} {oo}, block {block}");
+            let full = out_full.to_f64_vec();
+            assert!(full[..oo].iter().chain(&full[oo + n..]).all(|v| v.is_nan()), "wrote outside the output view");
+        }
+    }
+}
+
 #[test]
 fn undeclared_block_size_is_a_launch_error() {
     let dev = tests::test_device();

@@ -81,6 +81,45 @@ fn every_autotune_config_is_correct() {
     }
 }
 
+/// Every config on operands whose rows start at odd element offsets: no 16-byte copy and no
+/// paired store may be taken, so the element-by-element paths of the pipelined K loop and of
+/// the epilogue run (on the GPU), across several K iterations. Then the same shapes aligned.
+#[test]
+fn every_autotune_config_on_misaligned_and_aligned_views() {
+    let dev = tests::test_device();
+    let (m, n, k) = (70, 90, 150);
+    for misaligned in [true, false] {
+        let pad = misaligned as usize;
+        let view = |t: Tensor<f16>, cols: usize| if misaligned { t.narrow(1, 1, cols).unwrap() } else { t };
+        let (a_full, a_fullv) = randn_f16(&dev, m, k + pad, 12);
+        let (b_full, b_fullv) = randn_f16(&dev, k, n + pad, 13);
+        let (a, b) = (view(a_full, k), view(b_full, n));
+        let av: Vec<f64> = (0..m).flat_map(|i| (0..k).map(move |j| (i, j))).map(|(i, j)| a_fullv[i * (k + pad) + j + pad]).collect();
+        let bv: Vec<f64> = (0..k).flat_map(|i| (0..n).map(move |j| (i, j))).map(|(i, j)| b_fullv[i * (n + pad) + j + pad]).collect();
+        let want = matmul_ref(&av, &bv, m, n, k, identity);
+        for cfg in 0..kernels::matmul_kernel::CONFIGS.len() {
+            let c_full = Tensor::<f16>::full(&dev, &[m, n + pad], f16::NAN).unwrap();
+            let c = view(c_full.clone(), n);
+            let (mi, ni, ki) = (m as i32, n as i32, k as i32);
+            kernels::matmul_kernel::launch_config(
+                cfg,
+                |meta: &kernels::matmul_kernel::Meta| (kernel_runtime::cdiv(mi, meta.BLOCK_SIZE_M) * kernel_runtime::cdiv(ni, meta.BLOCK_SIZE_N),),
+                &a, &b, &c, mi, ni, ki,
+                a.stride(0) as i32, a.stride(1) as i32, b.stride(0) as i32, b.stride(1) as i32, c.stride(0) as i32, c.stride(1) as i32,
+                None,
+            )
+            .unwrap();
+            let r = worst_ratio(&c.to_f64_vec(), &want, ATOL, RTOL);
+            assert!(r <= 1.0, "misaligned {misaligned}, config {cfg} ({}): worst error ratio {r}", kernels::matmul_kernel::CONFIGS[cfg]);
+            if misaligned {
+                // The padding column in front of each row is never written.
+                let full = c_full.to_f64_vec();
+                assert!((0..m).all(|i| full[i * (n + 1)].is_nan()), "config {cfg} wrote outside the view");
+            }
+        }
+    }
+}
+
 #[test]
 fn transposed_views_use_strides() {
     let dev = tests::test_device();

@@ -66,7 +66,7 @@ impl DevGen<'_> {
         }
     }
 
-    /// A boolean expression that is true only when the boolean block `e` is true at all 8
+    /// A boolean expression that is true only when the boolean block `e` is true at all
     /// elements of the chunk whose first and last elements are at `at0` and `at7` of `e`
     /// (`moves` as in [`Self::along`]). `None` when the analysis cannot tell: the caller then
     /// tests the 8 elements one by one.
@@ -130,11 +130,13 @@ impl DevGen<'_> {
     }
 
     /// The chunk test of the mask of `load` (a boolean block broadcast to the load's shape):
-    /// true only when all 8 elements from flat index `f0` of the load are unmasked.
-    pub(super) fn load_chunk_all(&self, load: ExprId, mask: ExprId, f0: &TokenStream) -> Option<TokenStream> {
+    /// true only when all `len` elements from flat index `f0` of the load are unmasked (a
+    /// chunk lies within one row of the load).
+    pub(super) fn load_chunk_all(&self, load: ExprId, mask: ExprId, f0: &TokenStream, len: usize) -> Option<TokenStream> {
         let moves = self.child_moves(load, mask, true);
+        let last = len - 1;
         let at0 = self.sub_at(load, mask, &At::Flat(quote!((#f0))));
-        let at7 = self.sub_at(load, mask, &At::Flat(quote!((#f0 + 7))));
+        let at7 = self.sub_at(load, mask, &At::Flat(quote!((#f0 + #last))));
         self.chunk_all(mask, moves, &at0, &at7)
     }
 }

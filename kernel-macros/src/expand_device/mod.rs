@@ -26,6 +26,7 @@ use std::collections::HashMap;
 
 mod chunks;
 mod pipeline;
+mod vector;
 
 #[derive(Clone, Debug)]
 enum LocalKind {
@@ -91,6 +92,9 @@ struct DevGen<'a> {
     has_loads: bool,
     /// The instance's `num_stages`: shared-memory buffers of a software-pipelined K loop.
     num_stages: usize,
+    /// Loads of the phase being generated that were read ahead for the whole chunk (one vector
+    /// access): their element is `ident[__v]`.
+    prefetched: RefCell<HashMap<ExprId, Ident>>,
 }
 
 fn elem_size(e: &Elem) -> usize {
@@ -144,6 +148,7 @@ impl<'a> DevGen<'a> {
             counter: Cell::new(0),
             has_loads: k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Load { .. })),
             num_stages: num_stages.max(1),
+            prefetched: RefCell::new(HashMap::new()),
         };
         g.kinds = g.classify_locals();
         g.layouts = g.assign_layouts();
@@ -397,8 +402,18 @@ impl<'a> DevGen<'a> {
         self.shapes[e].iter().product()
     }
 
+    /// Register slots per thread of a cyclic block of `numel` elements.
     fn per_thread(&self, numel: usize) -> usize {
-        numel.div_ceil(self.threads).max(1)
+        let v = self.vec_width(numel);
+        numel.div_ceil(self.threads * v).max(1) * v
+    }
+
+    /// Elements per chunk of the cyclic layout of a block of `numel` elements: thread `t` owns
+    /// the chunks `t, t + T, ...` of `V` consecutive elements, so that loads and stores move
+    /// `V` elements at a time. 4 or 2 when the block splits into whole chunks for every thread,
+    /// else 1.
+    fn vec_width(&self, numel: usize) -> usize {
+        [4, 2].into_iter().find(|v| numel >= self.threads * v && numel % (self.threads * v) == 0).unwrap_or(1)
     }
 
     fn slots(&self, numel: usize, layout: Layout) -> usize {
@@ -641,6 +656,11 @@ impl<'a> DevGen<'a> {
                 quote!(if #vc { #va } else { #vb })
             }
             ExprKind::Load { ptr, mask, other } => {
+                if matches!(at, At::Own) {
+                    if let Some(chunk) = self.prefetched.borrow().get(&id) {
+                        return quote!(#chunk[__v]);
+                    }
+                }
                 let p = self.operand(id, *ptr, at);
                 let o = match other {
                     Some(o) => self.operand(id, *o, at),
@@ -705,6 +725,18 @@ impl<'a> DevGen<'a> {
     /// in the `mma` layout (so accumulator arrays stay in registers).
     fn for_each_slot(&self, numel: usize, layout: Layout, body: TokenStream) -> TokenStream {
         match layout {
+            Layout::Cyclic if self.vec_width(numel) > 1 => {
+                let (threads, v) = (self.threads, self.vec_width(numel));
+                let chunks = self.per_thread(numel) / v;
+                // Every chunk is whole and in range (see `vec_width`).
+                let copies = (0..v).map(|i| quote!({ let __v: usize = #i; let __j: usize = __jc * #v + #i; let __f: usize = __f0 + #i; #body }));
+                quote! {
+                    for __jc in 0..#chunks {
+                        let __f0: usize = (__jc * #threads + __tid) * #v;
+                        #(#copies)*
+                    }
+                }
+            }
             Layout::Cyclic => {
                 let threads = self.threads;
                 let pt = self.per_thread(numel);
@@ -1168,10 +1200,15 @@ impl<'a> DevGen<'a> {
                         } else {
                             quote!()
                         };
-                        let body = self.phase_in(numel, layout, |g| {
+                        let elem = |g: &Self| {
                             let v = g.ev(*value, &At::Own);
                             quote!(#id[__j] = #v;)
-                        });
+                        };
+                        let body = if layout == Layout::Cyclic && self.vec_width(numel) > 1 {
+                            self.phase_chunks(numel, &[*value], elem, quote!(), quote!())
+                        } else {
+                            self.phase_in(numel, layout, elem)
+                        };
                         quote!(#decl #body)
                     }
                 }
@@ -1201,6 +1238,10 @@ impl<'a> DevGen<'a> {
                     ExprKind::Local(l) if matches!(self.kinds[*l], LocalKind::Materialized) && self.shapes[*value] == self.shapes[*ptr] => self.layouts[*l],
                     _ => Layout::Cyclic,
                 };
+                if self.chunk_len(numel, layout) > 1 {
+                    let body = self.store_chunks(numel, layout, *ptr, *value, *mask);
+                    return quote!(#fence #body #fence);
+                }
                 let body = self.phase_in(numel, layout, |g| {
                     let p = g.ev(*ptr, &At::Own);
                     let v = g.operand(*ptr, *value, &At::Own);

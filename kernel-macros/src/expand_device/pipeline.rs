@@ -243,7 +243,7 @@ impl DevGen<'_> {
                 quote!(#d::store(__sp.add(#i), if #mk { #d::load(#d::ptr_add(#b, #off)) } else { #o });)
             }).collect::<Vec<_>>();
             let all = match op.mask {
-                Some(mk) => self.load_chunk_all(op.load, mk, &quote!(__f0)).unwrap_or_else(|| quote!((true #(&& #masks)*))),
+                Some(mk) => self.load_chunk_all(op.load, mk, &quote!(__f0), 8).unwrap_or_else(|| quote!((true #(&& #masks)*))),
                 None => quote!(true),
             };
             let issue_chunks = (0..per_thread).map(|jc| {

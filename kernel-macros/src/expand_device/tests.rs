@@ -119,7 +119,7 @@ fn mask_analysis(src: &str) -> Vec<(Along, bool)> {
         .filter_map(|(id, e)| match e.kind {
             ExprKind::Load { mask: Some(m), .. } => {
                 let moves = g.shapes[m].last() == g.shapes[id].last();
-                Some((g.along(m, moves), g.load_chunk_all(id, m, &quote!(__f0)).is_some()))
+                Some((g.along(m, moves), g.load_chunk_all(id, m, &quote!(__f0), 8).is_some()))
             }
             _ => None,
         })
@@ -142,4 +142,41 @@ fn chunk_masks_are_tested_at_their_ends_when_monotone() {
     );
     // a: increasing column vs constant; b: constant along a row; c: both; d, e: not monotone by one.
     assert_eq!(got, vec![(Along::Other, true), (Along::Const, true), (Along::Other, true), (Along::Other, false), (Along::Other, false)]);
+}
+
+fn vector_add(block: usize, warps: usize) -> String {
+    let (out, _) = expand(
+        "",
+        &format!(
+            r#"#[autotune(configs = [config(BLOCK = {block}, num_warps = {warps}, num_stages = 1)], key = [n])]
+            fn add<const BLOCK: i32>(x: Ptr<f32>, y: Ptr<f32>, out: Ptr<f32>, n: i32) {{
+                let offs = program_id(0) * BLOCK + arange(0, BLOCK);
+                let mask = offs < n;
+                let x = load(x + offs, mask);
+                let y = load(y + offs, mask);
+                store(out + offs, x + y, mask);
+            }}"#
+        ),
+    );
+    out
+}
+
+#[test]
+fn elementwise_loads_and_stores_are_vectorized_when_every_thread_has_whole_chunks() {
+    // 1024 elements over 128 threads: two chunks of 4 f32 (16 bytes) per thread.
+    let out = vector_add(1024, 4);
+    assert_eq!(out.matches("load_vec :: < f32 , 4usize >").count(), 2, "both loads");
+    assert_eq!(out.matches("store_vec :: < f32 , 4usize >").count(), 1);
+    // 256 elements over 128 threads: chunks of 2 (8 bytes).
+    let out = vector_add(256, 4);
+    assert!(out.contains("load_vec :: < f32 , 2usize >") && out.contains("store_vec :: < f32 , 2usize >"));
+    // 64 elements over 64 threads: one element per access.
+    let out = vector_add(64, 2);
+    assert!(!out.contains("load_vec") && !out.contains("store_vec"));
+}
+
+#[test]
+fn the_mma_epilogue_stores_column_pairs() {
+    let (out, _) = expand("", &matmul(3, 32, ""));
+    assert!(out.contains("store_vec :: < :: kernel_std :: __private :: device :: F16 , 2usize >"));
 }
