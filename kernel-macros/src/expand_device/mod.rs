@@ -1,10 +1,12 @@
 //! Device backend: one `extern "ptx-kernel"` entry per declared instance (concrete meta
 //! values), compiled for `nvptx64-nvidia-cuda` by `cargo xtask build-ptx`.
 //!
-//! Layout: a block of N elements is spread over the T threads of the program cyclically:
-//! thread `t` owns flat indices `t, t + T, t + 2T, ...` and keeps them in a register array
-//! `[E; ceil(N / T)]`. Consecutive threads own consecutive elements, so loads and stores of
-//! row-major blocks are coalesced. Scalars are computed by every thread (they are uniform).
+//! Layout: a block of N elements is spread over the T threads of the program cyclically, in
+//! chunks of V consecutive elements (`vec_width`: 4 or 2 when every thread gets whole chunks,
+//! else 1): thread `t` owns chunks `t, t + T, ...` and keeps their elements in a register array.
+//! Consecutive threads own consecutive chunks, so loads and stores of row-major blocks are
+//! coalesced, and a chunk moves with one vector access when it is contiguous and aligned
+//! (`vector.rs`). Scalars are computed by every thread (they are uniform).
 //!
 //! Values are produced in three ways:
 //! - *pure* immutable blocks (index arithmetic: `arange`, parameters, broadcasts, no loads)
@@ -14,8 +16,10 @@
 //! - everything else is *materialized* in the owning threads' registers. A use at a coordinate
 //!   the thread does not own (broadcasting, `trans`) reads a copy staged in shared memory.
 //!
-//! `dot` and reductions stage their operands in shared memory and compute each owned output
-//! element with f32 FMAs (a correct SIMT implementation; tensor cores are a later stage).
+//! `dot` of f16/bf16 blocks runs on tensor cores (`mma.sync`, operands staged in swizzled shared
+//! memory, the result in the `mma` accumulator layout); the seeds' K loop is software-pipelined
+//! over `num_stages` buffers (`pipeline.rs`). Other `dot`s and reductions stage their operands
+//! in shared memory (f32 FMAs; warp shuffles).
 
 use crate::expand_cpu::param_ident;
 use crate::ir::*;
