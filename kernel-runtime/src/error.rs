@@ -277,4 +277,28 @@ pub enum DeviceError {
         /// The panic message.
         message: String,
     },
+    /// A kernel on the GPU computed an address outside the buffer of one of its pointer
+    /// arguments (e.g. a wrong stride or a too short tensor). Every access is checked: the
+    /// faulty one was skipped (a load gave its `other` value) and the first of the launches
+    /// since the last synchronization is reported here.
+    #[error(
+        "out-of-bounds access in kernel `{kernel}` (entry `{entry}`) on {device} at line {line}: \
+         index {index} of argument `{arg}` (length {len}); the access was skipped"
+    )]
+    OutOfBounds {
+        /// The device.
+        device: String,
+        /// The kernel that faulted.
+        kernel: &'static str,
+        /// Its instance (PTX entry).
+        entry: &'static str,
+        /// The pointer parameter.
+        arg: &'static str,
+        /// The kernel's source line of the load or store.
+        line: u32,
+        /// The element index relative to the pointer argument (negative: before it).
+        index: i64,
+        /// The elements addressable from the pointer argument.
+        len: u64,
+    },
 }

@@ -413,6 +413,47 @@ pub fn ptr_add<T, I: Elem>(p: *mut T, off: I) -> *mut T {
     p.wrapping_offset(off.to_i64() as isize)
 }
 
+/// Whether the `n` elements from `p` lie inside the buffer of `len` elements that starts at
+/// `base` (a pointer parameter and the length the launcher passed for it).
+#[inline(always)]
+pub fn fits<T>(p: *mut T, base: *mut T, len: u64, n: usize) -> bool {
+    let size = core::mem::size_of::<T>() as u64;
+    let off = (p as u64).wrapping_sub(base as u64);
+    let bytes = len.saturating_mul(size);
+    off <= bytes && bytes - off >= n as u64 * size
+}
+
+/// [`fits`] for one element; when it does not, the access is recorded in the launch's fault
+/// record (only the first one of a launch is kept) and the caller skips it.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub fn in_bounds<T>(p: *mut T, base: *mut T, len: u64, record: *mut u32, tag: u32, param: u32, line: u32) -> bool {
+    let ok = fits(p, base, len, 1);
+    if !ok {
+        let index = ((p as i64).wrapping_sub(base as i64)) / core::mem::size_of::<T>() as i64;
+        report_fault(record, tag, param, line, index, len);
+    }
+    ok
+}
+
+/// Writes the fault record `[set, tag, param, line, index lo, index hi, len lo, len hi]` if no
+/// access of this launch was recorded before (`atom.cas` on the first word). The runtime reads
+/// and clears it when it next synchronizes.
+#[cold]
+#[inline(never)]
+pub fn report_fault(record: *mut u32, tag: u32, param: u32, line: u32, index: i64, len: u64) {
+    let old: u32;
+    unsafe {
+        asm!("atom.global.cas.b32 {o}, [{r}], 0, 1;", o = out(reg32) old, r = in(reg64) record as u64, options(nostack));
+        if old == 0 {
+            let words = [tag, param, line, index as u32, (index >> 32) as u32, len as u32, (len >> 32) as u32];
+            for (i, w) in words.into_iter().enumerate() {
+                core::ptr::write_volatile(record.add(1 + i), w);
+            }
+        }
+    }
+}
+
 #[repr(C, align(16))]
 #[derive(Clone, Copy)]
 struct Align16<T, const N: usize>([T; N]);

@@ -62,3 +62,51 @@ fn errors_name_the_kernel() {
     let err = add_kernel::launch((1,), &x, &y, &o, 8, 300).unwrap_err();
     assert_eq!(err.to_string(), "kernel `add_kernel` has no instance for this launch: BLOCK_SIZE = 300 is not a declared instance (declared: 256, 1024)");
 }
+
+/// A launch told to read and write past its tensors (`n_elements` larger than the buffers) is
+/// an out-of-bounds error on every device, naming the kernel, line, argument, index and
+/// length: the CPU backend stops at the access, the GPU skips every such access (no memory
+/// outside the buffers is touched) and reports the first one when the device next
+/// synchronizes. The device stays usable afterwards.
+#[test]
+fn accesses_past_the_buffers_are_reported_on_every_device() {
+    let dev = test_device();
+    let n = 100usize;
+    let x = Tensor::<f32>::randn(&dev, &[n], 31).unwrap();
+    let y = Tensor::<f32>::randn(&dev, &[n], 32).unwrap();
+    let out = Tensor::<f32>::full(&dev, &[n], f32::NAN).unwrap();
+    let launched = add_kernel::launch((1,), &x, &y, &out, 2 * n as i32, 256);
+    // With KERNEL_SYNC=1 the GPU reports it from the launch itself.
+    let msg = match launched {
+        Err(e) => e.to_string(),
+        Ok(()) => dev.synchronize().expect_err("the out-of-bounds accesses were not reported").to_string(),
+    };
+    assert!(msg.contains("out-of-bounds") && msg.contains("kernel `add_kernel`"), "{msg}");
+    assert!(msg.contains("line 13") || msg.contains("line 14") || msg.contains("line 15"), "{msg}");
+    assert!(["`x_ptr`", "`y_ptr`", "`output_ptr`"].iter().any(|a| msg.contains(a)), "{msg}");
+    assert!(msg.contains("(length 100)"), "{msg}");
+    let index: i64 = msg.split("index ").nth(1).and_then(|s| s.split(' ').next()).and_then(|s| s.parse().ok()).expect(&msg);
+    assert!((100..200).contains(&index), "{msg}");
+    // Reported once: the next synchronization is clean, and a correct launch works.
+    dev.synchronize().unwrap();
+    add_kernel::launch((1,), &x, &y, &out, n as i32, 256).unwrap();
+    let want: Vec<f32> = x.to_vec().iter().zip(y.to_vec()).map(|(a, b)| a + b).collect();
+    assert_eq!(out.to_vec(), want);
+}
+
+/// A matmul launched with strides that address past `b` (the caller claims K = 64 rows of a
+/// 32-row tensor): reported, not silently read from neighbouring memory.
+#[test]
+fn a_wrong_stride_is_reported_not_read() {
+    let dev = test_device();
+    let a = Tensor::<f16>::zeros(&dev, &[64, 64]).unwrap();
+    let b = Tensor::<f16>::zeros(&dev, &[32, 64]).unwrap();
+    let c = Tensor::<f16>::zeros(&dev, &[64, 64]).unwrap();
+    let launched = matmul_kernel::launch_config(2, (1,), &a, &b, &c, 64, 64, 64, 64, 1, 64, 1, 64, 1, None);
+    let msg = match launched {
+        Err(e) => e.to_string(),
+        Ok(()) => dev.synchronize().expect_err("the out-of-bounds reads of b were not reported").to_string(),
+    };
+    assert!(msg.contains("out-of-bounds") && msg.contains("`b_ptr`") && msg.contains("(length 2048)"), "{msg}");
+    dev.synchronize().unwrap();
+}

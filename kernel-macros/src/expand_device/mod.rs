@@ -28,6 +28,7 @@ use quote::{format_ident, quote};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
+mod bounds;
 mod chunks;
 mod pipeline;
 mod vector;
@@ -99,6 +100,8 @@ struct DevGen<'a> {
     /// Loads of the phase being generated that were read ahead for the whole chunk (one vector
     /// access): their element is `ident[__v]`.
     prefetched: RefCell<HashMap<ExprId, Ident>>,
+    /// The pointer parameter behind each pointer local (`bounds.rs`).
+    ptr_roots: Vec<Option<usize>>,
 }
 
 fn elem_size(e: &Elem) -> usize {
@@ -153,9 +156,11 @@ impl<'a> DevGen<'a> {
             has_loads: k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Load { .. })),
             num_stages: num_stages.max(1),
             prefetched: RefCell::new(HashMap::new()),
+            ptr_roots: vec![],
         };
         g.kinds = g.classify_locals();
         g.layouts = g.assign_layouts();
+        g.ptr_roots = g.pointer_roots();
         g
     }
 
@@ -670,13 +675,12 @@ impl<'a> DevGen<'a> {
                     Some(o) => self.operand(id, *o, at),
                     None => quote!(<#t as ::core::default::Default>::default()),
                 };
-                match mask {
-                    Some(m) => {
-                        let vm = self.operand(id, *m, at);
-                        quote!(if #vm { #d::load(#p) } else { #o })
-                    }
-                    None => quote!(#d::load(#p)),
-                }
+                let ok = self.in_bounds_code(*ptr, &quote!(__a), e.span.start);
+                let vm = match mask {
+                    Some(m) => self.operand(id, *m, at),
+                    None => quote!(true),
+                };
+                quote!({ let __a = #p; if #vm && #ok { #d::load(__a) } else { #o } })
             }
             ExprKind::Dot { .. } | ExprKind::Reduce { .. } => {
                 // Hoisted before the statement; reaching here is an internal error.
@@ -1014,6 +1018,7 @@ impl<'a> DevGen<'a> {
             quote!((#p as usize) == (__p0 as usize) + #bytes)
         });
         let s0 = Self::swz_flat(inner, quote!(__f0));
+        let fits = self.fits_code(ptr, &quote!(__p0), 8);
         quote! {
             for __jc in 0..#per_thread {
                 let __c = __jc * #threads + __tid;
@@ -1022,7 +1027,7 @@ impl<'a> DevGen<'a> {
                     let __s0: usize = #s0;
                     #(let #p_names = #ptrs;)*
                     let __all = #(#masks)&*;
-                    if __all && (__p0 as usize) % 16 == 0 #(&& #contiguous)* {
+                    if __all && (__p0 as usize) % 16 == 0 #(&& #contiguous)* && #fits {
                         #d::cp_async_16(#d::smem_addr() + (#off + __s0 * 2) as u32, __p0 as *const u8);
                     } else {
                         #(#scalar)*
@@ -1217,7 +1222,7 @@ impl<'a> DevGen<'a> {
                     }
                 }
             }
-            Stmt::Store { ptr, value, mask, .. } => {
+            Stmt::Store { ptr, value, mask, span } => {
                 // A program's threads run independently, so a store could overtake another
                 // thread's earlier load of the same address (or a later load could miss it).
                 // Barriers around stores keep the program order whenever the kernel loads.
@@ -1226,7 +1231,8 @@ impl<'a> DevGen<'a> {
                 if self.shapes[*ptr].is_empty() {
                     let p = self.ev(*ptr, &At::Own);
                     let v = self.ev(*value, &At::Own);
-                    let w = quote!(#d::store(#p, #v););
+                    let ok = self.in_bounds_code(*ptr, &quote!(__a), span.start);
+                    let w = quote!({ let __a = #p; if #ok { #d::store(__a, #v); } });
                     let w = match mask {
                         Some(m) => {
                             let vm = self.ev(*m, &At::Own);
@@ -1243,13 +1249,14 @@ impl<'a> DevGen<'a> {
                     _ => Layout::Cyclic,
                 };
                 if self.chunk_len(numel, layout) > 1 {
-                    let body = self.store_chunks(numel, layout, *ptr, *value, *mask);
+                    let body = self.store_chunks(numel, layout, *ptr, *value, *mask, span.start);
                     return quote!(#fence #body #fence);
                 }
                 let body = self.phase_in(numel, layout, |g| {
                     let p = g.ev(*ptr, &At::Own);
                     let v = g.operand(*ptr, *value, &At::Own);
-                    let w = quote!(#d::store(#p, #v););
+                    let ok = g.in_bounds_code(*ptr, &quote!(__a), span.start);
+                    let w = quote!({ let __a = #p; if #ok { #d::store(__a, #v); } });
                     match mask {
                         Some(m) => {
                             let vm = g.operand(*ptr, *m, &At::Own);
@@ -1369,11 +1376,15 @@ pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warp
             }
         }
     });
+    let lens = k.params.iter().filter(|p| matches!(p.kind, ParamKind::Ptr(_))).map(|p| {
+        let id = bounds::len_ident(&p.name);
+        quote!(#id: u64)
+    });
     let name = format_ident!("{}", entry_name);
     let tokens = quote! {
         #[no_mangle]
         #[allow(unused_mut, unused_variables, unused_assignments, unused_parens, unused_unsafe, non_snake_case, unreachable_code, clippy::all)]
-        pub unsafe extern "ptx-kernel" fn #name(#(#params),*) {
+        pub unsafe extern "ptx-kernel" fn #name(#(#params,)* #(#lens,)* __fault: *mut u32, __tag: u32) {
             unsafe {
                 let __tid: usize = #d::thread_idx() as usize;
                 let __lane: usize = __tid % 32;

@@ -238,9 +238,16 @@ impl DevGen<'_> {
             let tile_off = base_off + if oi == 0 { 0 } else { tile_a };
             let s0 = Self::swz_flat(op.inner, quote!(__f0));
             let m_names: Vec<Ident> = (0..8usize).map(|i| format_ident!("__m{}", i)).collect();
+            let span = k.exprs[op.load].span.start;
+            let ptr_block = match k.exprs[op.load].kind {
+                ExprKind::Load { ptr, .. } => ptr,
+                _ => op.load,
+            };
+            let ok = self.in_bounds_code(ptr_block, &quote!(__a), span);
+            let fits = self.fits_code_opaque(ptr_block, &quote!(__g), 8);
             let scalar = (0..8usize).map(|i| {
                 let (b, mk, o) = (&bases[i], &m_names[i], &others[i]);
-                quote!(#d::store(__sp.add(#i), if #mk { #d::load(#d::ptr_add(#b, #off)) } else { #o });)
+                quote!(#d::store(__sp.add(#i), { let __a = #d::ptr_add(#b, #off); if #mk && #ok { #d::load(__a) } else { #o } });)
             }).collect::<Vec<_>>();
             let all = match op.mask {
                 Some(mk) => self.load_chunk_all(op.load, mk, &quote!(__f0), 8).unwrap_or_else(|| quote!((true #(&& #masks)*))),
@@ -256,7 +263,7 @@ impl DevGen<'_> {
                         let __f0: usize = #d::opaque_usize(__c * 8);
                         let __g: *mut #e = #d::ptr_add(#cp, #off);
                         let __so: usize = __dst + (#s0) * 2;
-                        if #all && (__g as usize) % 16 == 0 {
+                        if #all && (__g as usize) % 16 == 0 && #fits {
                             #d::cp_async_16(#d::smem_addr() + __so as u32, __g as *const u8);
                         } else {
                             // Rare (edges, unaligned or strided operands): element by element.

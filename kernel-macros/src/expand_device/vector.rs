@@ -151,10 +151,13 @@ impl DevGen<'_> {
             Some(o) => (0..v).map(|i| self.operand(load, o, &at(i))).collect(),
             None => vec![quote!(<#e as ::core::default::Default>::default()); v],
         };
+        let span = k.exprs[load].span.start;
         let scalar = (0..v).map(|i| {
             let (qi, m, o) = (&q[i], &masks[i], &others[i]);
-            quote!(if #m { #d::load(#qi) } else { #o })
+            let ok = self.in_bounds_code(ptr, &quote!(#qi), span);
+            quote!(if #m && #ok { #d::load(#qi) } else { #o })
         });
+        let fits = self.fits_code(ptr, &quote!(__q0), v);
         let Some(bytes) = self.vector_bytes(&ty.elem, v) else {
             return quote! {
                 let #name: [#e; #v] = { #(let #q: *mut #e = #ptrs;)* [#(#scalar),*] };
@@ -175,7 +178,7 @@ impl DevGen<'_> {
         quote! {
             let #name: [#e; #v] = {
                 #(let #q: *mut #e = #ptrs;)*
-                if #all && (__q0 as usize) % #bytes == 0 #(&& #contiguous)* {
+                if #all && (__q0 as usize) % #bytes == 0 #(&& #contiguous)* && #fits {
                     #d::load_vec::<#e, #v>(__q0)
                 } else {
                     [#(#scalar),*]
@@ -188,7 +191,7 @@ impl DevGen<'_> {
     /// column pairs of the `mma` layout): each chunk's pointers,
     /// values and mask bits are computed element by element, then written with one vector
     /// access when contiguous, aligned and unmasked.
-    pub(super) fn store_chunks(&self, numel: usize, layout: Layout, ptr: ExprId, value: ExprId, mask: Option<ExprId>) -> TokenStream {
+    pub(super) fn store_chunks(&self, numel: usize, layout: Layout, ptr: ExprId, value: ExprId, mask: Option<ExprId>, span: proc_macro2::Span) -> TokenStream {
         let d = &self.d;
         let k = self.k;
         let v = self.chunk_len(numel, layout);
@@ -217,7 +220,9 @@ impl DevGen<'_> {
             quote! { __sp[__v] = #p; __sv[__v] = #val; __sm[__v] = #m; }
         };
         let idx: Vec<usize> = (0..v).collect();
-        let scalar = quote!(#(if __sm[#idx] { #d::store(__sp[#idx], __sv[#idx]); })*);
+        let oks = idx.iter().map(|i| self.in_bounds_code(ptr, &quote!(__sp[#i]), span));
+        let scalar = quote!(#(if __sm[#idx] && #oks { #d::store(__sp[#idx], __sv[#idx]); })*);
+        let fits = self.fits_code(ptr, &quote!(__sp[0]), v);
         let after = match self.vector_bytes(&ty.elem, v) {
             None => scalar,
             Some(bytes) => {
@@ -227,7 +232,7 @@ impl DevGen<'_> {
                     quote!((__sp[#i] as usize) == (__sp[0] as usize) + #off)
                 });
                 quote! {
-                    if true #(&& __sm[#idx])* && (__sp[0] as usize) % #bytes == 0 #(&& #contiguous)* {
+                    if true #(&& __sm[#idx])* && (__sp[0] as usize) % #bytes == 0 #(&& #contiguous)* && #fits {
                         #d::store_vec::<#e, #v>(__sp[0], __sv);
                     } else {
                         #scalar

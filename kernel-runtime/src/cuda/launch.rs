@@ -28,6 +28,17 @@ fn scalar_slot(s: ScalarArg) -> u64 {
     }
 }
 
+/// The values of the hidden parameters that follow the declared ones: for each pointer
+/// argument, the elements addressable from it (its allocation's length minus its offset),
+/// then the fault record's address and the launch tag (see `DeviceError::OutOfBounds`).
+pub(crate) fn bounds_slots(args: &[PtrArg<'_>], record: u64, tag: u32) -> Vec<u64> {
+    let lens = args.iter().map(|a| match a.mem {
+        ArgMem::Cuda { len, .. } => len.saturating_sub(a.offset) as u64,
+        ArgMem::Host(_) => 0,
+    });
+    lens.chain([record, u64::from(tag)]).collect()
+}
+
 /// The kernel parameter values in declaration order: pointer parameters take
 /// the next pointer argument's address plus its storage offset in bytes,
 /// scalar parameters the next scalar argument.
@@ -127,6 +138,8 @@ pub(crate) fn launch_cuda(
             reason: "the registers the compiled entry uses per thread".into(),
         });
     }
+    let (record, tag) = dev.fault_args(info, index).map_err(LaunchError::Device)?;
+    slots.extend(bounds_slots(args, record, tag));
     let mut params: Vec<*mut c_void> = slots.iter_mut().map(|s| std::ptr::from_mut(s).cast::<c_void>()).collect();
     let (function, stream) = (f.function, dev.stream.cu_stream());
     let cuda_error = |op: &str, e: DeviceError| match e {
@@ -188,6 +201,8 @@ mod tests {
         let slots = param_slots(&INFO, &[x, y], &[ScalarArg::I32(-1), ScalarArg::F32(1.5)]).unwrap();
         assert_eq!(slots, [0x1000 + 12, 0xffff_ffff, 0x9000 + 10, u64::from(1.5f32.to_bits())]);
         assert_eq!(scalar_slot(ScalarArg::Bool(true)), 1);
+        // Hidden parameters: elements addressable from each pointer, the record, the tag.
+        assert_eq!(bounds_slots(&[x, y], 0xdead, 7), [61, 59, 0xdead, 7]);
         assert_eq!(scalar_slot(ScalarArg::I64(-1)), u64::MAX);
     }
 

@@ -54,7 +54,21 @@ pub(crate) struct CudaDevice {
     pub(crate) modules: Mutex<HashMap<PathBuf, Arc<ptx::LoadedModule>>>,
     /// Resolved entry points, by (address of the kernel's `KernelInfo`, instance).
     pub(crate) functions: Mutex<HashMap<(usize, usize), Arc<ptx::LoadedFunction>>>,
+    /// The fault record every launch receives (8 words, see `kernel_std`'s `report_fault`),
+    /// allocated on the first launch, and the instances launched so far (a launch's tag is its
+    /// instance's index here).
+    pub(crate) faults: Mutex<FaultState>,
 }
+
+/// Where kernels of a device record an out-of-bounds access.
+#[derive(Default)]
+pub(crate) struct FaultState {
+    record: Option<u64>,
+    tags: Vec<(&'static crate::launch::KernelInfo, usize)>,
+}
+
+/// Words of the fault record: set flag, tag, parameter, line, index (2), length (2).
+const FAULT_WORDS: usize = 8;
 
 impl fmt::Debug for CudaDevice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -209,6 +223,7 @@ impl CudaDevice {
             stream,
             modules: Mutex::new(HashMap::new()),
             functions: Mutex::new(HashMap::new()),
+            faults: Mutex::new(FaultState::default()),
         })
     }
 
@@ -225,9 +240,73 @@ impl CudaDevice {
         })
     }
 
-    /// Waits for all work queued on the device's stream.
+    /// Waits for all work queued on the device's stream, then reports (and clears) an
+    /// out-of-bounds access recorded by a kernel since the last synchronization.
     pub(crate) fn synchronize(&self) -> Result<(), DeviceError> {
-        self.call("cuStreamSynchronize", || self.stream.synchronize())
+        self.call("cuStreamSynchronize", || self.stream.synchronize())?;
+        self.take_fault()
+    }
+
+    /// The fault record's address and the tag of instance `index` of `info`, for a launch.
+    pub(crate) fn fault_args(&self, info: &'static crate::launch::KernelInfo, index: usize) -> Result<(u64, u32), DeviceError> {
+        let mut st = self.faults.lock().unwrap_or_else(PoisonError::into_inner);
+        let record = match st.record {
+            Some(r) => r,
+            None => {
+                let bytes = FAULT_WORDS * 4;
+                // SAFETY: a plain allocation, zeroed before any kernel can see it.
+                let r = self.call(format!("cuMemAlloc ({bytes} bytes, fault record)"), || unsafe { result::malloc_sync(bytes) })?;
+                // SAFETY: `r` is the allocation of `bytes` bytes just made.
+                unsafe { self.memset_d8(r, 0, bytes)? };
+                st.record = Some(r);
+                r
+            }
+        };
+        let key = std::ptr::from_ref(info) as usize;
+        let tag = match st.tags.iter().position(|(i, n)| std::ptr::from_ref(*i) as usize == key && *n == index) {
+            Some(t) => t,
+            None => {
+                st.tags.push((info, index));
+                st.tags.len() - 1
+            }
+        };
+        Ok((record, u32::try_from(tag).unwrap_or(u32::MAX)))
+    }
+
+    /// Reads the fault record after a synchronization; a recorded access becomes
+    /// [`DeviceError::OutOfBounds`] and the record is cleared for later launches.
+    fn take_fault(&self) -> Result<(), DeviceError> {
+        let st = self.faults.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(record) = st.record else { return Ok(()) };
+        let mut w = [0u32; FAULT_WORDS];
+        let stream = self.stream.cu_stream();
+        // SAFETY: `record` is a live allocation of FAULT_WORDS words; `w` is not touched until
+        // the stream is synchronized.
+        self.call("cuMemcpyDtoHAsync (fault record)", || unsafe { result::memcpy_dtoh_async(&mut w, record, stream) })?;
+        self.call("cuStreamSynchronize", || self.stream.synchronize())?;
+        if w[0] == 0 {
+            return Ok(());
+        }
+        // SAFETY: as above.
+        unsafe { self.memset_d8(record, 0, FAULT_WORDS * 4)? };
+        self.call("cuStreamSynchronize", || self.stream.synchronize())?;
+        let (kernel, entry, arg) = match st.tags.get(w[1] as usize) {
+            Some((info, n)) => (
+                info.name,
+                info.instances.get(*n).map_or("?", |i| i.entry),
+                info.params.get(w[2] as usize).map_or("?", |p| p.name),
+            ),
+            None => ("?", "?", "?"),
+        };
+        Err(DeviceError::OutOfBounds {
+            device: self.label.clone(),
+            kernel,
+            entry,
+            arg,
+            line: w[3],
+            index: (u64::from(w[4]) | (u64::from(w[5]) << 32)) as i64,
+            len: u64::from(w[6]) | (u64::from(w[7]) << 32),
+        })
     }
 
     /// Sets every byte of `bytes` bytes at device address `ptr` to `value`, queued on the stream.

@@ -1,0 +1,114 @@
+//! Bounds checks of global memory accesses on the GPU. Every entry receives, after its declared
+//! parameters, the number of elements addressable from each pointer parameter (`__len_<name>`),
+//! the address of the launch's fault record and a launch tag. Every access is checked against
+//! the buffer of the pointer parameter it is computed from: a chunk that does not fit takes the
+//! element path, and an element that does not fit is skipped (a load gives its `other` value)
+//! and recorded, with its kernel, parameter, source line and index, for the runtime to report.
+
+use super::*;
+use proc_macro2::Span;
+use quote::quote_spanned;
+
+impl DevGen<'_> {
+    /// The pointer parameter each local's pointer values come from (`None` for other locals, or
+    /// when the values come from different parameters).
+    pub(super) fn pointer_roots(&self) -> Vec<Option<usize>> {
+        let k = self.k;
+        let mut values: HashMap<LocalId, Vec<ExprId>> = HashMap::new();
+        fn walk(stmts: &[Stmt], values: &mut HashMap<LocalId, Vec<ExprId>>) {
+            for s in stmts {
+                match s {
+                    Stmt::Let { local, value } | Stmt::Assign { local, value } => values.entry(*local).or_default().push(*value),
+                    Stmt::For { body, .. } => walk(body, values),
+                    Stmt::If { then, els, .. } => {
+                        walk(then, values);
+                        walk(els, values);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        walk(&k.body, &mut values);
+        let mut roots: Vec<Option<usize>> = vec![None; k.locals.len()];
+        // Pointer locals are defined from parameters and earlier locals: a few rounds settle.
+        for _ in 0..4 {
+            for (l, vs) in &values {
+                if !matches!(k.locals[*l].ty.elem, Elem::Ptr(_)) {
+                    continue;
+                }
+                let found: Vec<Option<usize>> = vs.iter().map(|v| self.root_with(*v, &roots, *l)).collect();
+                roots[*l] = match found.iter().flatten().next() {
+                    Some(r) if found.iter().all(|f| f.is_none_or(|x| x == *r)) && found.iter().any(|f| f.is_some()) => Some(*r),
+                    _ => None,
+                };
+            }
+        }
+        roots
+    }
+
+    fn root_with(&self, e: ExprId, roots: &[Option<usize>], this: LocalId) -> Option<usize> {
+        let k = self.k;
+        match &k.exprs[e].kind {
+            ExprKind::Param(i) => matches!(k.params[*i].kind, ParamKind::Ptr(_)).then_some(*i),
+            ExprKind::PtrAdd(p, _) => self.root_with(*p, roots, this),
+            ExprKind::Local(l) if *l == this => None,
+            ExprKind::Local(l) => roots[*l],
+            ExprKind::ExpandDims(x, _) | ExprKind::Reshape(x) | ExprKind::BroadcastTo(x) | ExprKind::Trans(x) => self.root_with(*x, roots, this),
+            ExprKind::Where(_, a, b) => {
+                let (ra, rb) = (self.root_with(*a, roots, this), self.root_with(*b, roots, this));
+                if ra == rb { ra } else { None }
+            }
+            _ => None,
+        }
+    }
+
+    /// The pointer parameter the pointer block `ptr` is computed from.
+    fn ptr_root(&self, ptr: ExprId) -> Option<usize> {
+        self.root_with(ptr, &self.ptr_roots, usize::MAX)
+    }
+
+    /// The base and length identifiers of the buffer behind `ptr`.
+    fn extent(&self, ptr: ExprId) -> Option<(Ident, Ident, u32)> {
+        let i = self.ptr_root(ptr)?;
+        let name = &self.k.params[i].name;
+        Some((param_ident(name), len_ident(name), i as u32))
+    }
+
+    /// `true` when the `n` elements from the pointer value `p` (of the block `ptr`) fit in their
+    /// buffer; no record is written (a chunk test: the element path checks again).
+    pub(super) fn fits_code(&self, ptr: ExprId, p: &TokenStream, n: usize) -> TokenStream {
+        let d = &self.d;
+        match self.extent(ptr) {
+            Some((base, len, _)) => quote!(#d::fits(#p, #base, #len, #n)),
+            None => quote!(true),
+        }
+    }
+
+    /// [`Self::fits_code`] with the buffer's base passed through `opaque_usize`, so that the
+    /// per-chunk part of the test is recomputed in a K loop rather than hoisted into registers.
+    pub(super) fn fits_code_opaque(&self, ptr: ExprId, p: &TokenStream, n: usize) -> TokenStream {
+        let d = &self.d;
+        match self.extent(ptr) {
+            Some((base, len, _)) => quote!(#d::fits(#p, #d::opaque_usize(#base as usize) as *mut _, #len, #n)),
+            None => quote!(true),
+        }
+    }
+
+    /// `true` when the element at the pointer value `p` (of the block `ptr`) is inside its
+    /// buffer; else the access at `span` is recorded in the fault record and must be skipped.
+    pub(super) fn in_bounds_code(&self, ptr: ExprId, p: &TokenStream, span: Span) -> TokenStream {
+        let d = &self.d;
+        match self.extent(ptr) {
+            Some((base, len, idx)) => {
+                let line = quote_spanned!(span=> ::core::line!());
+                quote!(#d::in_bounds(#p, #base, #len, __fault, __tag, #idx, #line))
+            }
+            None => quote!(true),
+        }
+    }
+}
+
+/// The hidden length parameter of pointer parameter `name`.
+pub(super) fn len_ident(name: &str) -> Ident {
+    format_ident!("__len_{}", name.trim_start_matches("r#"))
+}
