@@ -436,6 +436,15 @@ pub fn in_bounds<T>(p: *mut T, base: *mut T, len: u64, record: *mut u32, tag: u3
     ok
 }
 
+/// Records an access at `p` outside the buffer at `base` (see [`in_bounds`]); kept out of line
+/// so that a chunk's element path has one call site however many elements it checks.
+#[cold]
+#[inline(never)]
+pub fn report_fault_at<T>(p: *mut T, base: *mut T, len: u64, record: *mut u32, tag: u32, param: u32, line: u32) {
+    let index = ((p as i64).wrapping_sub(base as i64)) / core::mem::size_of::<T>() as i64;
+    report_fault(record, tag, param, line, index, len);
+}
+
 /// Writes the fault record `[set, tag, param, line, index lo, index hi, len lo, len hi]` if no
 /// access of this launch was recorded before (`atom.cas` on the first word). The runtime reads
 /// and clears it when it next synchronizes.
@@ -635,6 +644,13 @@ pub fn opaque_usize(x: usize) -> usize {
     let r: u64;
     unsafe { asm!("mov.b64 {r}, {x};", r = out(reg64) r, x = in(reg64) x as u64, options(nomem, nostack)) };
     r as usize
+}
+
+/// `red.shared.and.b32`: atomically ANDs `v` into the shared-memory word at `addr` (a shared
+/// window address, see [`smem_addr`]).
+#[inline(always)]
+pub fn smem_and(addr: u32, v: u32) {
+    unsafe { asm!("red.shared.and.b32 [{a}], {v};", a = in(reg32) addr, v = in(reg32) v, options(nostack)) };
 }
 
 /// `cp.async.commit_group`: closes the group of this thread's `cp.async` copies issued since

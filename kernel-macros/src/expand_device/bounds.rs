@@ -63,7 +63,7 @@ impl DevGen<'_> {
     }
 
     /// The pointer parameter the pointer block `ptr` is computed from.
-    fn ptr_root(&self, ptr: ExprId) -> Option<usize> {
+    pub(super) fn ptr_root(&self, ptr: ExprId) -> Option<usize> {
         self.root_with(ptr, &self.ptr_roots, usize::MAX)
     }
 
@@ -104,6 +104,60 @@ impl DevGen<'_> {
                 quote!(#d::in_bounds(#p, #base, #len, __fault, __tag, #idx, #line))
             }
             None => quote!(true),
+        }
+    }
+}
+
+impl DevGen<'_> {
+    /// The element path of a chunk: `open` starts it, `elem` checks one element (pointer `a`,
+    /// mask bit `m`) and binds `ok` (access it: masked in and inside the buffer), `close` reports
+    /// the first masked element outside its buffer (one call site per chunk). Elements are
+    /// checked one after the other, so only one address is live at a time.
+    pub(super) fn chunk_check_open(&self, ptr: ExprId, elem: &TokenStream) -> TokenStream {
+        match self.extent(ptr) {
+            Some(_) => quote!(let mut __badp: *mut #elem = ::core::ptr::null_mut();),
+            None => quote!(),
+        }
+    }
+
+    pub(super) fn chunk_check_elem(&self, ptr: ExprId, a: &Ident, m: &TokenStream, ok: &Ident) -> TokenStream {
+        let d = &self.d;
+        match self.extent(ptr) {
+            Some((base, len, _)) => quote! {
+                let #ok: bool = #m && #d::fits(#a, #base, #len, 1);
+                if #m && !#ok && __badp.is_null() {
+                    __badp = #a;
+                }
+            },
+            None => quote!(let #ok: bool = #m;),
+        }
+    }
+
+    pub(super) fn chunk_check_close(&self, ptr: ExprId, span: Span) -> TokenStream {
+        let d = &self.d;
+        match self.extent(ptr) {
+            Some((base, len, idx)) => {
+                let line = quote_spanned!(span=> ::core::line!());
+                quote! {
+                    if !__badp.is_null() {
+                        #d::report_fault_at(__badp, #base, #len, __fault, __tag, #idx, #line);
+                    }
+                }
+            }
+            None => quote!(),
+        }
+    }
+
+    /// The pointer parameter `e` is, if it is one (not an expression over one).
+    pub(super) fn is_root_param(&self, e: ExprId) -> bool {
+        matches!(self.k.exprs[e].kind, ExprKind::Param(i) if matches!(self.k.params[i].kind, ParamKind::Ptr(_)))
+    }
+
+    /// The length identifier of pointer parameter expression `e`.
+    pub(super) fn len_of(&self, e: ExprId) -> Option<Ident> {
+        match self.k.exprs[e].kind {
+            ExprKind::Param(i) => Some(len_ident(&self.k.params[i].name)),
+            _ => None,
         }
     }
 }

@@ -135,6 +135,8 @@ impl DevGen<'_> {
         let var_t = self.elem(&k.locals[var].ty);
         let mut pre = Vec::new();
         let mut issue_ops = Vec::new();
+        let mut fast_ops = Vec::new();
+        let (mut proofs, mut all_proven) = (Vec::new(), true);
         for (oi, op) in plan.ops.iter().enumerate() {
             let e = self.elem(&k.exprs[op.x].ty);
             let chunks = op.numel / 8;
@@ -158,6 +160,7 @@ impl DevGen<'_> {
                 None => vec![quote!(<#e as ::core::default::Default>::default()); 8],
             };
             let (pb, off) = (format_ident!("__pb{}", oi), format_ident!("__off{}", oi));
+            let (lo, hi, inb) = (format_ident!("__lo{}", oi), format_ident!("__hi{}", oi), format_ident!("__inb{}", oi));
             let p_names: Vec<Ident> = (0..8usize).map(|i| format_ident!("__p{}", i)).collect();
             let contiguous = (1..8usize).map(|i| {
                 let p = &p_names[i];
@@ -190,6 +193,15 @@ impl DevGen<'_> {
                                     let __f0: usize = __c * 8;
                                     #(let #o_names: #ot = #offs;)*
                                     #pb[#jc] = if true #(&& #contiguous)* { __o0 } else { <#ot as #d::Bounds>::lowest() };
+                                    if #pb[#jc] != <#ot as #d::Bounds>::lowest() {
+                                        let __o: i64 = #d::cast::<#ot, i64>(__o0);
+                                        #lo = if __o < #lo { __o } else { #lo };
+                                        #hi = if __o > #hi { __o } else { #hi };
+                                    } else {
+                                        #lo = i64::MAX;
+                                        #hi = i64::MIN;
+                                        __nc = true;
+                                    }
                                 },
                             )
                         })
@@ -221,7 +233,15 @@ impl DevGen<'_> {
             };
             pre.push(quote! {
                 let mut #pb: [#pb_t; #per_thread] = [#pb_init; #per_thread];
+                let mut #lo: i64 = i64::MAX;
+                let mut #hi: i64 = i64::MIN;
+                let mut __nc: bool = false;
                 #(#pre_chunks)*
+                // A chunk that is not contiguous takes the element path: no unchecked version.
+                if __nc {
+                    #lo = i64::MAX;
+                    #hi = i64::MIN;
+                }
             });
             let off_expr = match (op.affine, op.step) {
                 (Some(l), Some(_)) => {
@@ -243,41 +263,95 @@ impl DevGen<'_> {
                 ExprKind::Load { ptr, .. } => ptr,
                 _ => op.load,
             };
-            let ok = self.in_bounds_code(ptr_block, &quote!(__a), span);
-            let fits = self.fits_code_opaque(ptr_block, &quote!(__g), 8);
-            let scalar = (0..8usize).map(|i| {
-                let (b, mk, o) = (&bases[i], &m_names[i], &others[i]);
-                quote!(#d::store(__sp.add(#i), { let __a = #d::ptr_add(#b, #off); if #mk && #ok { #d::load(__a) } else { #o } });)
-            }).collect::<Vec<_>>();
+            let chunk_fits = self.fits_code_opaque(ptr_block, &quote!(__g), 8);
+            // With offsets from the pointer parameter itself, one test before the loop covers all
+            // of this thread's chunks in every iteration (`__inb`, below); the per-chunk test
+            // only runs when that one fails.
+            let range = split.filter(|(p, _)| self.is_root_param(*p) && self.ptr_root(ptr_block) == self.ptr_root(*p)).and_then(|(p, _)| self.len_of(p));
+            let fits = if range.is_some() { quote!((#inb || #chunk_fits)) } else { chunk_fits };
+            let (open, close) = (self.chunk_check_open(ptr_block, &e), self.chunk_check_close(ptr_block, span));
+            let elems = (0..8usize).map(|i| {
+                let (b, o) = (&bases[i], &others[i]);
+                let m = &m_names[i];
+                let check = self.chunk_check_elem(ptr_block, &format_ident!("__a"), &quote!(#m), &format_ident!("__k"));
+                quote! {{
+                    let __a = #d::ptr_add(#b, #off);
+                    #check
+                    #d::store(__sp.add(#i), if __k { #d::load(__a) } else { #o });
+                }}
+            });
+            let scalar = quote! {
+                #open
+                #(#elems)*
+                #close
+            };
             let all = match op.mask {
                 Some(mk) => self.load_chunk_all(op.load, mk, &quote!(__f0), 8).unwrap_or_else(|| quote!((true #(&& #masks)*))),
                 None => quote!(true),
             };
-            let issue_chunks = (0..per_thread).map(|jc| {
-                let cp = chunk_ptr(jc);
-                guard(
-                    jc,
-                    quote! {
-                        // Recomputed per iteration (a few integer operations) rather than
-                        // hoisted out of the loop into registers.
-                        let __f0: usize = #d::opaque_usize(__c * 8);
-                        let __g: *mut #e = #d::ptr_add(#cp, #off);
-                        let __so: usize = __dst + (#s0) * 2;
-                        if #all && (__g as usize) % 16 == 0 && #fits {
-                            #d::cp_async_16(#d::smem_addr() + __so as u32, __g as *const u8);
-                        } else {
-                            // Rare (edges, unaligned or strided operands): element by element.
-                            let __sp = __smem.add(__so) as *mut #e;
-                            #(let #m_names: bool = #masks;)*
-                            #(#scalar)*
-                        }
-                    },
-                )
-            });
+            // The unchecked element path, for the loop version whose accesses are all proven in
+            // bounds before the loop.
+            let fast_scalar = {
+                let elems = (0..8usize).map(|i| {
+                    let (b, o, m) = (&bases[i], &others[i], &m_names[i]);
+                    quote!(#d::store(__sp.add(#i), if #m { #d::load(#d::ptr_add(#b, #off)) } else { #o });)
+                });
+                quote!(#(#elems)*)
+            };
+            let chunk_code = |fits: &TokenStream, scalar: &TokenStream| -> Vec<TokenStream> {
+                (0..per_thread)
+                    .map(|jc| {
+                        let cp = chunk_ptr(jc);
+                        guard(
+                            jc,
+                            quote! {
+                                // Recomputed per iteration (a few integer operations) rather than
+                                // hoisted out of the loop into registers.
+                                let __f0: usize = #d::opaque_usize(__c * 8);
+                                let __g: *mut #e = #d::ptr_add(#cp, #off);
+                                let __so: usize = __dst + (#s0) * 2;
+                                if #all && (__g as usize) % 16 == 0 && #fits {
+                                    #d::cp_async_16(#d::smem_addr() + __so as u32, __g as *const u8);
+                                } else {
+                                    // Rare (edges, unaligned or strided operands): element by element.
+                                    let __sp = __smem.add(__so) as *mut #e;
+                                    #(let #m_names: bool = #masks;)*
+                                    #scalar
+                                }
+                            },
+                        )
+                    })
+                    .collect()
+            };
+            let issue_chunks = chunk_code(&fits, &scalar);
+            let fast_chunks = chunk_code(&quote!(true), &fast_scalar);
+            if range.is_none() {
+                all_proven = false;
+            } else {
+                proofs.push(quote!(#inb));
+            }
+            if let Some(len) = &range {
+                // Before the loop: every contiguous chunk of this thread, in every iteration,
+                // lies in [lo + min offset, hi + max offset + 8) (the offset is monotone in the
+                // iteration), so the loop tests one flag instead of each chunk.
+                pre.push(quote! {
+                    let #inb: bool = {
+                        let __first: i64 = { let __it: i64 = 0; #off_expr };
+                        let __last: i64 = { let __it: i64 = if __n > 0 { __n - 1 } else { 0 }; #off_expr };
+                        let (__mn, __mx) = if __first < __last { (__first, __last) } else { (__last, __first) };
+                        #lo <= #hi && #lo + __mn >= 0 && #hi + __mx + 8 <= #len as i64
+                    };
+                });
+            }
             issue_ops.push(quote! {{
                 let #off: i64 = #off_expr;
                 let __dst: usize = #tile_off + __buf * #stage_bytes;
                 #(#issue_chunks)*
+            }});
+            fast_ops.push(quote! {{
+                let #off: i64 = #off_expr;
+                let __dst: usize = #tile_off + __buf * #stage_bytes;
+                #(#fast_chunks)*
             }});
         }
         let staged = self.staged.replace(saved_staged);
@@ -289,12 +363,12 @@ impl DevGen<'_> {
             return None;
         }
         let s_i = stages as i64;
-        let issue = |it: TokenStream| {
+        let issue = |it: TokenStream, ops: &[TokenStream]| {
             quote! {{
                 let __it: i64 = #it;
                 let #var_id: #var_t = ((__start as i64) + __it * (__step as i64)) as #var_t;
                 let __buf: usize = (__it % #s_i) as usize;
-                #(#issue_ops)*
+                #(#ops)*
             }}
         };
         let step_defs = plan.steps.iter().map(|(l, st, sub)| {
@@ -319,8 +393,8 @@ impl DevGen<'_> {
             quote!(#d::smem_addr() + (#base_off + __cb * #stage_bytes + #tile_a) as u32),
         );
         let (s, e, st) = (self.ev(start, &At::Own), self.ev(end, &At::Own), self.ev(step, &At::Own));
-        let main = if stages == 1 {
-            let iss = issue(quote!(__ci));
+        let main = |ops: &[TokenStream]| if stages == 1 {
+            let iss = issue(quote!(__ci), ops);
             quote! {
                 let mut __ci: i64 = 0;
                 while __ci < __n {
@@ -335,7 +409,7 @@ impl DevGen<'_> {
                 }
             }
         } else {
-            let (pro, steady) = (issue(quote!(__pi)), issue(quote!(__nx)));
+            let (pro, steady) = (issue(quote!(__pi), ops), issue(quote!(__nx), ops));
             let (ahead, wait) = (s_i - 1, (stages - 2) as u32);
             quote! {
                 let mut __pi: i64 = 0;
@@ -359,6 +433,33 @@ impl DevGen<'_> {
                 }
             }
         };
+        // Loop versioning: when every thread proved before the loop that all its chunks stay in
+        // their buffers in every iteration (a block-wide AND through shared memory, so that the
+        // choice is uniform and the barriers inside stay aligned), the loop runs without bounds
+        // checks; otherwise every access is checked.
+        let body = if all_proven && !proofs.is_empty() {
+            let flag = self.alloc(16);
+            let (fast, checked) = (main(&fast_ops), main(&issue_ops));
+            quote! {
+                let __proved: bool = {
+                    let __w: u32 = #d::smem_addr() + #flag as u32;
+                    if __tid == 0 {
+                        #d::store(__smem.add(#flag) as *mut u32, 1u32);
+                    }
+                    #d::bar_sync();
+                    #d::smem_and(__w, (true #(&& #proofs)*) as u32);
+                    #d::bar_sync();
+                    #d::load(__smem.add(#flag) as *mut u32) != 0
+                };
+                if __proved {
+                    #fast
+                } else {
+                    #checked
+                }
+            }
+        } else {
+            main(&issue_ops)
+        };
         Some(quote! {{
             let __start: #var_t = #s;
             let __end: #var_t = #e;
@@ -373,7 +474,7 @@ impl DevGen<'_> {
             };
             #(#step_defs)*
             #(#pre)*
-            #main
+            #body
             #d::cp_async_wait_all();
             #d::bar_sync();
             #(#step_final)*
