@@ -59,7 +59,7 @@ pub fn gpu_bundle(root: &Path) -> Result<()> {
     for entry in std::fs::read_dir(root.join("target/ptx/sm_90a"))? {
         let path = entry?.path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
-        if name.ends_with(".ptx") || name.ends_with(".manifest.json") {
+        if name.ends_with(".ptx") || name.ends_with(".cubin") || name.ends_with(".manifest.json") {
             std::fs::copy(&path, ptx_out.join(&name))?;
             println!("gpu-bundle: target/gpu-bundle/ptx/sm_90a/{name}");
         }

@@ -200,7 +200,11 @@ fn build_one(root: &Path, tc: &Toolchain, ptxas: &Ptxas, krate: &Path, arch: &st
     }
 
     let t = Instant::now();
-    let report = ptxas.check(&ptx_tmp, arch, &out_dir.join(format!("{name}.cubin")))?;
+    let cubin_path = out_dir.join(format!("{name}.cubin"));
+    let cubin_tmp = out_dir.join(format!("{name}.cubin.tmp"));
+    let report = ptxas.check(&ptx_tmp, arch, &cubin_tmp)?;
+    let cubin = std::fs::read(&cubin_tmp).with_context(|| format!("reading {}", cubin_tmp.display()))?;
+    std::fs::rename(&cubin_tmp, &cubin_path).with_context(|| format!("renaming {} into place", cubin_tmp.display()))?;
     std::fs::rename(&ptx_tmp, &ptx_path).with_context(|| format!("renaming {} into place", ptx_tmp.display()))?;
     let t_ptxas = t.elapsed();
 
@@ -228,7 +232,7 @@ fn build_one(root: &Path, tc: &Toolchain, ptxas: &Ptxas, krate: &Path, arch: &st
         bail!("ptxas -arch={arch} spills registers in {}: {}", ptx_path.display(), spills.join(", "));
     }
 
-    write_manifest(&manifest_path, name, arch, &ptx, tc, ptxas, &rows)?;
+    write_manifest(&manifest_path, name, arch, &ptx, &cubin, tc, ptxas, &rows)?;
     eprintln!(
         "build-ptx: {} ({} entries) in {:.1}s: cargo {:.1}s, link {:.2}s, ptxas {:.2}s",
         manifest_path.display(),
@@ -481,6 +485,7 @@ fn write_manifest(
     name: &str,
     arch: &str,
     ptx: &str,
+    cubin: &[u8],
     tc: &Toolchain,
     ptxas: &Ptxas,
     rows: &[(&PtxEntry, &FunctionReport)],
@@ -514,6 +519,10 @@ fn write_manifest(
         "arch": arch,
         "ptx": format!("{name}.ptx"),
         "ptx_hash": format!("fnv1a64:{:016x}", fnv1a64(ptx.as_bytes())),
+        // The runtime loads this machine code instead of JIT-compiling the PTX when both hashes
+        // match the files and the GPU is of this architecture.
+        "cubin": format!("{name}.cubin"),
+        "cubin_hash": format!("fnv1a64:{:016x}", fnv1a64(cubin)),
         "rustc": tc.version,
         "ptxas": ptxas.version,
         "entries": entries,

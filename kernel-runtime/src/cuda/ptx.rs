@@ -9,6 +9,10 @@
 //!    (as it was at build time) and each of its ancestors. In each directory the
 //!    architectures are tried best first, so the nearest build tree wins.
 //!
+//! The module loaded is the machine code `cargo xtask build-ptx` assembled beside the PTX
+//! (`<crate>.cubin`) when the manifest's hashes match both files and the GPU runs it, else the
+//! PTX itself, which the driver compiles on first load (`KERNEL_JIT_PTX=1` forces that).
+//!
 //! Architectures by compute capability: 9.0 → `sm_90a`, then `sm_90`; 8.x →
 //! `sm_80`; 10.0 and newer → `sm_<major><minor>`, then `sm_90` and `sm_80` (PTX
 //! without the `a` suffix is compiled for newer GPUs by the driver).
@@ -171,12 +175,45 @@ fn fnv1a64(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3))
 }
 
-/// Loads `path` into `dev`'s context, with the JIT compiler's error log on failure.
+/// The machine code `cargo xtask build-ptx` assembled from the PTX at `ptx_path`
+/// (`<crate>.cubin` beside it), when the manifest's hashes match both files: loading it skips
+/// the driver's JIT compilation of the PTX (seconds to a minute for large modules).
+/// `KERNEL_JIT_PTX=1` ignores it.
+pub(crate) fn matching_cubin(ptx_path: &Path, ptx: &[u8]) -> Option<Vec<u8>> {
+    if std::env::var_os("KERNEL_JIT_PTX").is_some_and(|v| v == "1") {
+        return None;
+    }
+    let stem = ptx_path.file_stem()?.to_str()?;
+    let text = std::fs::read_to_string(ptx_path.with_file_name(format!("{stem}.manifest.json"))).ok()?;
+    let manifest = serde_json::from_str::<serde_json::Value>(&text).ok()?;
+    let cubin = std::fs::read(ptx_path.with_file_name(manifest["cubin"].as_str()?)).ok()?;
+    let hash = |b: &[u8]| format!("fnv1a64:{:016x}", fnv1a64(b));
+    (manifest["ptx_hash"].as_str()? == hash(ptx) && manifest["cubin_hash"].as_str()? == hash(&cubin)).then_some(cubin)
+}
+
+/// Loads `path` into `dev`'s context: its matching cubin when there is one that this GPU runs,
+/// else the PTX, with the JIT compiler's error log on failure.
 fn load_module(dev: &CudaDevice, kernel: &'static str, path: &Path) -> Result<LoadedModule, LaunchError> {
     let load_error = |code: String, message: String| LaunchError::PtxLoad { kernel, path: path.to_path_buf(), code, message };
     let bytes = std::fs::read(path).map_err(|e| load_error("io".into(), e.to_string()))?;
     if let Some(warning) = manifest_mismatch(path, &bytes) {
         eprintln!("{warning}");
+    }
+    let hash = crate::autotune::fnv1a(&bytes);
+    if let Some(cubin) = matching_cubin(path, &bytes) {
+        let loaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            dev.ctx.bind_to_thread()?;
+            let mut module = std::mem::MaybeUninit::<sys::CUmodule>::uninit();
+            // SAFETY: `cubin` is a complete ELF image that outlives the call.
+            unsafe {
+                sys::cuModuleLoadData(module.as_mut_ptr(), cubin.as_ptr().cast()).result()?;
+                Ok::<_, cudarc::driver::DriverError>(module.assume_init())
+            }
+        }));
+        // Another architecture (or a driver that refuses it): the PTX below.
+        if let Ok(Ok(module)) = loaded {
+            return Ok(LoadedModule { module, hash, ctx: Arc::clone(&dev.ctx) });
+        }
     }
     let image = CString::new(bytes)
         .map_err(|_| load_error("io".into(), "the file contains a NUL byte: it is not PTX text".into()))?;
@@ -201,7 +238,7 @@ fn load_module(dev: &CudaDevice, kernel: &'static str, path: &Path) -> Result<Lo
         }
     }));
     match outcome {
-        Ok(Ok(module)) => Ok(LoadedModule { module, hash: crate::autotune::fnv1a(image.as_bytes()), ctx: Arc::clone(&dev.ctx) }),
+        Ok(Ok(module)) => Ok(LoadedModule { module, hash, ctx: Arc::clone(&dev.ctx) }),
         Ok(Err(e)) => {
             let (code, mut message) = error_parts(e);
             let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
@@ -390,6 +427,32 @@ mod tests {
         std::fs::write(&manifest, "{\"ptx_ha").unwrap();
         let w = manifest_mismatch(&ptx_path, ptx).unwrap();
         assert!(w.contains("unreadable or corrupt"), "{w}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_cubin_is_used_only_when_both_hashes_match() {
+        let dir = std::env::temp_dir().join(format!("kernel-ptx-cubin-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ptx_path = dir.join("k.ptx");
+        let (ptx, cubin) = (b".version 8.0\n.target sm_90a\n".as_slice(), b"\x7fELF machine code".as_slice());
+        std::fs::write(dir.join("k.cubin"), cubin).unwrap();
+        let write_manifest = |ptx_h: u64, cubin_h: u64| {
+            let m = format!("{{\"ptx_hash\": \"fnv1a64:{ptx_h:016x}\", \"cubin\": \"k.cubin\", \"cubin_hash\": \"fnv1a64:{cubin_h:016x}\"}}");
+            std::fs::write(dir.join("k.manifest.json"), m).unwrap();
+        };
+        write_manifest(fnv1a64(ptx), fnv1a64(cubin));
+        assert_eq!(matching_cubin(&ptx_path, ptx).as_deref(), Some(cubin));
+        // A PTX rebuilt after the cubin, or a cubin that changed: the PTX is JIT-compiled.
+        assert_eq!(matching_cubin(&ptx_path, b"other ptx"), None);
+        write_manifest(fnv1a64(ptx), fnv1a64(b"old cubin"));
+        assert_eq!(matching_cubin(&ptx_path, ptx), None);
+        // No cubin file, or a manifest from before cubins were recorded.
+        write_manifest(fnv1a64(ptx), fnv1a64(cubin));
+        std::fs::remove_file(dir.join("k.cubin")).unwrap();
+        assert_eq!(matching_cubin(&ptx_path, ptx), None);
+        std::fs::write(dir.join("k.manifest.json"), format!("{{\"ptx_hash\": \"fnv1a64:{:016x}\"}}", fnv1a64(ptx))).unwrap();
+        assert_eq!(matching_cubin(&ptx_path, ptx), None);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
