@@ -122,7 +122,8 @@ impl DevGen<'_> {
         let stage_bytes = tile_a + kk * n * 2;
         const SMEM_LIMIT: usize = 232_448;
         let mut stages = self.num_stages;
-        while stages > 1 && self.cursor.get() + stages * stage_bytes > SMEM_LIMIT {
+        // The buffers, then one 16-byte word for the bounds proof of loop versioning.
+        while stages > 1 && self.cursor.get() + stages * stage_bytes + 16 > SMEM_LIMIT {
             stages -= 1;
         }
         let saved_smem = (self.cursor.get(), self.smem_max.get());

@@ -55,19 +55,21 @@ fn the_seed_k_loop_is_software_pipelined() {
     assert!(out.contains("cp_async_commit"));
     assert!(out.contains("ldmatrix_x4_trans"));
     assert!(out.contains("mma_f16"));
-    // Shared memory: 3 stages of A (64x32) and B (32x64) tiles in f16.
-    assert_eq!(shared_bytes(&out), 24576);
+    // Shared memory: 3 stages of A (64x32) and B (32x64) tiles in f16, and the 16-byte word
+    // of the bounds proof that selects the unchecked copy of the loop.
+    assert_eq!(shared_bytes(&out), 24576 + 16);
+    assert!(out.contains("__proved"));
 }
 
 #[test]
 fn num_stages_drives_the_number_of_buffers() {
     let (out, _) = expand("", &matmul(5, 32, ""));
     assert!(out.contains("cp_async_wait_group :: < 3u32 >"));
-    assert_eq!(shared_bytes(&out), 40960);
+    assert_eq!(shared_bytes(&out), 40960 + 16);
     // One stage: copy, wait for it, compute.
     let (out, _) = expand("", &matmul(1, 32, ""));
     assert!(out.contains("cp_async_wait_group :: < 0 >"));
-    assert_eq!(shared_bytes(&out), 8192);
+    assert_eq!(shared_bytes(&out), 8192 + 16);
 }
 
 #[test]
@@ -75,7 +77,7 @@ fn stages_shrink_to_fit_shared_memory() {
     // 64x512 and 512x64 f16 tiles take 128 KiB per stage: only one fits in 227 KiB.
     let (out, _) = expand("", &matmul(4, 512, ""));
     assert!(out.contains("cp_async_wait_group :: < 0 >"));
-    assert_eq!(shared_bytes(&out), 131072);
+    assert_eq!(shared_bytes(&out), 131072 + 16);
 }
 
 #[test]
