@@ -436,6 +436,29 @@ pub fn in_bounds<T>(p: *mut T, base: *mut T, len: u64, record: *mut u32, tag: u3
     ok
 }
 
+/// Whether the `n` elements from `p` lie inside one of the buffers `(address, bytes)`: the
+/// check of a pointer block computed from several pointer parameters (say, a `where_` between
+/// two of them), which cannot be attributed to one buffer.
+#[inline(always)]
+pub fn fits_any<T>(p: *mut T, n: usize, bufs: &[(u64, u64)]) -> bool {
+    let (a, need) = (p as u64, (n * core::mem::size_of::<T>()) as u64);
+    bufs.iter().any(|&(base, bytes)| {
+        let off = a.wrapping_sub(base);
+        off <= bytes && bytes - off >= need
+    })
+}
+
+/// [`fits_any`] for one element; when it does not fit, the access is recorded with parameter
+/// `u32::MAX` and its address as the index, and the caller skips it.
+#[inline(always)]
+pub fn in_bounds_any<T>(p: *mut T, bufs: &[(u64, u64)], record: *mut u32, tag: u32, line: u32) -> bool {
+    let ok = fits_any(p, 1, bufs);
+    if !ok {
+        report_fault(record, tag, u32::MAX, line, p as i64, 0);
+    }
+    ok
+}
+
 /// Records an access at `p` outside the buffer at `base` (see [`in_bounds`]); kept out of line
 /// so that a chunk's element path has one call site however many elements it checks.
 #[cold]

@@ -101,3 +101,13 @@ pub fn long_reductions<const R: i32, const C: i32>(x: Ptr<i32>, h: Ptr<f16>, out
     let hv = load(h + r.as_col() * C + c.as_row());
     store(hout + r, hv.sum(1).to::<f32>());
 }
+
+/// Reads from `x` or `y` element by element (a pointer block computed from two parameters),
+/// `n` elements from `offset`; the bounds check of such a block covers both buffers.
+#[kernel(B = [64])]
+pub fn pick<const B: i32>(x: Ptr<f32>, y: Ptr<f32>, out: Ptr<f32>, n: i32, offset: i32) {
+    let i = arange(0, B);
+    let m = i < n;
+    let src = where_(i % 2 == 0, x + offset + i, y + offset + i);
+    store(out + i, load(src, m, 0.0), m);
+}

@@ -110,3 +110,26 @@ fn a_wrong_stride_is_reported_not_read() {
     assert!(msg.contains("out-of-bounds") && msg.contains("`b_ptr`") && msg.contains("(length 2048)"), "{msg}");
     dev.synchronize().unwrap();
 }
+
+/// A pointer block selected between two parameters (`where_(c, x + i, y + i)`) cannot be
+/// attributed to one buffer: on the GPU it is checked against all the kernel's buffers, so an
+/// access past them is still skipped and reported, and in-bounds selections work.
+#[test]
+fn pointers_mixing_two_arguments_are_checked_too() {
+    use tests::kernels::pick;
+    let dev = test_device();
+    let x = Tensor::<f32>::from_vec(&dev, &[16], (0..16).map(|v| v as f32).collect()).unwrap();
+    let y = Tensor::<f32>::from_vec(&dev, &[16], (0..16).map(|v| -(v as f32)).collect()).unwrap();
+    let out = Tensor::<f32>::full(&dev, &[16], f32::NAN).unwrap();
+    pick::launch((1,), &x, &y, &out, 16, 0, 64).unwrap();
+    let want: Vec<f32> = (0..16).map(|v| if v % 2 == 0 { v as f32 } else { -(v as f32) }).collect();
+    assert_eq!(out.to_vec(), want);
+    // An offset of 10 000 elements points far outside every buffer.
+    let launched = pick::launch((1,), &x, &y, &out, 16, 10_000, 64);
+    let msg = match launched {
+        Err(e) => e.to_string(),
+        Ok(()) => dev.synchronize().expect_err("the out-of-bounds reads were not reported").to_string(),
+    };
+    assert!(msg.contains("out-of-bounds") && msg.contains("kernel `pick`"), "{msg}");
+    dev.synchronize().unwrap();
+}

@@ -1,7 +1,8 @@
 //! Bounds checks of global memory accesses on the GPU. Every entry receives, after its declared
 //! parameters, the number of elements addressable from each pointer parameter (`__len_<name>`),
 //! the address of the launch's fault record and a launch tag. Every access is checked against
-//! the buffer of the pointer parameter it is computed from: a chunk that does not fit takes the
+//! the buffer of the pointer parameter it is computed from (or, for a pointer block computed
+//! from several parameters, against all of their buffers): a chunk that does not fit takes the
 //! element path, and an element that does not fit is skipped (a load gives its `other` value)
 //! and recorded, with its kernel, parameter, source line and index, for the runtime to report.
 
@@ -74,13 +75,29 @@ impl DevGen<'_> {
         Some((param_ident(name), len_ident(name), i as u32))
     }
 
+    /// Every pointer parameter's buffer as `(address, bytes)`, for pointer blocks computed from
+    /// several parameters.
+    fn all_buffers(&self) -> TokenStream {
+        let bufs = self.k.params.iter().filter_map(|p| match p.kind {
+            ParamKind::Ptr(dt) => {
+                let (base, len, e) = (param_ident(&p.name), len_ident(&p.name), dev_dtype(dt));
+                Some(quote!((#base as u64, #len.saturating_mul(::core::mem::size_of::<#e>() as u64))))
+            }
+            ParamKind::Scalar(_) => None,
+        });
+        quote!(&[#(#bufs),*])
+    }
+
     /// `true` when the `n` elements from the pointer value `p` (of the block `ptr`) fit in their
     /// buffer; no record is written (a chunk test: the element path checks again).
     pub(super) fn fits_code(&self, ptr: ExprId, p: &TokenStream, n: usize) -> TokenStream {
         let d = &self.d;
         match self.extent(ptr) {
             Some((base, len, _)) => quote!(#d::fits(#p, #base, #len, #n)),
-            None => quote!(true),
+            None => {
+                let bufs = self.all_buffers();
+                quote!(#d::fits_any(#p, #n, #bufs))
+            }
         }
     }
 
@@ -90,7 +107,7 @@ impl DevGen<'_> {
         let d = &self.d;
         match self.extent(ptr) {
             Some((base, len, _)) => quote!(#d::fits(#p, #d::opaque_usize(#base as usize) as *mut _, #len, #n)),
-            None => quote!(true),
+            None => self.fits_code(ptr, p, n),
         }
     }
 
@@ -103,7 +120,11 @@ impl DevGen<'_> {
                 let line = quote_spanned!(span=> ::core::line!());
                 quote!(#d::in_bounds(#p, #base, #len, __fault, __tag, #idx, #line))
             }
-            None => quote!(true),
+            None => {
+                let line = quote_spanned!(span=> ::core::line!());
+                let bufs = self.all_buffers();
+                quote!(#d::in_bounds_any(#p, #bufs, __fault, __tag, #line))
+            }
         }
     }
 }
@@ -120,7 +141,7 @@ impl DevGen<'_> {
         }
     }
 
-    pub(super) fn chunk_check_elem(&self, ptr: ExprId, a: &Ident, m: &TokenStream, ok: &Ident) -> TokenStream {
+    pub(super) fn chunk_check_elem(&self, ptr: ExprId, a: &Ident, m: &TokenStream, ok: &Ident, span: Span) -> TokenStream {
         let d = &self.d;
         match self.extent(ptr) {
             Some((base, len, _)) => quote! {
@@ -129,7 +150,11 @@ impl DevGen<'_> {
                     __badp = #a;
                 }
             },
-            None => quote!(let #ok: bool = #m;),
+            None => {
+                let line = quote_spanned!(span=> ::core::line!());
+                let bufs = self.all_buffers();
+                quote!(let #ok: bool = #m && #d::in_bounds_any(#a, #bufs, __fault, __tag, #line);)
+            }
         }
     }
 

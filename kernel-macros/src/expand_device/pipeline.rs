@@ -274,7 +274,7 @@ impl DevGen<'_> {
             let elems = (0..8usize).map(|i| {
                 let (b, o) = (&bases[i], &others[i]);
                 let m = &m_names[i];
-                let check = self.chunk_check_elem(ptr_block, &format_ident!("__a"), &quote!(#m), &format_ident!("__k"));
+                let check = self.chunk_check_elem(ptr_block, &format_ident!("__a"), &quote!(#m), &format_ident!("__k"), span);
                 quote! {{
                     let __a = #d::ptr_add(#b, #off);
                     #check

@@ -294,7 +294,8 @@ impl CudaDevice {
             Some((info, n)) => (
                 info.name,
                 info.instances.get(*n).map_or("?", |i| i.entry),
-                info.params.get(w[2] as usize).map_or("?", |p| p.name),
+                // A pointer computed from several parameters reports its address as the index.
+                info.params.get(w[2] as usize).map_or("<a pointer computed from several arguments; index = address>", |p| p.name),
             ),
             None => ("?", "?", "?"),
         };
