@@ -15,21 +15,7 @@ impl DevGen<'_> {
     /// when the values come from different parameters).
     pub(super) fn pointer_roots(&self) -> Vec<Option<usize>> {
         let k = self.k;
-        let mut values: HashMap<LocalId, Vec<ExprId>> = HashMap::new();
-        fn walk(stmts: &[Stmt], values: &mut HashMap<LocalId, Vec<ExprId>>) {
-            for s in stmts {
-                match s {
-                    Stmt::Let { local, value } | Stmt::Assign { local, value } => values.entry(*local).or_default().push(*value),
-                    Stmt::For { body, .. } => walk(body, values),
-                    Stmt::If { then, els, .. } => {
-                        walk(then, values);
-                        walk(els, values);
-                    }
-                    _ => {}
-                }
-            }
-        }
-        walk(&k.body, &mut values);
+        let values = assigned_values(k);
         let mut roots: Vec<Option<usize>> = vec![None; k.locals.len()];
         // Pointer locals are defined from parameters and earlier locals: a few rounds settle.
         for _ in 0..4 {

@@ -71,6 +71,13 @@ struct MatVar {
     layout: Layout,
 }
 
+/// The outer iteration context saved by `DevGen::enter_iteration`.
+struct IterScope {
+    numel: usize,
+    layout: Layout,
+    staged: Vec<(MatVar, usize)>,
+}
+
 pub struct DeviceEntry {
     pub tokens: TokenStream,
     pub shared_bytes: usize,
@@ -263,21 +270,7 @@ impl<'a> DevGen<'a> {
     /// tensor-core `dot` and for elementwise values computed from them, else cyclic.
     fn assign_layouts(&self) -> Vec<Layout> {
         let k = self.k;
-        let mut values: HashMap<LocalId, Vec<ExprId>> = HashMap::new();
-        fn walk(stmts: &[Stmt], values: &mut HashMap<LocalId, Vec<ExprId>>) {
-            for s in stmts {
-                match s {
-                    Stmt::Let { local, value } | Stmt::Assign { local, value } => values.entry(*local).or_default().push(*value),
-                    Stmt::For { body, .. } => walk(body, values),
-                    Stmt::If { then, els, .. } => {
-                        walk(then, values);
-                        walk(els, values);
-                    }
-                    _ => {}
-                }
-            }
-        }
-        walk(&k.body, &mut values);
+        let values = assigned_values(k);
         let mut layouts = vec![Layout::Cyclic; k.locals.len()];
         for _ in 0..3 {
             for (l, vs) in &values {
@@ -700,33 +693,45 @@ impl<'a> DevGen<'a> {
     /// once with that iteration context (`__j` = register slot, `__f` = flat index). Values
     /// it reads at other threads' coordinates are staged in shared memory first.
     fn phase_in(&self, numel: usize, layout: Layout, body: impl FnOnce(&Self) -> TokenStream) -> TokenStream {
-        let saved_iter = self.iter_numel.replace(numel);
-        let saved_layout = self.iter_layout.replace(layout);
-        let saved_staged = self.staged.replace(vec![]);
+        let scope = self.enter_iteration(numel, layout);
         let b = body(self);
-        let staged = self.staged.replace(saved_staged);
-        self.iter_numel.set(saved_iter);
-        self.iter_layout.set(saved_layout);
-        let d = &self.d;
-        let stage_code: Vec<TokenStream> = staged
-            .iter()
-            .map(|(m, off)| {
-                let (id, e) = (&m.ident, &m.elem);
-                let st = quote!(#d::store((__smem.add(#off) as *mut #e).add(__f), #id[__j]););
-                self.for_each_slot(m.numel, m.layout, st)
-            })
-            .collect();
-        let (pre, post) = if staged.is_empty() {
-            (quote!(), quote!())
-        } else {
-            (quote!(#(#stage_code)* #d::bar_sync();), quote!(#d::bar_sync();))
-        };
+        let staged = self.leave_iteration(scope);
+        let (pre, post) = self.staging(&staged);
         let main = self.for_each_slot(numel, layout, b);
         quote! {
             #pre
             #main
             #post
         }
+    }
+
+    /// Enters the iteration context element code is generated in (`numel` elements in `layout`;
+    /// `numel = 0` for code at explicit flat indices), with no staged values yet.
+    fn enter_iteration(&self, numel: usize, layout: Layout) -> IterScope {
+        IterScope { numel: self.iter_numel.replace(numel), layout: self.iter_layout.replace(layout), staged: self.staged.replace(vec![]) }
+    }
+
+    /// Restores the outer iteration context; returns the values the code generated inside read
+    /// at other threads' coordinates (to stage in shared memory).
+    fn leave_iteration(&self, scope: IterScope) -> Vec<(MatVar, usize)> {
+        self.iter_numel.set(scope.numel);
+        self.iter_layout.set(scope.layout);
+        self.staged.replace(scope.staged)
+    }
+
+    /// Code before and after a phase that reads `staged` values: each is copied to its shared
+    /// memory slot by its owners, between barriers.
+    fn staging(&self, staged: &[(MatVar, usize)]) -> (TokenStream, TokenStream) {
+        if staged.is_empty() {
+            return (quote!(), quote!());
+        }
+        let d = &self.d;
+        let stage_code = staged.iter().map(|(m, off)| {
+            let (id, e) = (&m.ident, &m.elem);
+            let st = quote!(#d::store((__smem.add(#off) as *mut #e).add(__f), #id[__j]););
+            self.for_each_slot(m.numel, m.layout, st)
+        });
+        (quote!(#(#stage_code)* #d::bar_sync();), quote!(#d::bar_sync();))
     }
 
     /// `body` for every register slot of this thread: a loop in the cyclic layout, unrolled
@@ -989,9 +994,7 @@ impl<'a> DevGen<'a> {
         let threads = self.threads;
         let chunks = numel / 8;
         let per_thread = chunks.div_ceil(threads);
-        let saved_iter = self.iter_numel.replace(0);
-        let saved_layout = self.iter_layout.replace(Layout::Cyclic);
-        let saved_staged = self.staged.replace(vec![]);
+        let scope = self.enter_iteration(0, Layout::Cyclic);
         let at = |i: usize| At::Flat(quote!((__f0 + #i)));
         let ptrs: Vec<TokenStream> = (0..8).map(|i| self.operand(load, ptr, &at(i))).collect();
         let masks: Vec<TokenStream> = match mask {
@@ -1004,9 +1007,7 @@ impl<'a> DevGen<'a> {
                 quote!(#d::store((__smem.add(#off) as *mut #e).add(__s0 + #i), #v);)
             })
             .collect();
-        let staged = self.staged.replace(saved_staged);
-        self.iter_numel.set(saved_iter);
-        self.iter_layout.set(saved_layout);
+        let staged = self.leave_iteration(scope);
         if !staged.is_empty() {
             // Operands that need other threads' registers take the general path.
             return general(self);
@@ -1329,6 +1330,26 @@ fn children(k: &ExprKind) -> Vec<ExprId> {
             v
         }
     }
+}
+
+/// Every value each local is given (its `let` and its assignments), anywhere in the kernel.
+fn assigned_values(k: &Kernel) -> HashMap<LocalId, Vec<ExprId>> {
+    fn walk(stmts: &[Stmt], values: &mut HashMap<LocalId, Vec<ExprId>>) {
+        for s in stmts {
+            match s {
+                Stmt::Let { local, value } | Stmt::Assign { local, value } => values.entry(*local).or_default().push(*value),
+                Stmt::For { body, .. } => walk(body, values),
+                Stmt::If { then, els, .. } => {
+                    walk(then, values);
+                    walk(els, values);
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut values = HashMap::new();
+    walk(&k.body, &mut values);
+    values
 }
 
 fn uses_local(k: &Kernel, e: ExprId, l: LocalId) -> bool {

@@ -34,6 +34,9 @@ struct PipePlan {
     steps: Vec<(LocalId, ExprId, bool)>,
 }
 
+/// The code of chunk `jc`'s base pointer in the K loop.
+type ChunkPtr<'a> = Box<dyn Fn(usize) -> TokenStream + 'a>;
+
 impl DevGen<'_> {
     /// The pipelined code of a `for` loop, or `None` when the loop does not have the shape the
     /// pipeliner takes (it is then lowered as written).
@@ -128,9 +131,7 @@ impl DevGen<'_> {
         }
         let saved_smem = (self.cursor.get(), self.smem_max.get());
         let base_off = self.alloc(stages * stage_bytes);
-        let saved_iter = self.iter_numel.replace(0);
-        let saved_layout = self.iter_layout.replace(Layout::Cyclic);
-        let saved_staged = self.staged.replace(vec![]);
+        let scope = self.enter_iteration(0, Layout::Cyclic);
 
         let var_id = crate::expand_cpu::local_ident(k, var);
         let var_t = self.elem(&k.locals[var].ty);
@@ -175,9 +176,9 @@ impl DevGen<'_> {
                     quote!({ let __c: usize = #jc * #threads + __tid; if __c < #chunks { #body } })
                 }
             };
-            let (pb_t, pb_init, chunk_ptr, pre_chunks): (TokenStream, TokenStream, Box<dyn Fn(usize) -> TokenStream>, Vec<TokenStream>) = match split {
+            let (pb_t, pb_init, chunk_ptr, pre_chunks): (TokenStream, TokenStream, ChunkPtr<'_>, Vec<TokenStream>) = match split {
                 Some((p, o)) => {
-                    let ot = self.elem(&k.exprs[*&o].ty);
+                    let ot = self.elem(&k.exprs[o].ty);
                     let offs: Vec<TokenStream> = (0..8).map(|i| self.operand(op.base, o, &at(i))).collect();
                     let o_names: Vec<Ident> = (0..8usize).map(|i| format_ident!("__o{}", i)).collect();
                     let contiguous = (1..8usize).map(|i| {
@@ -199,8 +200,6 @@ impl DevGen<'_> {
                                         #lo = if __o < #lo { __o } else { #lo };
                                         #hi = if __o > #hi { __o } else { #hi };
                                     } else {
-                                        #lo = i64::MAX;
-                                        #hi = i64::MIN;
                                         __nc = true;
                                     }
                                 },
@@ -355,9 +354,7 @@ impl DevGen<'_> {
                 #(#fast_chunks)*
             }});
         }
-        let staged = self.staged.replace(saved_staged);
-        self.iter_numel.set(saved_iter);
-        self.iter_layout.set(saved_layout);
+        let staged = self.leave_iteration(scope);
         if !staged.is_empty() {
             self.cursor.set(saved_smem.0);
             self.smem_max.set(saved_smem.1);

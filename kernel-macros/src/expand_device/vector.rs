@@ -54,7 +54,6 @@ impl DevGen<'_> {
     /// [`Self::phase_chunks`] in `layout`: in the `mma` layout a chunk is the pair of adjacent
     /// columns a thread holds in each 16x8 tile.
     fn phase_chunks_in(&self, numel: usize, layout: Layout, roots: &[ExprId], body: impl FnOnce(&Self) -> TokenStream, decls: TokenStream, after: TokenStream) -> TokenStream {
-        let d = &self.d;
         let v = self.chunk_len(numel, layout);
         let mut loads = Vec::new();
         for r in roots {
@@ -65,9 +64,7 @@ impl DevGen<'_> {
         if layout != Layout::Cyclic {
             loads.clear();
         }
-        let saved_iter = self.iter_numel.replace(numel);
-        let saved_layout = self.iter_layout.replace(layout);
-        let saved_staged = self.staged.replace(vec![]);
+        let scope = self.enter_iteration(numel, layout);
         let mut load_code = Vec::new();
         let mut names = HashMap::new();
         for l in &loads {
@@ -78,22 +75,8 @@ impl DevGen<'_> {
         let saved_pre = self.prefetched.replace(names);
         let b = body(self);
         self.prefetched.replace(saved_pre);
-        let staged = self.staged.replace(saved_staged);
-        self.iter_numel.set(saved_iter);
-        self.iter_layout.set(saved_layout);
-        let stage_code: Vec<TokenStream> = staged
-            .iter()
-            .map(|(m, off)| {
-                let (id, e) = (&m.ident, &m.elem);
-                let st = quote!(#d::store((__smem.add(#off) as *mut #e).add(__f), #id[__j]););
-                self.for_each_slot(m.numel, m.layout, st)
-            })
-            .collect();
-        let (pre, post) = if staged.is_empty() {
-            (quote!(), quote!())
-        } else {
-            (quote!(#(#stage_code)* #d::bar_sync();), quote!(#d::bar_sync();))
-        };
+        let staged = self.leave_iteration(scope);
+        let (pre, post) = self.staging(&staged);
         let threads = self.threads;
         if let Layout::Mma { .. } = layout {
             let pairs = (0..self.slots(numel, layout) / 2).map(|p| {
