@@ -58,6 +58,19 @@ fn fused_swish() {
     check(100, 64, 48, Some(swish), tests::swish, 7);
 }
 
+/// `c = a @ b` with config `cfg` of the matmul kernel, any strides, no activation.
+fn launch_config(cfg: usize, a: &Tensor<f16>, b: &Tensor<f16>, c: &Tensor<f16>) {
+    let (mi, ki, ni) = (a.shape()[0] as i32, a.shape()[1] as i32, b.shape()[1] as i32);
+    kernels::matmul_kernel::launch_config(
+        cfg,
+        |meta: &kernels::matmul_kernel::Meta| (kernel_runtime::cdiv(mi, meta.BLOCK_SIZE_M) * kernel_runtime::cdiv(ni, meta.BLOCK_SIZE_N),),
+        a, b, c, mi, ni, ki,
+        a.stride(0) as i32, a.stride(1) as i32, b.stride(0) as i32, b.stride(1) as i32, c.stride(0) as i32, c.stride(1) as i32,
+        None,
+    )
+    .unwrap();
+}
+
 #[test]
 fn every_autotune_config_is_correct() {
     let dev = tests::test_device();
@@ -67,15 +80,7 @@ fn every_autotune_config_is_correct() {
     let want = matmul_ref(&av, &bv, m, n, k, identity);
     for cfg in 0..kernels::matmul_kernel::CONFIGS.len() {
         let c = Tensor::<f16>::full(&dev, &[m, n], f16::from_f32(f32::NAN)).unwrap();
-        let (mi, ni, ki) = (m as i32, n as i32, k as i32);
-        kernels::matmul_kernel::launch_config(
-            cfg,
-            |meta: &kernels::matmul_kernel::Meta| (kernel_runtime::cdiv(mi, meta.BLOCK_SIZE_M) * kernel_runtime::cdiv(ni, meta.BLOCK_SIZE_N),),
-            &a, &b, &c, mi, ni, ki,
-            a.stride(0) as i32, a.stride(1) as i32, b.stride(0) as i32, b.stride(1) as i32, c.stride(0) as i32, c.stride(1) as i32,
-            None,
-        )
-        .unwrap();
+        launch_config(cfg, &a, &b, &c);
         let r = worst_ratio(&c.to_f64_vec(), &want, ATOL, RTOL);
         assert!(r <= 1.0, "config {cfg} ({}): worst error ratio {r}", kernels::matmul_kernel::CONFIGS[cfg]);
     }
@@ -100,15 +105,7 @@ fn every_autotune_config_on_misaligned_and_aligned_views() {
         for cfg in 0..kernels::matmul_kernel::CONFIGS.len() {
             let c_full = Tensor::<f16>::full(&dev, &[m, n + pad], f16::NAN).unwrap();
             let c = view(c_full.clone(), n);
-            let (mi, ni, ki) = (m as i32, n as i32, k as i32);
-            kernels::matmul_kernel::launch_config(
-                cfg,
-                |meta: &kernels::matmul_kernel::Meta| (kernel_runtime::cdiv(mi, meta.BLOCK_SIZE_M) * kernel_runtime::cdiv(ni, meta.BLOCK_SIZE_N),),
-                &a, &b, &c, mi, ni, ki,
-                a.stride(0) as i32, a.stride(1) as i32, b.stride(0) as i32, b.stride(1) as i32, c.stride(0) as i32, c.stride(1) as i32,
-                None,
-            )
-            .unwrap();
+            launch_config(cfg, &a, &b, &c);
             let r = worst_ratio(&c.to_f64_vec(), &want, ATOL, RTOL);
             assert!(r <= 1.0, "misaligned {misaligned}, config {cfg} ({}): worst error ratio {r}", kernels::matmul_kernel::CONFIGS[cfg]);
             if misaligned {
