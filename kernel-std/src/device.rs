@@ -18,8 +18,12 @@ pub struct F16(pub u16);
 #[repr(transparent)]
 pub struct BF16(pub u16);
 
-// The module's dynamic shared memory; its size is given at launch.
-core::arch::global_asm!(".extern .shared .align 16 .b8 __kernel_smem[];");
+mod wgmma;
+pub use wgmma::*;
+
+// The module's dynamic shared memory; its size is given at launch. Aligned to 1024 bytes: a
+// `wgmma` operand tile with 128-byte swizzling starts on a whole 1024-byte swizzle pattern.
+core::arch::global_asm!(".extern .shared .align 1024 .b8 __kernel_smem[];");
 
 /// Generic address of the dynamic shared memory.
 #[inline(always)]

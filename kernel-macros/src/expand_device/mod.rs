@@ -51,7 +51,11 @@ enum Layout {
     Cyclic,
     /// The accumulator layout of `mma.sync.m16n8k16` over a `wm x wn` grid of warps, each
     /// warp owning `tm x tn` tiles of 16x8 of an `[M, n]` block.
-    Mma { wm: usize, wn: usize, tm: usize, tn: usize, n: usize },
+    ///
+    /// With `wg` (Hopper's `wgmma`), `wm x wn` is a grid of warpgroups (4 warps), each owning
+    /// `tm` tiles of 64 rows by `8 tn` columns; warp `w % 4` of a warpgroup holds rows
+    /// `16 (w % 4) ..` of each 64-row tile in the same per-16x8 register order.
+    Mma { wm: usize, wn: usize, tm: usize, tn: usize, n: usize, wg: bool },
 }
 
 /// Where an expression is evaluated: at the iteration's own flat index (`__f`, register
@@ -69,6 +73,36 @@ struct MatVar {
     elem: TokenStream,
     numel: usize,
     layout: Layout,
+}
+
+/// Where a 16-bit `dot` operand of `rows x inner` elements is staged in shared memory: row-major
+/// in column blocks of `block` elements (`block == inner`: plain row-major), each block's rows
+/// swizzled (see `DevGen::swizzle`). `wgmma` reads B (row-major `[K, N]`, N-major for the
+/// instruction) in blocks one swizzle pattern (64 elements) wide.
+#[derive(Clone, Copy, Debug)]
+struct Tile {
+    rows: usize,
+    inner: usize,
+    block: usize,
+}
+
+impl Tile {
+    /// The staging of operand A (`is_b == false`) or B of a `dot` in `layout`.
+    fn of(layout: Layout, is_b: bool, rows: usize, inner: usize) -> Tile {
+        let wg = matches!(layout, Layout::Mma { wg: true, .. });
+        let block = if wg && is_b { inner.min(64) } else { inner };
+        Tile { rows, inner, block }
+    }
+
+    /// Element index in shared memory of row-major flat index `f` of the operand.
+    fn index(&self, f: TokenStream) -> TokenStream {
+        if self.block == self.inner {
+            return DevGen::swz_flat(self.inner, f);
+        }
+        let (inner, block, rows) = (self.inner, self.block, self.rows);
+        let within = DevGen::swz_chunk(block, quote!(__tr), quote!((__tc % #block) / 8));
+        quote!(({ let __tf: usize = #f; let __tr: usize = __tf / #inner; let __tc: usize = __tf % #inner; (__tc / #block) * #rows * #block + #within + __tc % 8 }))
+    }
 }
 
 /// The outer iteration context saved by `DevGen::enter_iteration`.
@@ -109,6 +143,8 @@ struct DevGen<'a> {
     prefetched: RefCell<HashMap<ExprId, Ident>>,
     /// The pointer parameter behind each pointer local (`bounds.rs`).
     ptr_roots: Vec<Option<usize>>,
+    /// Whether tensor-core `dot`s may use Hopper's `wgmma` (the `sm_90a` body of an entry).
+    wgmma: bool,
 }
 
 fn elem_size(e: &Elem) -> usize {
@@ -139,7 +175,7 @@ pub fn dev_dtype(d: DType) -> TokenStream {
 }
 
 impl<'a> DevGen<'a> {
-    fn new(k: &'a Kernel, vals: &'a HashMap<String, i64>, threads: usize, num_stages: usize) -> Self {
+    fn new(k: &'a Kernel, vals: &'a HashMap<String, i64>, threads: usize, num_stages: usize, wgmma: bool) -> Self {
         let shapes = k
             .exprs
             .iter()
@@ -164,6 +200,7 @@ impl<'a> DevGen<'a> {
             num_stages: num_stages.max(1),
             prefetched: RefCell::new(HashMap::new()),
             ptr_roots: vec![],
+            wgmma,
         };
         g.kinds = g.classify_locals();
         g.layouts = g.assign_layouts();
@@ -321,6 +358,9 @@ impl<'a> DevGen<'a> {
         if m % 16 != 0 || n % 8 != 0 || kk % 16 != 0 {
             return None;
         }
+        if let Some(l) = self.wgmma_tiling(m, kk, n) {
+            return Some(l);
+        }
         let warps = self.threads / 32;
         let mut best: Option<(usize, Layout)> = None;
         for wm in 1..=warps {
@@ -337,7 +377,37 @@ impl<'a> DevGen<'a> {
             }
             let score = (tm * 16).abs_diff(tn * 8);
             if best.as_ref().is_none_or(|(s, _)| score < *s) {
-                best = Some((score, Layout::Mma { wm, wn, tm, tn, n }));
+                best = Some((score, Layout::Mma { wm, wn, tm, tn, n, wg: false }));
+            }
+        }
+        best.map(|(_, l)| l)
+    }
+
+    /// A `wgmma` tiling (sm_90a) of an `[m, kk] x [kk, n]` product: whole warpgroups, each owning
+    /// `tm` tiles of `m64 x n'` with `n'` a power of two from 16 to 256; A's rows are 32, 64 or
+    /// 128 bytes (one swizzle pattern wide) and B is stored in column blocks of `min(n, 64)`.
+    /// Prefers the widest `n'` (fewest shared-memory bytes read per multiply-add), then the
+    /// fewest tiles per warpgroup.
+    fn wgmma_tiling(&self, m: usize, kk: usize, n: usize) -> Option<Layout> {
+        let warps = self.threads / 32;
+        if !self.wgmma || warps % 4 != 0 || ![16, 32, 64].contains(&kk) {
+            return None;
+        }
+        let groups = warps / 4;
+        let block = n.min(64);
+        let mut best: Option<((usize, usize), Layout)> = None;
+        for gm in (1..=groups).filter(|g| groups % g == 0) {
+            let gn = groups / gm;
+            if m % (64 * gm) != 0 || n % gn != 0 {
+                continue;
+            }
+            let (tm, np) = (m / (64 * gm), n / gn);
+            if ![16, 32, 64, 128, 256].contains(&np) || np % block != 0 || tm * np / 2 > self.accumulator_budget() {
+                continue;
+            }
+            let score = (usize::MAX - np, tm);
+            if best.as_ref().is_none_or(|(s, _)| score < *s) {
+                best = Some((score, Layout::Mma { wm: gm, wn: gn, tm, tn: np / 8, n, wg: true }));
             }
         }
         best.map(|(_, l)| l)
@@ -427,17 +497,28 @@ impl<'a> DevGen<'a> {
 
     /// Flat index of register slot `j` of this thread in an `mma` layout.
     fn mma_flat(layout: Layout, j: usize) -> TokenStream {
-        let Layout::Mma { wn, tm, tn, n, .. } = layout else { return quote!(0usize) };
+        let Layout::Mma { wn, tm, tn, n, wg, .. } = layout else { return quote!(0usize) };
         let (t_m, rest) = (j / (tn * 4), j % (tn * 4));
         let (t_n, r) = (rest / 4, rest % 4);
-        let row_off = t_m * 16 + (r / 2) * 8;
         let col_off = t_n * 8 + (r % 2);
-        let (wtm, wtn) = (tm * 16, tn * 8);
+        let wtn = tn * 8;
+        if wg {
+            let row_off = t_m * 64 + (r / 2) * 8;
+            let wtm = tm * 64;
+            return quote!((((__warp / 4) / #wn) * #wtm + #row_off + (__warp % 4) * 16 + __lane / 4) * #n + ((__warp / 4) % #wn) * #wtn + #col_off + (__lane % 4) * 2);
+        }
+        let row_off = t_m * 16 + (r / 2) * 8;
+        let wtm = tm * 16;
         quote!(((__warp / #wn) * #wtm + #row_off + __lane / 4) * #n + (__warp % #wn) * #wtn + #col_off + (__lane % 4) * 2)
     }
 
     fn alloc(&self, bytes: usize) -> usize {
-        let off = self.cursor.get().next_multiple_of(16);
+        self.alloc_aligned(bytes, 16)
+    }
+
+    /// Shared memory for `bytes` at an offset that is a multiple of `align`.
+    fn alloc_aligned(&self, bytes: usize, align: usize) -> usize {
+        let off = self.cursor.get().next_multiple_of(align);
         self.cursor.set(off + bytes);
         self.smem_max.set(self.smem_max.get().max(off + bytes));
         off
@@ -844,10 +925,13 @@ impl<'a> DevGen<'a> {
         let (m, kk) = (sa[0], sa[1]);
         debug_assert_eq!(sb[1], n);
         let ea = self.elem(&self.k.exprs[a].ty);
-        let off_a = self.alloc(m * kk * 2);
-        let off_b = self.alloc(kk * n * 2);
-        let stage_a = self.stage_operand(a, m * kk, kk, off_a, &ea);
-        let stage_b = self.stage_operand(b, kk * n, n, off_b, &ea);
+        // `wgmma` tiles start on whole 1024-byte swizzle patterns.
+        let wg = matches!(layout, Layout::Mma { wg: true, .. });
+        let (align, fence) = if wg { (1024, quote!(#d::fence_proxy_async();)) } else { (16, quote!()) };
+        let off_a = self.alloc_aligned((m * kk * 2).next_multiple_of(align), align);
+        let off_b = self.alloc_aligned((kk * n * 2).next_multiple_of(align), align);
+        let stage_a = self.stage_operand(a, Tile::of(layout, false, m, kk), off_a, &ea);
+        let stage_b = self.stage_operand(b, Tile::of(layout, true, kk, n), off_b, &ea);
         let out = self.fresh("mma");
         let slots = tm * tn * 4;
         let init = self.phase_in(m * n, layout, |g| {
@@ -864,6 +948,7 @@ impl<'a> DevGen<'a> {
             #init
             #stage_a
             #stage_b
+            #fence
             #d::bar_sync();
             #compute
             #d::bar_sync();
@@ -908,7 +993,10 @@ impl<'a> DevGen<'a> {
     /// adjacent 8-column tiles with one `ldmatrix.x4.trans` (`x2.trans` for an odd last tile).
     fn mma_compute(&self, a: ExprId, layout: Layout, kk: usize, acc: &Ident, sa: TokenStream, sb: TokenStream) -> TokenStream {
         let d = &self.d;
-        let Layout::Mma { wn, tm, tn, n, .. } = layout else { return quote!() };
+        let Layout::Mma { wn, tm, tn, n, wg, .. } = layout else { return quote!() };
+        if wg {
+            return self.wgmma_compute(a, layout, kk, acc, sa, sb);
+        }
         let mma = if self.k.exprs[a].ty.dtype() == Some(DType::BF16) { quote!(#d::mma_bf16) } else { quote!(#d::mma_f16) };
         let wtm = tm * 16;
         let mmas = |j: usize, frag: TokenStream| -> TokenStream {
@@ -962,6 +1050,52 @@ impl<'a> DevGen<'a> {
         }}
     }
 
+    /// The `wgmma` version of [`Self::mma_compute`] (sm_90a): each warpgroup issues, for every
+    /// 16-wide step of K and every 64-row tile it owns, one `wgmma.mma_async.m64n'k16` reading
+    /// A (K-major, rows one swizzle pattern wide) and B (N-major column blocks, `Tile::of`)
+    /// straight from shared memory, then waits for the group. The shared memory it reads must
+    /// have been made visible to the async proxy (`fence_proxy_async` before the barrier).
+    fn wgmma_compute(&self, a: ExprId, layout: Layout, kk: usize, acc: &Ident, sa: TokenStream, sb: TokenStream) -> TokenStream {
+        let d = &self.d;
+        let Layout::Mma { wn, tm, tn, n, .. } = layout else { return quote!() };
+        let np = tn * 8;
+        let bf16 = self.k.exprs[a].ty.dtype() == Some(DType::BF16);
+        let f = format_ident!("wgmma_m64n{}k16_{}", np, if bf16 { "bf16" } else { "f16" });
+        let tie = format_ident!("wgmma_tie_n{}", np);
+        let slots = tm * tn * 4;
+        // A: rows of `kk` elements, 8-row groups `sbo_a` apart; one 64-row tile is 8 groups.
+        let (row_a, tile_a) = (kk * 2, 64 * kk * 2);
+        let sbo_a = 8 * row_a;
+        // B: column blocks of `block` elements, `kk` rows each, `lbo_b` apart.
+        let block = n.min(64);
+        let (row_b, lbo_b) = (block * 2, kk * block * 2);
+        let sbo_b = 8 * row_b;
+        let wg_rows = tm * 64;
+        let f = &f;
+        let calls = (0..kk / 16).flat_map(|ks| {
+            (0..tm).map(move |t| {
+                let off = t * tn * 4;
+                let da = ((t * tile_a + ks * 32) >> 4) as u64;
+                let db = ((ks * 16 * row_b) >> 4) as u64;
+                quote!(#d::#f::<#slots, #off>(&mut #acc, __da + #da, __db + #db);)
+            })
+        });
+        let ties = (0..tm).map(|t| {
+            let off = t * tn * 4;
+            quote!(#d::#tie::<#slots, #off>(&mut #acc);)
+        });
+        quote! {{
+            let __wg: usize = __warp / 4;
+            let __da: u64 = #d::wgmma_desc(#sa + ((__wg / #wn) * #wg_rows * #row_a) as u32, 16, #sbo_a as u32, #d::wgmma_swizzle_mode(#row_a));
+            let __db: u64 = #d::wgmma_desc(#sb + ((__wg % #wn) * (#np / #block) * #lbo_b) as u32, #lbo_b as u32, #sbo_b as u32, #d::wgmma_swizzle_mode(#row_b));
+            #d::wgmma_fence();
+            #(#calls)*
+            #d::wgmma_commit();
+            #d::wgmma_wait::<0>();
+            #(#ties)*
+        }}
+    }
+
     /// The `load` an operand comes from (directly or through a single-use local).
     fn load_of(&self, e: ExprId) -> Option<ExprId> {
         match &self.k.exprs[e].kind {
@@ -978,12 +1112,13 @@ impl<'a> DevGen<'a> {
     /// `off`, swizzled (see [`Self::swizzle`]). An operand loaded from global memory moves in
     /// chunks of 8 elements: when the chunk's 8 addresses are contiguous, 16-byte aligned and
     /// unmasked (checked at run time), one 16-byte `cp.async`; otherwise element by element.
-    fn stage_operand(&self, x: ExprId, numel: usize, inner: usize, off: usize, e: &TokenStream) -> TokenStream {
+    fn stage_operand(&self, x: ExprId, tile: Tile, off: usize, e: &TokenStream) -> TokenStream {
         let d = &self.d;
+        let (numel, inner) = (tile.rows * tile.inner, tile.inner);
         let general = |g: &Self| {
             g.phase(numel, |g| {
                 let v = g.ev(x, &At::Own);
-                let idx = Self::swz_flat(inner, quote!(__f));
+                let idx = tile.index(quote!(__f));
                 quote!(#d::store((__smem.add(#off) as *mut #e).add(#idx), #v);)
             })
         };
@@ -1018,7 +1153,7 @@ impl<'a> DevGen<'a> {
             let bytes = 2 * i;
             quote!((#p as usize) == (__p0 as usize) + #bytes)
         });
-        let s0 = Self::swz_flat(inner, quote!(__f0));
+        let s0 = tile.index(quote!(__f0));
         let fits = self.fits_code(ptr, &quote!(__p0), 8);
         quote! {
             for __jc in 0..#per_thread {
@@ -1379,10 +1514,16 @@ fn entry_metadata(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num
     )
 }
 
+/// The `extern "ptx-kernel"` entry of one instance. When a tensor-core `dot` can use Hopper's
+/// `wgmma`, the entry has two bodies: one for `sm_90a` (`wgmma`) and one for every other
+/// architecture (`mma.sync`); the instance asks for the larger of their shared memory sizes.
 pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps: usize, num_stages: usize) -> DeviceEntry {
     let threads = 32 * num_warps;
-    let g = DevGen::new(k, vals, threads, num_stages);
+    let g = DevGen::new(k, vals, threads, num_stages, false);
     let body = g.stmts(&k.body);
+    let hopper = DevGen::new(k, vals, threads, num_stages, true);
+    let uses_wgmma = (0..k.exprs.len()).any(|i| matches!(hopper.mma_tiling(i), Some(Layout::Mma { wg: true, .. })));
+    let hopper_body = uses_wgmma.then(|| hopper.stmts(&k.body));
     let d = &g.d;
     let params = k.params.iter().map(|p| {
         let id = param_ident(&p.name);
@@ -1402,20 +1543,30 @@ pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warp
         quote!(#id: u64)
     });
     let name = format_ident!("{}", entry_name);
-    let tokens = quote! {
-        #[no_mangle]
-        #[allow(unused_mut, unused_variables, unused_assignments, unused_parens, unused_unsafe, non_snake_case, unreachable_code, clippy::all)]
-        pub unsafe extern "ptx-kernel" fn #name(#(#params,)* #(#lens,)* __fault: *mut u32, __tag: u32) {
-            unsafe {
-                let __tid: usize = #d::thread_idx() as usize;
-                let __lane: usize = __tid % 32;
-                let __warp: usize = __tid / 32;
-                let __smem: *mut u8 = #d::smem();
-                #body
+    let params: Vec<TokenStream> = params.chain(lens).collect();
+    let function = |cfg: TokenStream, body: &TokenStream| {
+        quote! {
+            #cfg
+            #[no_mangle]
+            #[allow(unused_mut, unused_variables, unused_assignments, unused_parens, unused_unsafe, non_snake_case, unreachable_code, clippy::all)]
+            pub unsafe extern "ptx-kernel" fn #name(#(#params,)* __fault: *mut u32, __tag: u32) {
+                unsafe {
+                    let __tid: usize = #d::thread_idx() as usize;
+                    let __lane: usize = __tid % 32;
+                    let __warp: usize = __tid / 32;
+                    let __smem: *mut u8 = #d::smem();
+                    #body
+                }
             }
         }
     };
-    let shared = g.smem_max.get();
+    let (tokens, shared) = match &hopper_body {
+        Some(hb) => {
+            let (hopper_fn, other_fn) = (function(quote!(#[cfg(target_feature = "sm_90a")]), hb), function(quote!(#[cfg(not(target_feature = "sm_90a"))]), &body));
+            (quote!(#hopper_fn #other_fn), g.smem_max.get().max(hopper.smem_max.get()))
+        }
+        None => (function(quote!(), &body), g.smem_max.get()),
+    };
     let meta = entry_metadata(k, entry_name, vals, num_warps, num_stages, shared);
     // The entry of a kernel named `r#type` is `r#type`: `__KERNEL_META_r#type` is no identifier.
     let meta_name = format_ident!("__KERNEL_META_{}", entry_name.trim_start_matches("r#"));

@@ -119,18 +119,21 @@ impl DevGen<'_> {
         let k = self.k;
         let d = &self.d;
         let threads = self.threads;
-        let Layout::Mma { n, .. } = plan.layout else { return None };
+        let Layout::Mma { n, wg, .. } = plan.layout else { return None };
         let (m, kk) = (plan.m, plan.kk);
-        let tile_a = m * kk * 2;
-        let stage_bytes = tile_a + kk * n * 2;
+        // `wgmma` tiles start on whole 1024-byte swizzle patterns; its reads go through the async
+        // proxy, which must see the copies (and element stores) first.
+        let (align, fence) = if wg { (1024, quote!(#d::fence_proxy_async();)) } else { (16, quote!()) };
+        let tile_a = (m * kk * 2).next_multiple_of(align);
+        let stage_bytes = tile_a + (kk * n * 2).next_multiple_of(align);
         const SMEM_LIMIT: usize = 232_448;
         let mut stages = self.num_stages;
         // The buffers, then one 16-byte word for the bounds proof of loop versioning.
-        while stages > 1 && self.cursor.get() + stages * stage_bytes + 16 > SMEM_LIMIT {
+        while stages > 1 && self.cursor.get().next_multiple_of(align) + stages * stage_bytes + 16 > SMEM_LIMIT {
             stages -= 1;
         }
         let saved_smem = (self.cursor.get(), self.smem_max.get());
-        let base_off = self.alloc(stages * stage_bytes);
+        let base_off = self.alloc_aligned(stages * stage_bytes, align);
         let scope = self.enter_iteration(0, Layout::Cyclic);
 
         let var_id = crate::expand_cpu::local_ident(k, var);
@@ -256,7 +259,7 @@ impl DevGen<'_> {
                 (None, _) => quote!(0i64),
             };
             let tile_off = base_off + if oi == 0 { 0 } else { tile_a };
-            let s0 = Self::swz_flat(op.inner, quote!(__f0));
+            let s0 = Tile::of(plan.layout, oi == 1, op.numel / op.inner, op.inner).index(quote!(__f0));
             let m_names: Vec<Ident> = (0..8usize).map(|i| format_ident!("__m{}", i)).collect();
             let span = k.exprs[op.load].span.start;
             let ptr_block = match k.exprs[op.load].kind {
@@ -400,6 +403,7 @@ impl DevGen<'_> {
                     #iss
                     #d::cp_async_commit();
                     #d::cp_async_wait_group::<0>();
+                    #fence
                     #d::bar_sync();
                     let __cb: usize = 0;
                     #compute
@@ -421,6 +425,7 @@ impl DevGen<'_> {
                     // Iteration `__ci`'s copies are done; after the barrier every thread sees
                     // them and has finished computing on the buffer the next copies overwrite.
                     #d::cp_async_wait_group::<#wait>();
+                    #fence
                     #d::bar_sync();
                     let __nx: i64 = __ci + #ahead;
                     if __nx < __n { #steady }

@@ -114,7 +114,7 @@ fn swizzle_spreads_the_rows_of_an_ldmatrix_over_all_banks() {
 fn mask_analysis(src: &str) -> Vec<(Along, bool)> {
     let (_, inst) = expand("BLOCK = [64]", src);
     let (k, vals, warps, stages) = &inst[0];
-    let g = DevGen::new(k, vals, 32 * warps, *stages);
+    let g = DevGen::new(k, vals, 32 * warps, *stages, false);
     k.exprs
         .iter()
         .enumerate()
@@ -181,4 +181,36 @@ fn elementwise_loads_and_stores_are_vectorized_when_every_thread_has_whole_chunk
 fn the_mma_epilogue_stores_column_pairs() {
     let (out, _) = expand("", &matmul(3, 32, ""));
     assert!(out.contains("store_vec :: < :: kernel_std :: __private :: device :: F16 , 2usize >"));
+}
+
+#[test]
+fn hopper_bodies_use_wgmma_with_operands_in_shared_memory() {
+    let (out, _) = expand("", &matmul(3, 32, ""));
+    // Two bodies: `wgmma` for sm_90a, `mma.sync` for the others.
+    assert!(out.contains("cfg (target_feature = \"sm_90a\")") && out.contains("cfg (not (target_feature = \"sm_90a\"))"));
+    // 64x64 over one warpgroup: one m64n64k16 per 16-wide K step, two steps per BLOCK_K = 32.
+    assert_eq!(out.matches("wgmma_m64n64k16_f16 ::").count(), 2 * 2, "two K steps in the checked and the unchecked loop");
+    assert!(out.contains("fence_proxy_async"), "the copies must be visible to the async proxy");
+    assert!(out.contains("wgmma_wait :: < 0 >") && out.contains("wgmma_tie_n64"));
+    assert!(out.contains("mma_f16"), "the other body keeps mma.sync");
+    // Two warps are no warpgroup: one body.
+    let two_warps = matmul(3, 32, "").replace("num_warps = 4", "num_warps = 2");
+    let (out, _) = expand("", &two_warps);
+    assert!(!out.contains("wgmma") && !out.contains("sm_90a"));
+}
+
+#[test]
+fn wgmma_b_tiles_are_stored_in_swizzled_column_blocks() {
+    // B (row-major [K, N]) of a `wgmma` dot goes in column blocks one 128-byte swizzle pattern
+    // wide; A and every `mma.sync` operand stay row-major. (The GPU suite checks the numbers
+    // of every matmul config, with N = 32 to 256, against a float64 reference.)
+    let lay = Layout::Mma { wm: 1, wn: 1, tm: 1, tn: 16, n: 128, wg: true };
+    let b = Tile::of(lay, true, 32, 128);
+    assert_eq!(b.block, 64);
+    let code = b.index(quote!(f)).to_string();
+    assert!(code.contains("(__tc / 64usize) * 32usize * 64usize"), "{code}");
+    assert_eq!(Tile::of(lay, true, 32, 64).block, 64);
+    assert_eq!(Tile::of(lay, false, 64, 32).block, 32);
+    let sync = Layout::Mma { wm: 2, wn: 2, tm: 1, tn: 8, n: 128, wg: false };
+    assert_eq!(Tile::of(sync, true, 32, 128).block, 128);
 }
