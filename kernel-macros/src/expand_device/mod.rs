@@ -995,7 +995,8 @@ impl<'a> DevGen<'a> {
         let d = &self.d;
         let Layout::Mma { wn, tm, tn, n, wg, .. } = layout else { return quote!() };
         if wg {
-            return self.wgmma_compute(a, layout, kk, acc, sa, sb);
+            let (issue, finish) = self.wgmma_compute(a, layout, kk, acc, sa, sb);
+            return quote!(#issue #finish);
         }
         let mma = if self.k.exprs[a].ty.dtype() == Some(DType::BF16) { quote!(#d::mma_bf16) } else { quote!(#d::mma_f16) };
         let wtm = tm * 16;
@@ -1055,9 +1056,11 @@ impl<'a> DevGen<'a> {
     /// A (K-major, rows one swizzle pattern wide) and B (N-major column blocks, `Tile::of`)
     /// straight from shared memory, then waits for the group. The shared memory it reads must
     /// have been made visible to the async proxy (`fence_proxy_async` before the barrier).
-    fn wgmma_compute(&self, a: ExprId, layout: Layout, kk: usize, acc: &Ident, sa: TokenStream, sb: TokenStream) -> TokenStream {
+    /// Returns the issue (the tensor cores then run while the threads go on) and the wait after
+    /// which the accumulators may be read and the operand tiles overwritten.
+    fn wgmma_compute(&self, a: ExprId, layout: Layout, kk: usize, acc: &Ident, sa: TokenStream, sb: TokenStream) -> (TokenStream, TokenStream) {
         let d = &self.d;
-        let Layout::Mma { wn, tm, tn, n, .. } = layout else { return quote!() };
+        let Layout::Mma { wn, tm, tn, n, .. } = layout else { return (quote!(), quote!()) };
         let np = tn * 8;
         let bf16 = self.k.exprs[a].ty.dtype() == Some(DType::BF16);
         let f = format_ident!("wgmma_m64n{}k16_{}", np, if bf16 { "bf16" } else { "f16" });
@@ -1084,16 +1087,19 @@ impl<'a> DevGen<'a> {
             let off = t * tn * 4;
             quote!(#d::#tie::<#slots, #off>(&mut #acc);)
         });
-        quote! {{
+        let issue = quote! {{
             let __wg: usize = __warp / 4;
             let __da: u64 = #d::wgmma_desc(#sa + ((__wg / #wn) * #wg_rows * #row_a) as u32, 16, #sbo_a as u32, #d::wgmma_swizzle_mode(#row_a));
             let __db: u64 = #d::wgmma_desc(#sb + ((__wg % #wn) * (#np / #block) * #lbo_b) as u32, #lbo_b as u32, #sbo_b as u32, #d::wgmma_swizzle_mode(#row_b));
             #d::wgmma_fence();
             #(#calls)*
             #d::wgmma_commit();
+        }};
+        let finish = quote! {
             #d::wgmma_wait::<0>();
             #(#ties)*
-        }}
+        };
+        (issue, finish)
     }
 
     /// The `load` an operand comes from (directly or through a single-use local).

@@ -160,10 +160,6 @@ impl DevGen<'_> {
                 Some(mk) => (0..8).map(|i| self.operand(op.load, mk, &at(i))).collect(),
                 None => vec![quote!(true); 8],
             };
-            let others: Vec<TokenStream> = match op.other {
-                Some(o) => (0..8).map(|i| self.operand(op.load, o, &at(i))).collect(),
-                None => vec![quote!(<#e as ::core::default::Default>::default()); 8],
-            };
             let (pb, off) = (format_ident!("__pb{}", oi), format_ident!("__off{}", oi));
             let (lo, hi, inb) = (format_ident!("__lo{}", oi), format_ident!("__hi{}", oi), format_ident!("__inb{}", oi));
             let p_names: Vec<Ident> = (0..8usize).map(|i| format_ident!("__p{}", i)).collect();
@@ -179,7 +175,9 @@ impl DevGen<'_> {
                     quote!({ let __c: usize = #jc * #threads + __tid; if __c < #chunks { #body } })
                 }
             };
-            let (pb_t, pb_init, chunk_ptr, pre_chunks): (TokenStream, TokenStream, ChunkPtr<'_>, Vec<TokenStream>) = match split {
+            // `chunk_ptr`: the chunk's base pointer (misaligned when the chunk is not contiguous);
+            // `proven_ptr`: the same for the loop version where every chunk is proven contiguous.
+            let (pb_t, pb_init, chunk_ptr, proven_ptr, pre_chunks): (TokenStream, TokenStream, ChunkPtr<'_>, ChunkPtr<'_>, Vec<TokenStream>) = match split {
                 Some((p, o)) => {
                     let ot = self.elem(&k.exprs[o].ty);
                     let offs: Vec<TokenStream> = (0..8).map(|i| self.operand(op.base, o, &at(i))).collect();
@@ -190,6 +188,7 @@ impl DevGen<'_> {
                         quote!(#on == <#ot as #d::Num>::add(__o0, <#ot as #d::Elem>::from_i64(#ii)))
                     }).collect::<Vec<_>>();
                     let pv = self.ev(p, &At::Own);
+                    let pv2 = pv.clone();
                     let chunks_code = (0..per_thread)
                         .map(|jc| {
                             guard(
@@ -199,6 +198,7 @@ impl DevGen<'_> {
                                     #(let #o_names: #ot = #offs;)*
                                     #pb[#jc] = if true #(&& #contiguous)* { __o0 } else { <#ot as #d::Bounds>::lowest() };
                                     if #pb[#jc] != <#ot as #d::Bounds>::lowest() {
+                                        __al = __al && (#d::ptr_add(#pv, __o0) as usize) % 16 == 0;
                                         let __o: i64 = #d::cast::<#ot, i64>(__o0);
                                         #lo = if __o < #lo { __o } else { #lo };
                                         #hi = if __o > #hi { __o } else { #hi };
@@ -210,10 +210,12 @@ impl DevGen<'_> {
                         })
                         .collect();
                     let (pb2, e2) = (pb.clone(), e.clone());
+                    let pb3 = pb.clone();
                     (
                         ot.clone(),
                         quote!(<#ot as #d::Bounds>::lowest()),
                         Box::new(move |jc: usize| quote!({ let __b: *mut #e2 = #d::ptr_add(#pv, #pb2[#jc]); if #pb2[#jc] != <#ot as #d::Bounds>::lowest() { __b } else { (__b as *mut u8).wrapping_add(1) as *mut #e2 } })),
+                        Box::new(move |jc: usize| quote!(#d::ptr_add(#pv2, #pb3[#jc]))),
                         chunks_code,
                     )
                 }
@@ -226,12 +228,13 @@ impl DevGen<'_> {
                                     let __f0: usize = __c * 8;
                                     #(let #p_names = #bases;)*
                                     #pb[#jc] = if true #(&& #contiguous)* { __p0 } else { (__p0 as *mut u8).wrapping_add(1) as *mut #e };
+                                    __al = __al && (#pb[#jc] as usize) % 16 == 0;
                                 },
                             )
                         })
                         .collect();
-                    let pb2 = pb.clone();
-                    (quote!(*mut #e), quote!(::core::ptr::null_mut()), Box::new(move |jc: usize| quote!(#pb2[#jc])), chunks_code)
+                    let (pb2, pb3) = (pb.clone(), pb.clone());
+                    (quote!(*mut #e), quote!(::core::ptr::null_mut()), Box::new(move |jc: usize| quote!(#pb2[#jc])), Box::new(move |jc: usize| quote!(#pb3[#jc])), chunks_code)
                 }
             };
             pre.push(quote! {
@@ -239,9 +242,11 @@ impl DevGen<'_> {
                 let mut #lo: i64 = i64::MAX;
                 let mut #hi: i64 = i64::MIN;
                 let mut __nc: bool = false;
+                let mut __al: bool = true;
                 #(#pre_chunks)*
-                // A chunk that is not contiguous takes the element path: no unchecked version.
-                if __nc {
+                // A chunk that is not contiguous or not 16-byte aligned takes the element path:
+                // no unchecked version.
+                if __nc || !__al {
                     #lo = i64::MAX;
                     #hi = i64::MIN;
                 }
@@ -260,7 +265,6 @@ impl DevGen<'_> {
             };
             let tile_off = base_off + if oi == 0 { 0 } else { tile_a };
             let s0 = Tile::of(plan.layout, oi == 1, op.numel / op.inner, op.inner).index(quote!(__f0));
-            let m_names: Vec<Ident> = (0..8usize).map(|i| format_ident!("__m{}", i)).collect();
             let span = k.exprs[op.load].span.start;
             let ptr_block = match k.exprs[op.load].kind {
                 ExprKind::Load { ptr, .. } => ptr,
@@ -273,19 +277,34 @@ impl DevGen<'_> {
             let range = split.filter(|(p, _)| self.is_root_param(*p) && self.ptr_root(ptr_block) == self.ptr_root(*p)).and_then(|(p, _)| self.len_of(p));
             let fits = if range.is_some() { quote!((#inb || #chunk_fits)) } else { chunk_fits };
             let (open, close) = (self.chunk_check_open(ptr_block, &e), self.chunk_check_close(ptr_block, span));
-            let elems = (0..8usize).map(|i| {
-                let (b, o) = (&bases[i], &others[i]);
-                let m = &m_names[i];
-                let check = self.chunk_check_elem(ptr_block, &format_ident!("__a"), &quote!(#m), &format_ident!("__k"), span);
-                quote! {{
-                    let __a = #d::ptr_add(#b, #off);
-                    #check
-                    #d::store(__sp.add(#i), if __k { #d::load(__a) } else { #o });
-                }}
+            // The element path of a chunk is a loop (not unrolled: its trip count is opaque), so
+            // that the rarely taken code stays small and the K loop fits the instruction cache.
+            let at_i = At::Flat(quote!((__f0 + __i)));
+            let (b_i, m_i, o_i) = (
+                self.ev(op.base, &at_i),
+                op.mask.map(|mk| self.operand(op.load, mk, &at_i)).unwrap_or(quote!(true)),
+                op.other.map(|o| self.operand(op.load, o, &at_i)).unwrap_or(quote!(<#e as ::core::default::Default>::default())),
+            );
+            let elem_loop = |body: TokenStream| {
+                quote! {
+                    let __ne: usize = #d::opaque_usize(8);
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                        let __m: bool = #m_i;
+                        let __a: *mut #e = #d::ptr_add(#b_i, #off);
+                        #body
+                        __i += 1;
+                    }
+                }
+            };
+            let check = self.chunk_check_elem(ptr_block, &format_ident!("__a"), &quote!(__m), &format_ident!("__k"), span);
+            let checked_loop = elem_loop(quote! {
+                #check
+                #d::store(__sp.add(__i), if __k { #d::load(__a) } else { #o_i });
             });
             let scalar = quote! {
                 #open
-                #(#elems)*
+                #checked_loop
                 #close
             };
             let all = match op.mask {
@@ -294,40 +313,66 @@ impl DevGen<'_> {
             };
             // The unchecked element path, for the loop version whose accesses are all proven in
             // bounds before the loop.
-            let fast_scalar = {
-                let elems = (0..8usize).map(|i| {
-                    let (b, o, m) = (&bases[i], &others[i], &m_names[i]);
-                    quote!(#d::store(__sp.add(#i), if #m { #d::load(#d::ptr_add(#b, #off)) } else { #o });)
-                });
-                quote!(#(#elems)*)
-            };
-            let chunk_code = |fits: &TokenStream, scalar: &TokenStream| -> Vec<TokenStream> {
-                (0..per_thread)
-                    .map(|jc| {
-                        let cp = chunk_ptr(jc);
-                        guard(
-                            jc,
-                            quote! {
-                                // Recomputed per iteration (a few integer operations) rather than
-                                // hoisted out of the loop into registers.
-                                let __f0: usize = #d::opaque_usize(__c * 8);
-                                let __g: *mut #e = #d::ptr_add(#cp, #off);
-                                let __so: usize = __dst + (#s0) * 2;
-                                if #all && (__g as usize) % 16 == 0 && #fits {
-                                    #d::cp_async_16(#d::smem_addr() + __so as u32, __g as *const u8);
-                                } else {
-                                    // Rare (edges, unaligned or strided operands): element by element.
-                                    let __sp = __smem.add(__so) as *mut #e;
-                                    #(let #m_names: bool = #masks;)*
-                                    #scalar
-                                }
-                            },
-                        )
-                    })
-                    .collect()
-            };
-            let issue_chunks = chunk_code(&fits, &scalar);
-            let fast_chunks = chunk_code(&quote!(true), &fast_scalar);
+            let fast_scalar = elem_loop(quote!(#d::store(__sp.add(__i), if __m { #d::load(__a) } else { #o_i });));
+            let checked_chunks: Vec<TokenStream> = (0..per_thread)
+                .map(|jc| {
+                    let cp = chunk_ptr(jc);
+                    guard(
+                        jc,
+                        quote! {
+                            // Recomputed per iteration (a few integer operations) rather than
+                            // hoisted out of the loop into registers.
+                            let __f0: usize = #d::opaque_usize(__c * 8);
+                            let __g: *mut #e = #d::ptr_add(#cp, #off);
+                            let __so: usize = __dst + (#s0) * 2;
+                            if #all && (__g as usize) % 16 == 0 && #fits {
+                                #d::cp_async_16(#d::smem_addr() + __so as u32, __g as *const u8);
+                            } else {
+                                // Rare (edges, unaligned or strided operands): element by element.
+                                let __sp = __smem.add(__so) as *mut #e;
+                                #scalar
+                            }
+                        },
+                    )
+                })
+                .collect();
+            // The proven version: every chunk is contiguous, 16-byte aligned and inside its
+            // buffer in every iteration, so only the mask is tested; the chunk's shared-memory
+            // offset is computed once before the loop (one register per chunk).
+            let so = format_ident!("__so{}", oi);
+            let so_init = (0..per_thread).map(|jc| {
+                guard(
+                    jc,
+                    quote! {
+                        let __f0: usize = __c * 8;
+                        #so[#jc] = ((#s0) * 2) as u32;
+                    },
+                )
+            });
+            pre.push(quote! {
+                let mut #so: [u32; #per_thread] = [0u32; #per_thread];
+                #(#so_init)*
+            });
+            let fast_chunks: Vec<TokenStream> = (0..per_thread)
+                .map(|jc| {
+                    let cp = proven_ptr(jc);
+                    guard(
+                        jc,
+                        quote! {
+                            let __f0: usize = #d::opaque_usize(__c * 8);
+                            let __g: *mut #e = #d::ptr_add(#cp, #off);
+                            let __so: usize = __dst + #so[#jc] as usize;
+                            if #all {
+                                #d::cp_async_16(#d::smem_addr() + __so as u32, __g as *const u8);
+                            } else {
+                                let __sp = __smem.add(__so) as *mut #e;
+                                #fast_scalar
+                            }
+                        },
+                    )
+                })
+                .collect();
+            let issue_chunks = checked_chunks;
             if range.is_none() {
                 all_proven = false;
             } else {
@@ -340,9 +385,12 @@ impl DevGen<'_> {
                 pre.push(quote! {
                     let #inb: bool = {
                         let __first: i64 = { let __it: i64 = 0; #off_expr };
+                        let __second: i64 = { let __it: i64 = 1; #off_expr };
                         let __last: i64 = { let __it: i64 = if __n > 0 { __n - 1 } else { 0 }; #off_expr };
                         let (__mn, __mx) = if __first < __last { (__first, __last) } else { (__last, __first) };
-                        #lo <= #hi && #lo + __mn >= 0 && #hi + __mx + 8 <= #len as i64
+                        // Offsets of 16-bit elements keep 16-byte alignment in every iteration.
+                        let __aligned = __first % 8 == 0 && (__second - __first) % 8 == 0;
+                        __aligned && #lo <= #hi && #lo + __mn >= 0 && #hi + __mx + 8 <= #len as i64
                     };
                 });
             }
@@ -385,14 +433,13 @@ impl DevGen<'_> {
             quote!(#lo += __n * #name;)
         });
         let acc = crate::expand_cpu::local_ident(k, plan.acc);
-        let compute = self.mma_compute(
-            plan.a,
-            plan.layout,
-            kk,
-            &acc,
+        let (sa, sb) = (
             quote!(#d::smem_addr() + (#base_off + __cb * #stage_bytes) as u32),
             quote!(#d::smem_addr() + (#base_off + __cb * #stage_bytes + #tile_a) as u32),
         );
+        // `wgmma` runs asynchronously: it is issued before the next stage's copies and waited
+        // for after them, so the tensor cores work while the threads issue the copies.
+        let (compute, finish) = if wg { self.wgmma_compute(plan.a, plan.layout, kk, &acc, sa, sb) } else { (self.mma_compute(plan.a, plan.layout, kk, &acc, sa, sb), quote!()) };
         let (s, e, st) = (self.ev(start, &At::Own), self.ev(end, &At::Own), self.ev(step, &At::Own));
         let main = |ops: &[TokenStream]| if stages == 1 {
             let iss = issue(quote!(__ci), ops);
@@ -407,11 +454,14 @@ impl DevGen<'_> {
                     #d::bar_sync();
                     let __cb: usize = 0;
                     #compute
+                    #finish
                     __ci += 1;
                 }
             }
         } else {
             let (pro, steady) = (issue(quote!(__pi), ops), issue(quote!(__nx), ops));
+            // `mma.sync` computes after issuing the copies; `wgmma` is issued before them.
+            let (compute_first, compute_after) = if wg { (compute.clone(), finish.clone()) } else { (quote!(), compute.clone()) };
             let (ahead, wait) = (s_i - 1, (stages - 2) as u32);
             quote! {
                 let mut __pi: i64 = 0;
@@ -427,11 +477,12 @@ impl DevGen<'_> {
                     #d::cp_async_wait_group::<#wait>();
                     #fence
                     #d::bar_sync();
+                    let __cb: usize = (__ci % #s_i) as usize;
+                    #compute_first
                     let __nx: i64 = __ci + #ahead;
                     if __nx < __n { #steady }
                     #d::cp_async_commit();
-                    let __cb: usize = (__ci % #s_i) as usize;
-                    #compute
+                    #compute_after
                     __ci += 1;
                 }
             }
