@@ -460,9 +460,19 @@ impl DevGen<'_> {
             }
         } else {
             let (pro, steady) = (issue(quote!(__pi), ops), issue(quote!(__nx), ops));
-            // `mma.sync` computes after issuing the copies; `wgmma` is issued before them.
-            let (compute_first, compute_after) = if wg { (compute.clone(), finish.clone()) } else { (quote!(), compute.clone()) };
-            let (ahead, wait) = (s_i - 1, (stages - 2) as u32);
+            // `mma.sync` computes after issuing the copies; `wgmma` is issued before them. With
+            // three or more buffers, one `wgmma` group stays in flight across iterations: the
+            // copies run `S - 2` iterations ahead, so they never overwrite the buffer that the
+            // previous iteration's `wgmma` may still read (every thread waited for the one before
+            // it, `wgmma_wait::<1>`, before the barrier), and the accumulators are read only
+            // after the loop's last wait.
+            let overlap = wg && stages >= 3;
+            let (compute_first, compute_after, after_loop) = match (wg, overlap) {
+                (true, true) => (compute.clone(), quote!(#d::wgmma_wait::<1>();), finish.clone()),
+                (true, false) => (compute.clone(), finish.clone(), quote!()),
+                _ => (quote!(), compute.clone(), quote!()),
+            };
+            let (ahead, wait) = if overlap { (s_i - 2, (stages - 3) as u32) } else { (s_i - 1, (stages - 2) as u32) };
             quote! {
                 let mut __pi: i64 = 0;
                 while __pi < #ahead {
@@ -485,6 +495,7 @@ impl DevGen<'_> {
                     #compute_after
                     __ci += 1;
                 }
+                #after_loop
             }
         };
         // Loop versioning: when every thread proved before the loop that all its chunks stay in
