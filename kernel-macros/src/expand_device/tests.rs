@@ -193,6 +193,10 @@ fn hopper_bodies_use_wgmma_with_operands_in_shared_memory() {
     assert!(out.contains("fence_proxy_async"), "the copies must be visible to the async proxy");
     assert!(out.contains("wgmma_wait :: < 0 >") && out.contains("wgmma_tie_n64"));
     assert!(out.contains("mma_f16"), "the other body keeps mma.sync");
+    // Three buffers: one wgmma group in flight across iterations, copies one iteration ahead.
+    assert!(out.contains("wgmma_wait :: < 1 >"));
+    let (two, _) = expand("", &matmul(2, 32, ""));
+    assert!(two.contains("wgmma_wait :: < 0 >") && !two.contains("wgmma_wait :: < 1 >"), "two buffers: no wgmma overlap");
     // Two warps are no warpgroup: one body.
     let two_warps = matmul(3, 32, "").replace("num_warps = 4", "num_warps = 2");
     let (out, _) = expand("", &two_warps);
