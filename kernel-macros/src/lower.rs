@@ -914,7 +914,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                     return self.poison(span);
                 };
                 let len = e.sub(&s);
-                if !self.check_dims(&[len.clone()], span, "arange") {
+                if !self.check_dims(std::slice::from_ref(&len), span, "arange") {
                     return self.poison(span);
                 }
                 self.push(ExprKind::Arange { start: s, end: e }, Ty::block(DType::I32, vec![len]), span)

@@ -160,17 +160,14 @@ fn elem_size(e: &Elem) -> usize {
     }
 }
 
+/// The device type of a dtype: the host's primitive types, and the device module's own
+/// half-precision types (`F16`, `BF16`: bits with native conversions).
 pub fn dev_dtype(d: DType) -> TokenStream {
     let dp = quote!(::kernel_std::__private::device);
     match d {
         DType::F16 => quote!(#dp::F16),
         DType::BF16 => quote!(#dp::BF16),
-        DType::F32 => quote!(f32),
-        DType::F64 => quote!(f64),
-        DType::I32 => quote!(i32),
-        DType::U32 => quote!(u32),
-        DType::I64 => quote!(i64),
-        DType::Bool => quote!(bool),
+        _ => crate::expand_cpu::dtype_tokens(d, &dp),
     }
 }
 
@@ -364,7 +361,7 @@ impl<'a> DevGen<'a> {
         let warps = self.threads / 32;
         let mut best: Option<(usize, Layout)> = None;
         for wm in 1..=warps {
-            if warps % wm != 0 {
+            if !warps.is_multiple_of(wm) {
                 continue;
             }
             let wn = warps / wm;
@@ -390,19 +387,19 @@ impl<'a> DevGen<'a> {
     /// fewest tiles per warpgroup.
     fn wgmma_tiling(&self, m: usize, kk: usize, n: usize) -> Option<Layout> {
         let warps = self.threads / 32;
-        if !self.wgmma || warps % 4 != 0 || ![16, 32, 64].contains(&kk) {
+        if !self.wgmma || !warps.is_multiple_of(4) || ![16, 32, 64].contains(&kk) {
             return None;
         }
         let groups = warps / 4;
         let block = n.min(64);
         let mut best: Option<((usize, usize), Layout)> = None;
-        for gm in (1..=groups).filter(|g| groups % g == 0) {
+        for gm in (1..=groups).filter(|g| groups.is_multiple_of(*g)) {
             let gn = groups / gm;
-            if m % (64 * gm) != 0 || n % gn != 0 {
+            if !m.is_multiple_of(64 * gm) || !n.is_multiple_of(gn) {
                 continue;
             }
             let (tm, np) = (m / (64 * gm), n / gn);
-            if ![16, 32, 64, 128, 256].contains(&np) || np % block != 0 || tm * np / 2 > self.accumulator_budget() {
+            if ![16, 32, 64, 128, 256].contains(&np) || !np.is_multiple_of(block) || tm * np / 2 > self.accumulator_budget() {
                 continue;
             }
             let score = (usize::MAX - np, tm);
@@ -485,7 +482,7 @@ impl<'a> DevGen<'a> {
     /// `V` elements at a time. 4 or 2 when the block splits into whole chunks for every thread,
     /// else 1.
     fn vec_width(&self, numel: usize) -> usize {
-        [4, 2].into_iter().find(|v| numel >= self.threads * v && numel % (self.threads * v) == 0).unwrap_or(1)
+        [4, 2].into_iter().find(|v| numel >= self.threads * v && numel.is_multiple_of(self.threads * v)).unwrap_or(1)
     }
 
     fn slots(&self, numel: usize, layout: Layout) -> usize {
@@ -962,7 +959,7 @@ impl<'a> DevGen<'a> {
     /// swizzle) when a row has one chunk or a chunk count that is not a power of two.
     fn swizzle(inner: usize) -> Option<(usize, usize)> {
         let chunks = inner / 8;
-        if inner % 8 != 0 || chunks < 2 || !chunks.is_power_of_two() {
+        if !inner.is_multiple_of(8) || chunks < 2 || !chunks.is_power_of_two() {
             return None;
         }
         Some(((8 / chunks).max(1), chunks.min(8)))
