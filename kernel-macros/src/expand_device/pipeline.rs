@@ -349,19 +349,24 @@ impl DevGen<'_> {
                     },
                 )
             });
-            pre.push(quote! {
-                let mut #so: [u32; #per_thread] = [0u32; #per_thread];
-                #(#so_init)*
-            });
+            // `mma.sync` bodies need those registers for their fragments: they recompute it.
+            if wg {
+                pre.push(quote! {
+                    let mut #so: [u32; #per_thread] = [0u32; #per_thread];
+                    #(#so_init)*
+                });
+            }
+            let so_at = |jc: usize| if wg { quote!(#so[#jc] as usize) } else { quote!((#s0) * 2) };
             let fast_chunks: Vec<TokenStream> = (0..per_thread)
                 .map(|jc| {
                     let cp = proven_ptr(jc);
+                    let so_jc = so_at(jc);
                     guard(
                         jc,
                         quote! {
                             let __f0: usize = #d::opaque_usize(__c * 8);
                             let __g: *mut #e = #d::ptr_add(#cp, #off);
-                            let __so: usize = __dst + #so[#jc] as usize;
+                            let __so: usize = __dst + #so_jc;
                             if #all {
                                 #d::cp_async_16(#d::smem_addr() + __so as u32, __g as *const u8);
                             } else {
