@@ -561,22 +561,37 @@ pub fn smem_addr() -> u32 {
     p
 }
 
-/// `ldmatrix.sync.aligned.m8n8.x4.shared.b16`: four 8x8 b16 matrices; lane `l` gives the
-/// shared address of row `l % 8` of matrix `l / 8`. The result is an `mma` A fragment when
-/// lane `l` addresses row `l % 16`, column `8 * (l / 16)` of a 16x16 row-major tile.
-#[inline(always)]
-pub fn ldmatrix_x4(addr: u32) -> [u32; 4] {
-    let (a, b, c, d): (u32, u32, u32, u32);
-    unsafe {
-        asm!(
-            "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{{a}, {b}, {c}, {d}}}, [{addr}];",
-            a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d,
-            addr = in(reg32) addr,
-            options(nostack, readonly),
-        )
+macro_rules! ldmatrix_x4 {
+    ($(#[$doc:meta])* $name:ident, $qual:literal) => {
+        $(#[$doc])*
+        #[inline(always)]
+        pub fn $name(addr: u32) -> [u32; 4] {
+            let (a, b, c, d): (u32, u32, u32, u32);
+            unsafe {
+                asm!(
+                    concat!("ldmatrix.sync.aligned.m8n8.x4", $qual, ".shared.b16 {{{a}, {b}, {c}, {d}}}, [{addr}];"),
+                    a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d,
+                    addr = in(reg32) addr,
+                    options(nostack, readonly),
+                )
+            };
+            [a, b, c, d]
+        }
     };
-    [a, b, c, d]
 }
+
+ldmatrix_x4!(
+    /// `ldmatrix.sync.aligned.m8n8.x4.shared.b16`: four 8x8 b16 matrices; lane `l` gives the
+    /// shared address of row `l % 8` of matrix `l / 8`. The result is an `mma` A fragment when
+    /// lane `l` addresses row `l % 16`, column `8 * (l / 16)` of a 16x16 row-major tile.
+    ldmatrix_x4, ""
+);
+ldmatrix_x4!(
+    /// `ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16`: the `mma` B fragments of two adjacent
+    /// 16x8 tiles of a row-major `[K, N]` matrix (registers 0-1: first tile, 2-3: second), when
+    /// lane `l` addresses row `l % 16`, column `8 * (l / 16)` of the 16x16 pair.
+    ldmatrix_x4_trans, ".trans"
+);
 
 /// `ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16`: the `mma` B fragment of a 16x8 tile of a
 /// row-major `[K, N]` matrix, when lane `l` addresses row `l % 16` (column 0 of the tile).
@@ -592,23 +607,6 @@ pub fn ldmatrix_x2_trans(addr: u32) -> [u32; 2] {
         )
     };
     [a, b]
-}
-
-/// `ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16`: the `mma` B fragments of two adjacent
-/// 16x8 tiles of a row-major `[K, N]` matrix (registers 0-1: first tile, 2-3: second), when
-/// lane `l` addresses row `l % 16`, column `8 * (l / 16)` of the 16x16 pair.
-#[inline(always)]
-pub fn ldmatrix_x4_trans(addr: u32) -> [u32; 4] {
-    let (a, b, c, d): (u32, u32, u32, u32);
-    unsafe {
-        asm!(
-            "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {{{a}, {b}, {c}, {d}}}, [{addr}];",
-            a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d,
-            addr = in(reg32) addr,
-            options(nostack, readonly),
-        )
-    };
-    [a, b, c, d]
 }
 
 macro_rules! mma_m16n8k16 {

@@ -89,12 +89,11 @@ impl DevGen<'_> {
                 let num = quote!(<#t as #d::Num>);
                 let (x0, x7, c) = (self.fresh("x"), self.fresh("x"), self.fresh("c"));
                 // `inc` is the increasing side, `cst` the constant one; `inc_left`: `inc op cst`.
-                let (inc, cst, inc_left, mi) = match (self.along(*a, ma), self.along(*b, mb)) {
-                    (Along::Inc1, Along::Const) => (*a, *b, true, ma),
-                    (Along::Const, Along::Inc1) => (*b, *a, false, mb),
+                let (inc, cst, inc_left) = match (self.along(*a, ma), self.along(*b, mb)) {
+                    (Along::Inc1, Along::Const) => (*a, *b, true),
+                    (Along::Const, Along::Inc1) => (*b, *a, false),
                     _ => return None,
                 };
-                let _ = mi;
                 let v0 = self.ev(inc, &self.sub_at(e, inc, at0));
                 let v7 = self.ev(inc, &self.sub_at(e, inc, at7));
                 let vc = self.ev(cst, &self.sub_at(e, cst, at0));

@@ -922,9 +922,7 @@ impl<'a> DevGen<'a> {
         let (m, kk) = (sa[0], sa[1]);
         debug_assert_eq!(sb[1], n);
         let ea = self.elem(&self.k.exprs[a].ty);
-        // `wgmma` tiles start on whole 1024-byte swizzle patterns.
-        let wg = matches!(layout, Layout::Mma { wg: true, .. });
-        let (align, fence) = if wg { (1024, quote!(#d::fence_proxy_async();)) } else { (16, quote!()) };
+        let (align, fence) = self.operand_staging(layout);
         let off_a = self.alloc_aligned((m * kk * 2).next_multiple_of(align), align);
         let off_b = self.alloc_aligned((kk * n * 2).next_multiple_of(align), align);
         let stage_a = self.stage_operand(a, Tile::of(layout, false, m, kk), off_a, &ea);
@@ -949,6 +947,17 @@ impl<'a> DevGen<'a> {
             #d::bar_sync();
             #compute
             #d::bar_sync();
+        }
+    }
+
+    /// The alignment of staged operand tiles of a tensor-core `dot` in `layout`, and the fence
+    /// that makes the staging writes visible to the instruction before the barrier: `wgmma`
+    /// tiles start on whole 1024-byte swizzle patterns and are read through the async proxy.
+    fn operand_staging(&self, layout: Layout) -> (usize, TokenStream) {
+        let d = &self.d;
+        match layout {
+            Layout::Mma { wg: true, .. } => (1024, quote!(#d::fence_proxy_async();)),
+            _ => (16, quote!()),
         }
     }
 
@@ -1524,9 +1533,10 @@ pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warp
     let threads = 32 * num_warps;
     let g = DevGen::new(k, vals, threads, num_stages, false);
     let body = g.stmts(&k.body);
-    let hopper = DevGen::new(k, vals, threads, num_stages, true);
-    let uses_wgmma = (0..k.exprs.len()).any(|i| matches!(hopper.mma_tiling(i), Some(Layout::Mma { wg: true, .. })));
-    let hopper_body = uses_wgmma.then(|| hopper.stmts(&k.body));
+    // The sm_90a lowering, for kernels with a `dot` that `wgmma` can take.
+    let hopper = k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Dot { .. })).then(|| DevGen::new(k, vals, threads, num_stages, true));
+    let hopper = hopper.filter(|h| (0..k.exprs.len()).any(|i| matches!(h.mma_tiling(i), Some(Layout::Mma { wg: true, .. }))));
+    let hopper_body = hopper.as_ref().map(|h| (h.stmts(&k.body), h.smem_max.get()));
     let d = &g.d;
     let params = k.params.iter().map(|p| {
         let id = param_ident(&p.name);
@@ -1564,9 +1574,9 @@ pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warp
         }
     };
     let (tokens, shared) = match &hopper_body {
-        Some(hb) => {
+        Some((hb, hopper_smem)) => {
             let (hopper_fn, other_fn) = (function(quote!(#[cfg(target_feature = "sm_90a")]), hb), function(quote!(#[cfg(not(target_feature = "sm_90a"))]), &body));
-            (quote!(#hopper_fn #other_fn), g.smem_max.get().max(hopper.smem_max.get()))
+            (quote!(#hopper_fn #other_fn), g.smem_max.get().max(*hopper_smem))
         }
         None => (function(quote!(), &body), g.smem_max.get()),
     };

@@ -123,7 +123,7 @@ impl DevGen<'_> {
         let (m, kk) = (plan.m, plan.kk);
         // `wgmma` tiles start on whole 1024-byte swizzle patterns; its reads go through the async
         // proxy, which must see the copies (and element stores) first.
-        let (align, fence) = if wg { (1024, quote!(#d::fence_proxy_async();)) } else { (16, quote!()) };
+        let (align, fence) = self.operand_staging(plan.layout);
         let tile_a = (m * kk * 2).next_multiple_of(align);
         let stage_bytes = tile_a + (kk * n * 2).next_multiple_of(align);
         const SMEM_LIMIT: usize = 232_448;
@@ -228,7 +228,6 @@ impl DevGen<'_> {
                                     let __f0: usize = __c * 8;
                                     #(let #p_names = #bases;)*
                                     #pb[#jc] = if true #(&& #contiguous)* { __p0 } else { (__p0 as *mut u8).wrapping_add(1) as *mut #e };
-                                    __al = __al && (#pb[#jc] as usize) % 16 == 0;
                                 },
                             )
                         })
@@ -314,70 +313,56 @@ impl DevGen<'_> {
             // The unchecked element path, for the loop version whose accesses are all proven in
             // bounds before the loop.
             let fast_scalar = elem_loop(quote!(#d::store(__sp.add(__i), if __m { #d::load(__a) } else { #o_i });));
-            let checked_chunks: Vec<TokenStream> = (0..per_thread)
-                .map(|jc| {
-                    let cp = chunk_ptr(jc);
+            // One chunk's copy: 16 bytes with `cp.async` when `test` holds, else element by
+            // element (`scalar`, rare: edges, unaligned or strided operands). `__f0` and the
+            // shared offset are recomputed per iteration (a few integer operations) rather than
+            // hoisted out of the loop into registers, except where `so` says otherwise.
+            let chunk_code = |ptr: &ChunkPtr<'_>, so: &dyn Fn(usize) -> TokenStream, test: &TokenStream, scalar: &TokenStream| -> Vec<TokenStream> {
+                (0..per_thread)
+                    .map(|jc| {
+                        let (cp, so_jc) = (ptr(jc), so(jc));
+                        guard(
+                            jc,
+                            quote! {
+                                let __f0: usize = #d::opaque_usize(__c * 8);
+                                let __g: *mut #e = #d::ptr_add(#cp, #off);
+                                let __so: usize = __dst + #so_jc;
+                                if #test {
+                                    #d::cp_async_16(#d::smem_addr() + __so as u32, __g as *const u8);
+                                } else {
+                                    let __sp = __smem.add(__so) as *mut #e;
+                                    #scalar
+                                }
+                            },
+                        )
+                    })
+                    .collect()
+            };
+            let recomputed = |_: usize| quote!((#s0) * 2);
+            let issue_chunks = chunk_code(&chunk_ptr, &recomputed, &quote!(#all && (__g as usize) % 16 == 0 && #fits), &scalar);
+            // The proven version: every chunk is contiguous, 16-byte aligned and inside its
+            // buffer in every iteration, so only the mask is tested. `wgmma` bodies compute each
+            // chunk's shared-memory offset once before the loop (one register per chunk);
+            // `mma.sync` bodies need those registers for their fragments and recompute it.
+            let so = format_ident!("__so{}", oi);
+            let fast_chunks = if wg {
+                let so_init = (0..per_thread).map(|jc| {
                     guard(
                         jc,
                         quote! {
-                            // Recomputed per iteration (a few integer operations) rather than
-                            // hoisted out of the loop into registers.
-                            let __f0: usize = #d::opaque_usize(__c * 8);
-                            let __g: *mut #e = #d::ptr_add(#cp, #off);
-                            let __so: usize = __dst + (#s0) * 2;
-                            if #all && (__g as usize) % 16 == 0 && #fits {
-                                #d::cp_async_16(#d::smem_addr() + __so as u32, __g as *const u8);
-                            } else {
-                                // Rare (edges, unaligned or strided operands): element by element.
-                                let __sp = __smem.add(__so) as *mut #e;
-                                #scalar
-                            }
+                            let __f0: usize = __c * 8;
+                            #so[#jc] = ((#s0) * 2) as u32;
                         },
                     )
-                })
-                .collect();
-            // The proven version: every chunk is contiguous, 16-byte aligned and inside its
-            // buffer in every iteration, so only the mask is tested; the chunk's shared-memory
-            // offset is computed once before the loop (one register per chunk).
-            let so = format_ident!("__so{}", oi);
-            let so_init = (0..per_thread).map(|jc| {
-                guard(
-                    jc,
-                    quote! {
-                        let __f0: usize = __c * 8;
-                        #so[#jc] = ((#s0) * 2) as u32;
-                    },
-                )
-            });
-            // `mma.sync` bodies need those registers for their fragments: they recompute it.
-            if wg {
+                });
                 pre.push(quote! {
                     let mut #so: [u32; #per_thread] = [0u32; #per_thread];
                     #(#so_init)*
                 });
-            }
-            let so_at = |jc: usize| if wg { quote!(#so[#jc] as usize) } else { quote!((#s0) * 2) };
-            let fast_chunks: Vec<TokenStream> = (0..per_thread)
-                .map(|jc| {
-                    let cp = proven_ptr(jc);
-                    let so_jc = so_at(jc);
-                    guard(
-                        jc,
-                        quote! {
-                            let __f0: usize = #d::opaque_usize(__c * 8);
-                            let __g: *mut #e = #d::ptr_add(#cp, #off);
-                            let __so: usize = __dst + #so_jc;
-                            if #all {
-                                #d::cp_async_16(#d::smem_addr() + __so as u32, __g as *const u8);
-                            } else {
-                                let __sp = __smem.add(__so) as *mut #e;
-                                #fast_scalar
-                            }
-                        },
-                    )
-                })
-                .collect();
-            let issue_chunks = checked_chunks;
+                chunk_code(&proven_ptr, &|jc: usize| quote!(#so[#jc] as usize), &all, &fast_scalar)
+            } else {
+                chunk_code(&proven_ptr, &recomputed, &all, &fast_scalar)
+            };
             if range.is_none() {
                 all_proven = false;
             } else {
@@ -399,16 +384,15 @@ impl DevGen<'_> {
                     };
                 });
             }
-            issue_ops.push(quote! {{
-                let #off: i64 = #off_expr;
-                let __dst: usize = #tile_off + __buf * #stage_bytes;
-                #(#issue_chunks)*
-            }});
-            fast_ops.push(quote! {{
-                let #off: i64 = #off_expr;
-                let __dst: usize = #tile_off + __buf * #stage_bytes;
-                #(#fast_chunks)*
-            }});
+            let op_code = |chunks: &[TokenStream]| {
+                quote! {{
+                    let #off: i64 = #off_expr;
+                    let __dst: usize = #tile_off + __buf * #stage_bytes;
+                    #(#chunks)*
+                }}
+            };
+            issue_ops.push(op_code(&issue_chunks));
+            fast_ops.push(op_code(&fast_chunks));
         }
         let staged = self.leave_iteration(scope);
         if !staged.is_empty() {
