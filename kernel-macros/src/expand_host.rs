@@ -283,7 +283,16 @@ pub fn module(
             });
             let threads = (inst.configs[key.config].num_warps * 32) as u32;
             let smem = e.shared_bytes as u32;
-            quote!(#rt::InstanceInfo { entry: #entry, config: #c, variant: #v, launch_metas: &[#(#lm),*], threads: #threads, shared_bytes: #smem })
+            let tma = e.tma.iter().map(|t| {
+                let (ptr, row) = (t.ptr, t.row_stride);
+                let col = match t.col_stride {
+                    Some(c) => quote!(::core::option::Option::Some(#c)),
+                    None => quote!(::core::option::Option::None),
+                };
+                let (bi, br, sw) = (t.box_inner as u32, t.box_rows as u32, t.swizzle as u32);
+                quote!(#rt::TmaOperand { ptr: #ptr, row_stride: #row, col_stride: #col, box_inner: #bi, box_rows: #br, swizzle: #sw })
+            });
+            quote!(#rt::InstanceInfo { entry: #entry, config: #c, variant: #v, launch_metas: &[#(#lm),*], threads: #threads, shared_bytes: #smem, tma: &[#(#tma),*] })
         })
         .collect();
     // Instance index from (config, variant, launch-time values).

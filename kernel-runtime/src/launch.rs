@@ -128,6 +128,34 @@ pub struct InstanceInfo {
     pub threads: u32,
     /// Dynamic shared memory the entry needs, in bytes.
     pub shared_bytes: u32,
+    /// Operands the entry can copy with the tensor memory accelerator (Hopper), each through a
+    /// tensor map that the launch builds; empty for most entries.
+    pub tma: &'static [TmaOperand],
+}
+
+/// A tensor map that a launch builds for an entry (see [`InstanceInfo::tma`]): the buffer of
+/// pointer parameter `ptr` viewed as a 2-D tensor of rows `row_stride` elements apart (the value
+/// of that scalar parameter), copied in boxes of `box_rows x box_inner` elements into shared
+/// memory swizzled in `swizzle`-byte patterns (0: none).
+///
+/// The launch builds the map only when the view is valid for the copy engine: column stride 1
+/// (parameter `col_stride`, or none), a 16-byte aligned address and row pitch. The entry gets the
+/// maps' address and a mask of the valid ones; it still checks before its K loop that its
+/// accesses match the map, and copies the other way when they do not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TmaOperand {
+    /// Index into [`KernelInfo::params`] of the pointer parameter.
+    pub ptr: usize,
+    /// Index of the scalar parameter giving the distance between rows, in elements.
+    pub row_stride: usize,
+    /// Index of the scalar parameter giving the distance between columns (must be 1).
+    pub col_stride: Option<usize>,
+    /// Box columns (elements).
+    pub box_inner: u32,
+    /// Box rows.
+    pub box_rows: u32,
+    /// Shared-memory swizzle pattern in bytes: 0, 32, 64 or 128.
+    pub swizzle: u32,
 }
 
 /// The crate that defines a kernel: its PTX is `target/ptx/<arch>/<crate_name>.ptx`.

@@ -86,7 +86,7 @@ pub use cudarc;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::cpu;
-    pub use crate::launch::{autotune, launch, launch_cpu, ptr_arg, InstanceInfo, KernelInfo, ModuleInfo, ParamInfo, ParamKind, PtrArg, ScalarArg};
+    pub use crate::launch::{autotune, launch, launch_cpu, ptr_arg, InstanceInfo, KernelInfo, ModuleInfo, ParamInfo, ParamKind, PtrArg, ScalarArg, TmaOperand};
     pub use crate::{
         Config, DType, DTypeKind, Device, Func, Grid, GridDims, LaunchError, MetaValue, Tensor,
     };

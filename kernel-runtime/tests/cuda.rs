@@ -208,6 +208,7 @@ fn axpy_info(crate_name: &'static str, dir: &Path, instances: &[(&'static str, u
             launch_metas: &[],
             threads: 128,
             shared_bytes,
+            tma: &[],
         })
         .collect();
     leak(KernelInfo {

@@ -18,7 +18,9 @@ pub struct F16(pub u16);
 #[repr(transparent)]
 pub struct BF16(pub u16);
 
+mod tma;
 mod wgmma;
+pub use tma::*;
 pub use wgmma::*;
 
 // The module's dynamic shared memory; its size is given at launch. Aligned to 1024 bytes: a

@@ -117,6 +117,31 @@ fn every_autotune_config_on_misaligned_and_aligned_views() {
     }
 }
 
+/// Every config on shapes whose operands can be copied with Hopper's tensor maps (16-byte
+/// aligned rows and addresses): whole blocks only (192x256x256); edge blocks whose rows wrap
+/// around (`% M`, `% N`) next to blocks that do not (200x136x128: the entry checks per block
+/// which copy it may use); and a K tail whose masked columns and rows lie inside the operands'
+/// buffers (views of wider and taller tensors: the copy brings real values there, which the
+/// kernel must replace by the load's `other`, 0). On GPUs without tensor maps, and on the CPU,
+/// the same launches take the other paths.
+#[test]
+fn every_autotune_config_on_tensor_map_shapes() {
+    let dev = tests::test_device();
+    for (m, n, k, a_cols, b_rows, seed) in [(192, 256, 256, 256, 256, 20), (200, 136, 128, 128, 128, 22), (130, 64, 72, 128, 128, 24)] {
+        let (a_full, a_fullv) = randn_f16(&dev, m, a_cols, seed);
+        let (b_full, b_fullv) = randn_f16(&dev, b_rows, n, seed + 1);
+        let (a, b) = (a_full.narrow(1, 0, k).unwrap(), b_full.narrow(0, 0, k).unwrap());
+        let av: Vec<f64> = (0..m).flat_map(|i| (0..k).map(move |j| (i, j))).map(|(i, j)| a_fullv[i * a_cols + j]).collect();
+        let want = matmul_ref(&av, &b_fullv[..k * n], m, n, k, identity);
+        for cfg in 0..kernels::matmul_kernel::CONFIGS.len() {
+            let c = Tensor::<f16>::full(&dev, &[m, n], f16::NAN).unwrap();
+            launch_config(cfg, &a, &b, &c);
+            let r = worst_ratio(&c.to_f64_vec(), &want, ATOL, RTOL);
+            assert!(r <= 1.0, "{m}x{n}x{k}, config {cfg} ({}): worst error ratio {r}", kernels::matmul_kernel::CONFIGS[cfg]);
+        }
+    }
+}
+
 #[test]
 fn transposed_views_use_strides() {
     let dev = tests::test_device();

@@ -115,6 +115,23 @@ struct IterScope {
 pub struct DeviceEntry {
     pub tokens: TokenStream,
     pub shared_bytes: usize,
+    /// The tensor maps the `sm_90a` body copies operand tiles with (`pipeline.rs`); the entry
+    /// then takes two more hidden parameters, the maps' address and a mask of the valid ones.
+    pub tma: Vec<TmaDesc>,
+}
+
+/// A 2-D tensor map the runtime builds at launch for one `dot` operand of a pipelined K loop:
+/// the buffer of pointer parameter `ptr` viewed as rows of `row_stride` elements (a scalar
+/// parameter; the column stride, parameter `col_stride` or 1, must be 1), copied in boxes of
+/// `box_rows x box_inner` elements with the shared-memory swizzle of `swizzle` bytes (0: none).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TmaDesc {
+    pub ptr: usize,
+    pub row_stride: usize,
+    pub col_stride: Option<usize>,
+    pub box_inner: usize,
+    pub box_rows: usize,
+    pub swizzle: usize,
 }
 
 struct DevGen<'a> {
@@ -145,6 +162,8 @@ struct DevGen<'a> {
     ptr_roots: Vec<Option<usize>>,
     /// Whether tensor-core `dot`s may use Hopper's `wgmma` (the `sm_90a` body of an entry).
     wgmma: bool,
+    /// Tensor maps the generated code copies with, in the order of their hidden-parameter slots.
+    tma: RefCell<Vec<TmaDesc>>,
 }
 
 fn elem_size(e: &Elem) -> usize {
@@ -198,6 +217,7 @@ impl<'a> DevGen<'a> {
             prefetched: RefCell::new(HashMap::new()),
             ptr_roots: vec![],
             wgmma,
+            tma: RefCell::new(vec![]),
         };
         g.kinds = g.classify_locals();
         g.layouts = g.assign_layouts();
@@ -1556,13 +1576,16 @@ pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warp
         quote!(#id: u64)
     });
     let name = format_ident!("{}", entry_name);
+    let tma = hopper.as_ref().map(|h| h.tma.borrow().clone()).unwrap_or_default();
+    // Tensor maps (`kernel_runtime`'s `TmaOperand`s): their address and which are valid.
+    let tma_params = (!tma.is_empty()).then(|| quote!(__tma: *const u8, __tmask: u32,));
     let params: Vec<TokenStream> = params.chain(lens).collect();
     let function = |cfg: TokenStream, body: &TokenStream| {
         quote! {
             #cfg
             #[no_mangle]
             #[allow(unused_mut, unused_variables, unused_assignments, unused_parens, unused_unsafe, non_snake_case, unreachable_code, clippy::all)]
-            pub unsafe extern "ptx-kernel" fn #name(#(#params,)* __fault: *mut u32, __tag: u32) {
+            pub unsafe extern "ptx-kernel" fn #name(#(#params,)* __fault: *mut u32, __tag: u32, #tma_params) {
                 unsafe {
                     let __tid: usize = #d::thread_idx() as usize;
                     let __lane: usize = __tid % 32;
@@ -1592,7 +1615,7 @@ pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warp
         #[allow(non_upper_case_globals)]
         pub static #meta_name: [u8; #len] = *#bytes;
     };
-    DeviceEntry { tokens, shared_bytes: shared }
+    DeviceEntry { tokens, shared_bytes: shared, tma }
 }
 
 #[cfg(test)]

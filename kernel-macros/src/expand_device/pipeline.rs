@@ -37,7 +37,85 @@ struct PipePlan {
 /// The code of chunk `jc`'s base pointer in the K loop.
 type ChunkPtr<'a> = Box<dyn Fn(usize) -> TokenStream + 'a>;
 
+/// The tensor-map copy of one operand (sm_90a): the map's slot and, per iteration, the code of
+/// its copies (thread 0) and of the fix-up of masked elements (every thread).
+struct TmaOp {
+    copies: TokenStream,
+    fixup: TokenStream,
+}
+
 impl DevGen<'_> {
+    /// The scalar integer parameter `e` is, if it is one.
+    fn int_param(&self, e: ExprId) -> Option<usize> {
+        match self.k.exprs[e].kind {
+            ExprKind::Param(i) if matches!(self.k.params[i].kind, ParamKind::Scalar(DType::I32 | DType::I64 | DType::U32)) => Some(i),
+            _ => None,
+        }
+    }
+
+    /// The strides of offsets `rows[:, None] * row_stride + cols[None, :] * col_stride` (terms
+    /// in either order; `cols[None, :]` alone for a column stride of 1): the scalar parameters
+    /// that a tensor map of the operand is built from. Only a guess of the shape: the generated
+    /// code checks at run time that every element's offset is `first + row * row_stride + col`
+    /// before it copies with the map.
+    fn tma_strides(&self, off: ExprId) -> Option<(usize, Option<usize>)> {
+        let k = self.k;
+        let strip = |mut e: ExprId| loop {
+            match &k.exprs[e].kind {
+                ExprKind::BroadcastTo(x) => e = *x,
+                ExprKind::Local(l) => match self.kinds[*l] {
+                    LocalKind::Pure(init) => e = init,
+                    _ => return e,
+                },
+                _ => return e,
+            }
+        };
+        let ExprKind::Binary(BinOp::Add, t1, t2) = k.exprs[strip(off)].kind else { return None };
+        // (varies along rows, the stride parameter).
+        let term = |t: ExprId| -> Option<(bool, Option<usize>)> {
+            let t = strip(t);
+            let (x, s) = match k.exprs[t].kind {
+                ExprKind::Binary(BinOp::Mul, a, b) if self.int_param(b).is_some() => (strip(a), self.int_param(b)),
+                ExprKind::Binary(BinOp::Mul, a, b) if self.int_param(a).is_some() => (strip(b), self.int_param(a)),
+                _ => (t, None),
+            };
+            match self.shapes[x].as_slice() {
+                [r, 1] if *r > 1 => Some((true, s)),
+                [1, c] if *c > 1 => Some((false, s)),
+                _ => None,
+            }
+        };
+        match (term(t1)?, term(t2)?) {
+            ((true, Some(r)), (false, c)) | ((false, c), (true, Some(r))) => Some((r, c)),
+            _ => None,
+        }
+    }
+
+    /// The tensor map of operand `oi` (sm_90a, a pipeline of two buffers or more): a block
+    /// `param + offsets` whose offsets' strides are scalar parameters (see `tma_strides`), with
+    /// a box that the copy engine takes (at most 256 rows and columns, a swizzle of 128 bytes or
+    /// less), while the entry has fewer than 32 maps (its validity mask is a `u32`).
+    fn tma_candidate(&self, plan: &PipePlan, oi: usize, op: &PipeOp, stages: usize, tma_base: usize) -> Option<TmaDesc> {
+        let k = self.k;
+        let Layout::Mma { wg: true, .. } = plan.layout else { return None };
+        let ExprKind::PtrAdd(p, o) = k.exprs[op.base].kind else { return None };
+        let ExprKind::Param(pi) = k.exprs[p].kind else { return None };
+        let ptr_block = match k.exprs[op.load].kind {
+            ExprKind::Load { ptr, .. } => ptr,
+            _ => return None,
+        };
+        if stages < 2 || !self.is_root_param(p) || self.ptr_root(ptr_block) != self.ptr_root(p) || tma_base + oi >= 32 || !matches!(k.exprs[o].ty.dtype(), Some(DType::I32 | DType::I64)) {
+            return None;
+        }
+        let tile = Tile::of(plan.layout, oi == 1, op.numel / op.inner, op.inner);
+        let swizzle = Self::swizzle(tile.block).map_or(0, |_| tile.block * 2);
+        if tile.rows > 256 || tile.block > 256 || swizzle > 128 {
+            return None;
+        }
+        let (row_stride, col_stride) = self.tma_strides(o)?;
+        Some(TmaDesc { ptr: pi, row_stride, col_stride, box_inner: tile.block, box_rows: tile.rows, swizzle })
+    }
+
     /// The pipelined code of a `for` loop, or `None` when the loop does not have the shape the
     /// pipeliner takes (it is then lowered as written).
     pub(super) fn try_pipelined(&self, var: LocalId, start: ExprId, end: ExprId, step: ExprId, body: &[Stmt]) -> Option<TokenStream> {
@@ -128,8 +206,9 @@ impl DevGen<'_> {
         let stage_bytes = tile_a + (kk * n * 2).next_multiple_of(align);
         const SMEM_LIMIT: usize = 232_448;
         let mut stages = self.num_stages;
-        // The buffers, then one 16-byte word for the bounds proof of loop versioning.
-        while stages > 1 && self.cursor.get().next_multiple_of(align) + stages * stage_bytes + 16 > SMEM_LIMIT {
+        // The buffers, then one 16-byte word for the bounds proof of loop versioning and, on
+        // sm_90a, one 8-byte `mbarrier` per buffer.
+        while stages > 1 && self.cursor.get().next_multiple_of(align) + stages * stage_bytes + 16 + 8 * stages + 8 > SMEM_LIMIT {
             stages -= 1;
         }
         let saved_smem = (self.cursor.get(), self.smem_max.get());
@@ -142,6 +221,13 @@ impl DevGen<'_> {
         let mut issue_ops = Vec::new();
         let mut fast_ops = Vec::new();
         let (mut proofs, mut all_proven) = (Vec::new(), true);
+        // Operands copied by the tensor memory accelerator in a third version of the loop.
+        let tma_base = self.tma.borrow().len();
+        let (mut tma_descs, mut tma_ops, mut tma_oks): (Vec<TmaDesc>, Vec<TmaOp>, Vec<TokenStream>) = (Vec::new(), Vec::new(), Vec::new());
+        let mut tma_cands: Vec<Option<TmaDesc>> = plan.ops.iter().enumerate().map(|(oi, op)| self.tma_candidate(plan, oi, op, stages, tma_base)).collect();
+        if !tma_cands.iter().all(Option::is_some) {
+            tma_cands.clear();
+        }
         for (oi, op) in plan.ops.iter().enumerate() {
             let e = self.elem(&k.exprs[op.x].ty);
             let chunks = op.numel / 8;
@@ -156,6 +242,8 @@ impl DevGen<'_> {
                 ExprKind::PtrAdd(p, o) if self.shapes[*p].is_empty() && matches!(k.exprs[*o].ty.dtype(), Some(DType::I32 | DType::I64)) => Some((*p, *o)),
                 _ => None,
             };
+            let tile = Tile::of(plan.layout, oi == 1, op.numel / op.inner, op.inner);
+            let tma = tma_cands.get(oi).cloned().flatten();
             let masks: Vec<TokenStream> = match op.mask {
                 Some(mk) => (0..8).map(|i| self.operand(op.load, mk, &at(i))).collect(),
                 None => vec![quote!(true); 8],
@@ -189,6 +277,25 @@ impl DevGen<'_> {
                     }).collect::<Vec<_>>();
                     let pv = self.ev(p, &At::Own);
                     let pv2 = pv.clone();
+                    // For the tensor map: whether every chunk starts at `first + row * stride + col`.
+                    let inner = op.inner;
+                    let affine = match &tma {
+                        Some(_) => quote!(__taf = __taf && #d::cast::<#ot, i64>(__o0) == __tO + ((__f0 / #inner) as i64) * __tW + ((__f0 % #inner) as i64);),
+                        None => quote!(),
+                    };
+                    let tma_pre = match &tma {
+                        Some(t) => {
+                            let row = param_ident(&k.params[t.row_stride].name);
+                            let first = self.operand(op.base, o, &at(0));
+                            quote! {
+                                let __tW: i64 = #row as i64;
+                                let __tO: i64 = { let __f0: usize = 0; #d::cast::<#ot, i64>(#first) };
+                                let mut __taf: bool = true;
+                            }
+                        }
+                        None => quote!(),
+                    };
+                    pre.push(tma_pre);
                     let chunks_code = (0..per_thread)
                         .map(|jc| {
                             guard(
@@ -198,6 +305,7 @@ impl DevGen<'_> {
                                     #(let #o_names: #ot = #offs;)*
                                     #pb[#jc] = if true #(&& #contiguous)* { __o0 } else { <#ot as #d::Bounds>::lowest() };
                                     if #pb[#jc] != <#ot as #d::Bounds>::lowest() {
+                                        #affine
                                         __al = __al && (#d::ptr_add(#pv, __o0) as usize) % 16 == 0;
                                         let __o: i64 = #d::cast::<#ot, i64>(__o0);
                                         #lo = if __o < #lo { __o } else { #lo };
@@ -384,6 +492,77 @@ impl DevGen<'_> {
                     };
                 });
             }
+            // The tensor-map version needs, before the loop: a valid map, the bounds proof, every
+            // element at `first + row * stride + col`, and boxes that stay inside the map in every
+            // iteration (so that the copy engine fills nothing with zeros), moving along one row
+            // or by whole rows. Then the box of iteration `it` starts at column `c + it * dc`,
+            // row `r + it * dr`.
+            if let (Some(t), Some(len)) = (&tma, &range) {
+                let idx = (tma_base + tma_descs.len()) as u32;
+                let (inner_i, rows_i) = (op.inner as i64, tile.rows as i64);
+                let (tok, tc, tr, tdc, tdr) = (format_ident!("__tok{}", oi), format_ident!("__tc{}", oi), format_ident!("__tr{}", oi), format_ident!("__tdc{}", oi), format_ident!("__tdr{}", oi));
+                pre.push(quote! {
+                    let (#tok, #tc, #tr, #tdc, #tdr): (bool, i64, i64, i64, i64) = {
+                        let __first: i64 = { let __it: i64 = 0; #off_expr };
+                        let __second: i64 = { let __it: i64 = 1; #off_expr };
+                        let __last: i64 = { let __it: i64 = if __n > 0 { __n - 1 } else { 0 }; #off_expr };
+                        let __w: i64 = __tW;
+                        if (__tmask >> #idx) & 1 != 0 && #inb && __taf && __w > 0 && __w <= i32::MAX as i64 {
+                            let (__ef, __el) = (__tO + __first, __tO + __last);
+                            let __st: i64 = __second - __first;
+                            let __h: i64 = (#len as i64) / __w;
+                            let (__rf, __cf, __rl, __cl) = (__ef / __w, __ef % __w, __el / __w, __el % __w);
+                            let (__dr, __dc, __cols) = if __st % __w == 0 {
+                                (__st / __w, 0i64, __cf + #inner_i <= __w)
+                            } else {
+                                (0i64, __st, __rf == __rl && __cf + #inner_i <= __w && __cl + #inner_i <= __w)
+                            };
+                            let __ok: bool = __cols && __ef >= 0 && __el >= 0 && __rf + #rows_i <= __h && __rl + #rows_i <= __h && __h <= i32::MAX as i64;
+                            (__ok, __cf, __rf, __dc, __dr)
+                        } else {
+                            (false, 0, 0, 0, 0)
+                        }
+                    };
+                });
+                tma_oks.push(quote!(#tok));
+                // Thread 0's copies of iteration `__it` into buffer `__buf` (one box per column
+                // block of the staged tile), completing on barrier `__bar`.
+                let copies = (0..op.inner / tile.block).map(|b| {
+                    let soff = tile_off + b * tile.rows * tile.block * 2;
+                    let cb = (b * tile.block) as i64;
+                    quote!(#d::tma_load_2d(#d::smem_addr() + (#soff + __buf * #stage_bytes) as u32, __tma.add(#idx as usize * 128), __bar, (#tc + __it * #tdc + #cb) as i32, (#tr + __it * #tdr) as i32);)
+                });
+                // The copy brings every element: masked ones get `other` afterwards (each thread
+                // its chunks whose mask is not all true; rare: the K tail).
+                let fixup = match op.mask {
+                    None => quote!(),
+                    Some(_) => {
+                        let chunks_fix = (0..per_thread).map(|jc| {
+                            guard(
+                                jc,
+                                quote! {
+                                    let __f0: usize = __c * 8;
+                                    if !(#all) {
+                                        let __sp = __smem.add(#tile_off + __cb * #stage_bytes + (#s0) * 2) as *mut #e;
+                                        let __ne: usize = #d::opaque_usize(8);
+                                        let mut __i: usize = 0;
+                                        while __i < __ne {
+                                            if !(#m_i) {
+                                                #d::store(__sp.add(__i), #o_i);
+                                            }
+                                            __i += 1;
+                                        }
+                                        __fx = true;
+                                    }
+                                },
+                            )
+                        });
+                        quote!(#(#chunks_fix)*)
+                    }
+                };
+                tma_ops.push(TmaOp { copies: quote!(#(#copies)*), fixup });
+                tma_descs.push(t.clone());
+            }
             let op_code = |chunks: &[TokenStream]| {
                 quote! {{
                     let #off: i64 = #off_expr;
@@ -491,7 +670,51 @@ impl DevGen<'_> {
         // their buffers in every iteration (a block-wide AND through shared memory, so that the
         // choice is uniform and the barriers inside stay aligned), the loop runs without bounds
         // checks; otherwise every access is checked.
-        let body = if all_proven && !proofs.is_empty() {
+        let use_tma = all_proven && !proofs.is_empty() && tma_ops.len() == plan.ops.len();
+        let mut inval = quote!();
+        let body = if use_tma {
+            let (bars, flag) = (self.alloc(8 * stages), self.alloc(16));
+            let tx: usize = plan.ops.iter().map(|op| op.numel * 2).sum();
+            let tma_main = self.tma_loop(&tma_ops, stages, bars, tx as u32, (&compute, &finish), (&var_id, &var_t));
+            let invals = (0..stages).map(|b| {
+                let at = bars + 8 * b;
+                quote!(#d::mbarrier_inval(#d::smem_addr() + #at as u32);)
+            });
+            inval = quote!(if __tid == 0 { #(#invals)* });
+            let (fast, checked) = (main(&fast_ops), main(&issue_ops));
+            let inits = (0..stages).map(|b| {
+                let at = bars + 8 * b;
+                quote!(#d::mbarrier_init(#d::smem_addr() + #at as u32, 1);)
+            });
+            self.tma.borrow_mut().extend(tma_descs);
+            quote! {
+                if __tid == 0 {
+                    #(#inits)*
+                    #d::fence_mbarrier_init();
+                }
+                // Word 0: every access proven in bounds; word 1: every operand can be copied with
+                // its tensor map.
+                let (__proved, __tma_go): (bool, bool) = {
+                    let __w: u32 = #d::smem_addr() + #flag as u32;
+                    if __tid == 0 {
+                        #d::store(__smem.add(#flag) as *mut u32, 1u32);
+                        #d::store(__smem.add(#flag + 4) as *mut u32, 1u32);
+                    }
+                    #d::bar_sync();
+                    #d::smem_and(__w, (true #(&& #proofs)*) as u32);
+                    #d::smem_and(__w + 4, (true #(&& #tma_oks)*) as u32);
+                    #d::bar_sync();
+                    (#d::load(__smem.add(#flag) as *mut u32) != 0, #d::load(__smem.add(#flag + 4) as *mut u32) != 0)
+                };
+                if __tma_go {
+                    #tma_main
+                } else if __proved {
+                    #fast
+                } else {
+                    #checked
+                }
+            }
+        } else if all_proven && !proofs.is_empty() {
             let flag = self.alloc(16);
             let (fast, checked) = (main(&fast_ops), main(&issue_ops));
             quote! {
@@ -531,7 +754,65 @@ impl DevGen<'_> {
             #body
             #d::cp_async_wait_all();
             #d::bar_sync();
+            #inval
             #(#step_final)*
         }})
+    }
+
+    /// The K loop of the tensor-map version (`stages >= 2` buffers, barriers at `bars`): thread 0
+    /// announces each stage's `tx` bytes on its buffer's barrier and issues the operands' copies
+    /// `ahead` iterations early; every thread waits for the barrier's phase, gives masked
+    /// elements their `other` value, and after the block barrier the warpgroups issue `wgmma`
+    /// (`compute`, then `finish` or, with 3+ buffers, one group left in flight as in the
+    /// `cp.async` version: copies run `S - 2` iterations ahead so that they never overwrite a
+    /// buffer that a `wgmma` may still read).
+    fn tma_loop(&self, ops: &[TmaOp], stages: usize, bars: usize, tx: u32, (compute, finish): (&TokenStream, &TokenStream), (var_id, var_t): (&Ident, &TokenStream)) -> TokenStream {
+        let d = &self.d;
+        let s_i = stages as i64;
+        let overlap = stages >= 3;
+        let ahead = if overlap { s_i - 2 } else { s_i - 1 };
+        let (compute_after, after_loop) = if overlap { (quote!(#d::wgmma_wait::<1>();), finish.clone()) } else { (finish.clone(), quote!()) };
+        let issue = |it: TokenStream| {
+            let copies = ops.iter().map(|t| &t.copies);
+            quote! {{
+                let __it: i64 = #it;
+                let __buf: usize = (__it % #s_i) as usize;
+                let __bar: u32 = #d::smem_addr() + (#bars + __buf * 8) as u32;
+                #d::mbarrier_arrive_expect_tx(__bar, #tx);
+                #(#copies)*
+            }}
+        };
+        let (pro, steady) = (issue(quote!(__pi)), issue(quote!(__nx)));
+        let fixups = ops.iter().map(|t| &t.fixup);
+        quote! {
+            if __tid == 0 {
+                let mut __pi: i64 = 0;
+                while __pi < #ahead {
+                    if __pi < __n { #pro }
+                    __pi += 1;
+                }
+            }
+            let mut __ci: i64 = 0;
+            while __ci < __n {
+                let __cb: usize = (__ci % #s_i) as usize;
+                #d::mbarrier_wait(#d::smem_addr() + (#bars + __cb * 8) as u32, ((__ci / #s_i) & 1) as u32);
+                let mut __fx: bool = false;
+                {
+                    let __it: i64 = __ci;
+                    let #var_id: #var_t = ((__start as i64) + __it * (__step as i64)) as #var_t;
+                    #(#fixups)*
+                }
+                if __fx {
+                    #d::fence_proxy_async();
+                }
+                #d::bar_sync();
+                #compute
+                let __nx: i64 = __ci + #ahead;
+                if __tid == 0 && __nx < __n { #steady }
+                #compute_after
+                __ci += 1;
+            }
+            #after_loop
+        }
     }
 }

@@ -56,8 +56,9 @@ fn the_seed_k_loop_is_software_pipelined() {
     assert!(out.contains("ldmatrix_x4_trans"));
     assert!(out.contains("mma_f16"));
     // Shared memory: 3 stages of A (64x32) and B (32x64) tiles in f16, and the 16-byte word
-    // of the bounds proof that selects the unchecked copy of the loop.
-    assert_eq!(shared_bytes(&out), 24576 + 16);
+    // of the bounds proof that selects the unchecked copy of the loop; the sm_90a body adds one
+    // 8-byte `mbarrier` per stage (24 bytes, rounded to 32) for its tensor-map copies.
+    assert_eq!(shared_bytes(&out), 24576 + 32 + 16);
     assert!(out.contains("__proved"));
 }
 
@@ -65,10 +66,12 @@ fn the_seed_k_loop_is_software_pipelined() {
 fn num_stages_drives_the_number_of_buffers() {
     let (out, _) = expand("", &matmul(5, 32, ""));
     assert!(out.contains("cp_async_wait_group :: < 3u32 >"));
-    assert_eq!(shared_bytes(&out), 40960 + 16);
-    // One stage: copy, wait for it, compute.
+    assert_eq!(shared_bytes(&out), 40960 + 48 + 16);
+    // One stage: copy, wait for it, compute (no tensor-map version: its copies need a second
+    // buffer to overlap).
     let (out, _) = expand("", &matmul(1, 32, ""));
     assert!(out.contains("cp_async_wait_group :: < 0 >"));
+    assert!(!out.contains("tma_load_2d"));
     assert_eq!(shared_bytes(&out), 8192 + 16);
 }
 
@@ -189,7 +192,7 @@ fn hopper_bodies_use_wgmma_with_operands_in_shared_memory() {
     // Two bodies: `wgmma` for sm_90a, `mma.sync` for the others.
     assert!(out.contains("cfg (target_feature = \"sm_90a\")") && out.contains("cfg (not (target_feature = \"sm_90a\"))"));
     // 64x64 over one warpgroup: one m64n64k16 per 16-wide K step, two steps per BLOCK_K = 32.
-    assert_eq!(out.matches("wgmma_m64n64k16_f16 ::").count(), 2 * 2, "two K steps in the checked and the unchecked loop");
+    assert_eq!(out.matches("wgmma_m64n64k16_f16 ::").count(), 2 * 3, "two K steps in the checked, the unchecked and the tensor-map loop");
     assert!(out.contains("fence_proxy_async"), "the copies must be visible to the async proxy");
     assert!(out.contains("wgmma_wait :: < 0 >") && out.contains("wgmma_tie_n64"));
     assert!(out.contains("mma_f16"), "the other body keeps mma.sync");
@@ -217,4 +220,57 @@ fn wgmma_b_tiles_are_stored_in_swizzled_column_blocks() {
     assert_eq!(Tile::of(lay, false, 64, 32).block, 32);
     let sync = Layout::Mma { wm: 2, wn: 2, tm: 1, tn: 8, n: 128, wg: false };
     assert_eq!(Tile::of(sync, true, 32, 128).block, 128);
+}
+
+/// The tensor maps of the (first) instance's entry.
+fn tma_of(src: &str) -> (String, Vec<TmaDesc>) {
+    let (out, inst) = expand("", src);
+    let (k, vals, warps, stages) = &inst[0];
+    (out, entry(k, "mm", vals, *warps, *stages).tma)
+}
+
+#[test]
+fn hopper_k_loops_copy_tiles_with_tensor_maps() {
+    let (out, tma) = tma_of(&matmul(3, 32, ""));
+    // A (64x32): rows K apart (parameter 5), one 64x32 box with the 64-byte swizzle; B (32x64):
+    // rows N apart (parameter 4), one 32x64 box with the 128-byte swizzle; column stride 1.
+    assert_eq!(
+        tma,
+        vec![
+            TmaDesc { ptr: 0, row_stride: 5, col_stride: None, box_inner: 32, box_rows: 64, swizzle: 64 },
+            TmaDesc { ptr: 1, row_stride: 4, col_stride: None, box_inner: 64, box_rows: 32, swizzle: 128 },
+        ]
+    );
+    // The entry takes the maps' address and validity mask after its other hidden parameters.
+    assert!(out.contains("__tag : u32 , __tma : * const u8 , __tmask : u32"));
+    // Thread 0 copies each operand's box (in the prologue and in the loop), announcing the
+    // stage's 8192 bytes on the buffer's barrier; every thread waits for the barrier's phase.
+    assert_eq!(out.matches("tma_load_2d").count(), 2 * 2);
+    assert!(out.contains("mbarrier_arrive_expect_tx (__bar , 8192u32)"));
+    assert!(out.contains("mbarrier_wait"));
+    assert_eq!(out.matches(":: mbarrier_init (").count(), 3, "one barrier per buffer");
+    // The map is used only when the block proves its accesses match it, and masked elements
+    // are given `other` after the copy.
+    assert!(out.contains("__tma_go") && out.contains("__taf") && out.contains("__fx = true"));
+
+    // B 32x128 goes in two 64-column boxes per stage.
+    let wide = matmul(3, 32, "").replace("BN = 64", "BN = 128");
+    let (out, tma) = tma_of(&wide);
+    assert_eq!(tma[1], TmaDesc { ptr: 1, row_stride: 4, col_stride: None, box_inner: 64, box_rows: 32, swizzle: 128 });
+    assert_eq!(out.matches("tma_load_2d").count(), 2 * 3);
+
+    // Explicit strides: the column stride parameter is listed for the launch to check.
+    let strided = matmul(3, 32, "")
+        .replace("M: i32, N: i32, K: i32)", "M: i32, N: i32, K: i32, sam: i32, sak: i32)")
+        .replace("offs_m.as_col() * K + offs_k.as_row()", "offs_m.as_col() * sam + offs_k.as_row() * sak");
+    let (_, tma) = tma_of(&strided);
+    assert_eq!(tma[0], TmaDesc { ptr: 0, row_stride: 6, col_stride: Some(7), box_inner: 32, box_rows: 64, swizzle: 64 });
+
+    // Strides that are no parameters (a literal row stride): no maps, no tensor-map loop.
+    let literal = matmul(3, 32, "").replace("offs_m.as_col() * K + offs_k.as_row()", "offs_m.as_col() * 64 + offs_k.as_row()");
+    let (out, tma) = tma_of(&literal);
+    assert!(tma.is_empty() && !out.contains("tma_load_2d") && !out.contains("__tmask"), "{tma:?}");
+    // Two warps (no warpgroup): no maps either.
+    let (_, tma) = tma_of(&matmul(3, 32, "").replace("num_warps = 4", "num_warps = 2"));
+    assert!(tma.is_empty());
 }

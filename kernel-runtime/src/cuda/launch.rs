@@ -140,6 +140,10 @@ pub(crate) fn launch_cuda(
     }
     let (record, tag) = dev.fault_args(info, index).map_err(LaunchError::Device)?;
     slots.extend(bounds_slots(args, record, tag));
+    if !inst.tma.is_empty() {
+        let maps = super::tma::tma_slots(dev, info, inst.tma, args, scalars).map_err(LaunchError::Device)?;
+        slots.extend(maps);
+    }
     let mut params: Vec<*mut c_void> = slots.iter_mut().map(|s| std::ptr::from_mut(s).cast::<c_void>()).collect();
     let (function, stream) = (f.function, dev.stream.cu_stream());
     let cuda_error = |op: &str, e: DeviceError| match e {
@@ -178,7 +182,7 @@ mod tests {
     use crate::launch::{ModuleInfo, ParamInfo};
 
     static INST: InstanceInfo =
-        InstanceInfo { entry: "k__c0", config: 0, variant: 0, launch_metas: &[], threads: 256, shared_bytes: 0 };
+        InstanceInfo { entry: "k__c0", config: 0, variant: 0, launch_metas: &[], threads: 256, shared_bytes: 0, tma: &[] };
     static INFO: KernelInfo = KernelInfo {
         name: "k",
         params: &[

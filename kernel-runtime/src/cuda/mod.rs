@@ -16,6 +16,7 @@
 pub(crate) mod launch;
 pub(crate) mod memory;
 pub(crate) mod ptx;
+pub(crate) mod tma;
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -58,6 +59,8 @@ pub(crate) struct CudaDevice {
     /// allocated on the first launch, and the instances launched so far (a launch's tag is its
     /// instance's index here).
     pub(crate) faults: Mutex<FaultState>,
+    /// Where launches pass their tensor maps (`tma.rs`).
+    pub(crate) tma: Mutex<tma::TmaArena>,
 }
 
 /// Where kernels of a device record an out-of-bounds access.
@@ -224,6 +227,7 @@ impl CudaDevice {
             modules: Mutex::new(HashMap::new()),
             functions: Mutex::new(HashMap::new()),
             faults: Mutex::new(FaultState::default()),
+            tma: Mutex::new(tma::TmaArena::default()),
         })
     }
 

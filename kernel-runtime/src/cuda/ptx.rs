@@ -476,6 +476,7 @@ mod tests {
             launch_metas: &[],
             threads: 128,
             shared_bytes: 300_000,
+            tma: &[],
         };
         static INFO: KernelInfo = KernelInfo {
             name: "mm",
