@@ -23,7 +23,8 @@
 //!    (`llc -mcpu=<arch>`) to `target/ptx/<arch>/<crate>.ptx`.
 //!    This replaces rustc's own link step for the target, which needs the
 //!    `llvm-bitcode-linker` component that these machines cannot download.
-//! 4. **Validate** with `ptxas -arch=<arch> -v` ([`crate::ptxas`]); any error or spill fails.
+//! 4. **Validate** with `ptxas -arch=<arch> -v` ([`crate::ptxas`]); any error, spill or
+//!    "Potential Performance Loss" advisory (a serialized `wgmma` pipeline) fails.
 //!    The cubin is kept as `<crate>.cubin`.
 //! 5. **Manifest** `target/ptx/<arch>/<crate>.manifest.json` (format on [`write_manifest`]).
 //!
@@ -230,6 +231,12 @@ fn build_one(root: &Path, tc: &Toolchain, ptxas: &Ptxas, krate: &Path, arch: &st
         .collect();
     if !spills.is_empty() {
         bail!("ptxas -arch={arch} spills registers in {}: {}", ptx_path.display(), spills.join(", "));
+    }
+    // A serialized `wgmma` pipeline runs at a fraction of the tensor cores' rate: a build error,
+    // like a spill.
+    if !report.perf_losses.is_empty() {
+        let losses: Vec<String> = report.perf_losses.iter().map(|(f, m)| format!("`{f}`: {m}")).collect();
+        bail!("ptxas -arch={arch} reports performance losses in {}: {}", ptx_path.display(), losses.join("; "));
     }
 
     write_manifest(&manifest_path, name, arch, &ptx, &cubin, tc, ptxas, &rows)?;

@@ -43,6 +43,9 @@ pub struct Report {
     pub functions: Vec<FunctionReport>,
     /// `ptxas` warning lines, passed on to the user.
     pub warnings: Vec<String>,
+    /// "Potential Performance Loss" advisories (e.g. C7515: `wgmma` serialized) as (function,
+    /// the advisory's text).
+    pub perf_losses: Vec<(String, String)>,
 }
 
 impl Ptxas {
@@ -98,6 +101,7 @@ impl Ptxas {
 fn parse_report(text: &str) -> Report {
     let mut functions: Vec<FunctionReport> = Vec::new();
     let mut warnings = Vec::new();
+    let mut perf_losses = Vec::new();
     let mut current: Option<usize> = None;
     let slot = |functions: &mut Vec<FunctionReport>, name: &str| -> usize {
         match functions.iter().position(|f| f.name == name) {
@@ -110,6 +114,11 @@ fn parse_report(text: &str) -> Report {
     };
     for line in text.lines() {
         let line = line.trim();
+        if let Some(at) = line.find("Potential Performance Loss") {
+            let function = line.rsplit_once("in the function '").and_then(|(_, f)| f.split('\'').next()).unwrap_or_default();
+            perf_losses.push((function.to_string(), line[at..].to_string()));
+            continue;
+        }
         if line.starts_with("ptxas warning") || line.contains("warning :") {
             warnings.push(line.to_string());
             continue;
@@ -157,7 +166,7 @@ fn parse_report(text: &str) -> Report {
             None => {}
         }
     }
-    Report { functions, warnings }
+    Report { functions, warnings, perf_losses }
 }
 
 /// `" used 12 registers"` → `(12, "registers")`; `"Used 3 barriers"` → `(3, "barriers")`.
@@ -221,7 +230,8 @@ ptxas info    : Used 255 registers, used 1 barriers, 1024 bytes smem, 400 bytes 
 ptxas info    : Compile time = 7.366 ms
 ptxas info    : Function properties for helper
     16 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-ptxas warning : Potential Performance Loss: wgmma.mma_async instructions are serialized
+ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async instructions are serialized due to non wgmma instructions defining accumulator registers of a wgmma between start and end of the pipeline stage in the function 'k1'
+ptxas warning : Unresolved extern function 'f'
 ";
         let r = parse_report(text);
         assert_eq!(r.functions.len(), 2);
@@ -232,6 +242,9 @@ ptxas warning : Potential Performance Loss: wgmma.mma_async instructions are ser
         let h = &r.functions[1];
         assert!(!h.is_entry);
         assert_eq!(h.stack_frame_bytes, 16);
-        assert_eq!(r.warnings.len(), 1);
+        assert_eq!(r.warnings, ["ptxas warning : Unresolved extern function 'f'"]);
+        assert_eq!(r.perf_losses.len(), 1);
+        assert_eq!(r.perf_losses[0].0, "k1");
+        assert!(r.perf_losses[0].1.starts_with("Potential Performance Loss: wgmma.mma_async instructions are serialized due to"));
     }
 }

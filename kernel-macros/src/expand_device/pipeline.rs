@@ -641,7 +641,7 @@ impl DevGen<'_> {
                 _ => (quote!(), compute.clone(), quote!()),
             };
             let (ahead, wait) = if overlap { (s_i - 2, (stages - 3) as u32) } else { (s_i - 1, (stages - 2) as u32) };
-            quote! {
+            let pipelined = quote! {
                 let mut __pi: i64 = 0;
                 while __pi < #ahead {
                     if __pi < __n { #pro }
@@ -664,6 +664,15 @@ impl DevGen<'_> {
                     __ci += 1;
                 }
                 #after_loop
+            };
+            // With a `wgmma` group in flight across iterations, the wait after the loop is only
+            // reached from the loop: on a path that skips the loop, the accumulators' initial
+            // values would be copied right before that wait, and `ptxas` then serializes every
+            // `wgmma` of the function (C7515).
+            if overlap {
+                quote!(if __n > 0 { #pipelined })
+            } else {
+                pipelined
             }
         };
         // Loop versioning: when every thread proved before the loop that all its chunks stay in
@@ -784,7 +793,8 @@ impl DevGen<'_> {
         };
         let (pro, steady) = (issue(quote!(__pi)), issue(quote!(__nx)));
         let fixups = ops.iter().map(|t| &t.fixup);
-        quote! {
+        // Entered only when the loop runs (see the `cp.async` version).
+        quote! { if __n > 0 {
             if __tid == 0 {
                 let mut __pi: i64 = 0;
                 while __pi < #ahead {
@@ -813,6 +823,6 @@ impl DevGen<'_> {
                 __ci += 1;
             }
             #after_loop
-        }
+        }}
     }
 }

@@ -52,10 +52,20 @@ pub fn mbarrier_try_wait(bar: u32, parity: u32) -> bool {
 }
 
 /// Waits until the phase of `bar` with parity `parity` has completed: the copies it tracked are
-/// visible to this thread (and to the `wgmma`s it issues).
+/// visible to this thread (and to the `wgmma`s it issues). One `asm!` block with its own retry
+/// loop (the label is local to the braces): a loop in Rust would put a loop back-edge between a
+/// `wgmma` and its wait, and `ptxas` then serializes the `wgmma`s of big accumulators.
 #[inline(always)]
+#[allow(named_asm_labels)]
 pub fn mbarrier_wait(bar: u32, parity: u32) {
-    while !mbarrier_try_wait(bar, parity) {}
+    unsafe {
+        asm!(
+            "{{ .reg .pred p; WAIT: mbarrier.try_wait.parity.shared::cta.b64 p, [{b}], {k}; @!p bra WAIT; }}",
+            b = in(reg32) bar,
+            k = in(reg32) parity,
+            options(nostack),
+        )
+    };
 }
 
 /// `cp.async.bulk.tensor.2d` (tile mode): copies the box of the tensor map at generic address
