@@ -205,7 +205,11 @@ impl DevGen<'_> {
         let tile_a = (m * kk * 2).next_multiple_of(align);
         let stage_bytes = tile_a + (kk * n * 2).next_multiple_of(align);
         const SMEM_LIMIT: usize = 232_448;
-        let mut stages = self.num_stages;
+        // `num_stages` is, as in Triton, the number of iterations whose operands are in flight or
+        // ready: copies run `num_stages - 1` iterations ahead of the tensor cores. A `wgmma` body
+        // keeps one `wgmma` group in flight across iterations, whose buffer the copies must not
+        // overwrite yet: it takes one buffer more (when shared memory allows).
+        let mut stages = if wg { self.num_stages + 1 } else { self.num_stages };
         // The buffers, then one 16-byte word for the bounds proof of loop versioning and, on
         // sm_90a, one 8-byte `mbarrier` per buffer.
         while stages > 1 && self.cursor.get().next_multiple_of(align) + stages * stage_bytes + 16 + 8 * stages + 8 > SMEM_LIMIT {
