@@ -42,9 +42,55 @@ type ChunkPtr<'a> = Box<dyn Fn(usize) -> TokenStream + 'a>;
 struct TmaOp {
     copies: TokenStream,
     fixup: TokenStream,
+    /// Before the loop: ANDs into `__mall` whether this thread's chunks are unmasked in every
+    /// iteration (then the loop skips the fix-up).
+    check: TokenStream,
 }
 
 impl DevGen<'_> {
+    /// Whether the boolean block `e` is a conjunction of comparisons of integer expressions that
+    /// are linear in local `var` (sums and differences of loop-invariant terms and invariant
+    /// multiples of `var`, broadcast): on each element such a comparison holds on an interval of
+    /// `var`, so if it holds at the first and the last iteration it holds in between. (Wrap-around
+    /// of the kernel's integer arithmetic between the two ends is not considered: the masks of
+    /// K loops compare indices with sizes far from `i32::MAX`.)
+    fn linear_in(&self, e: ExprId, var: LocalId) -> bool {
+        let k = self.k;
+        let lin = |x: ExprId| self.linear_int(x, var);
+        match &k.exprs[e].kind {
+            _ if !uses_local(k, e, var) => true,
+            ExprKind::Binary(BinOp::And, a, b) => self.linear_in(*a, var) && self.linear_in(*b, var),
+            ExprKind::Binary(BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge, a, b) => lin(*a) && lin(*b),
+            ExprKind::ExpandDims(x, _) | ExprKind::BroadcastTo(x) => self.linear_in(*x, var),
+            ExprKind::Local(l) => match self.kinds[*l] {
+                LocalKind::Pure(init) => self.linear_in(init, var),
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
+    /// Whether the integer expression `e` is linear in local `var` (see [`Self::linear_in`]).
+    fn linear_int(&self, e: ExprId, var: LocalId) -> bool {
+        let k = self.k;
+        let uses = |x: ExprId| uses_local(k, x, var);
+        if !matches!(k.exprs[e].ty.dtype(), Some(DType::I32 | DType::I64)) {
+            return false;
+        }
+        match &k.exprs[e].kind {
+            _ if !uses(e) => true,
+            ExprKind::Local(l) if *l == var => true,
+            ExprKind::Local(l) => match self.kinds[*l] {
+                LocalKind::Pure(init) => self.linear_int(init, var),
+                _ => false,
+            },
+            ExprKind::Binary(BinOp::Add | BinOp::Sub, a, b) => self.linear_int(*a, var) && self.linear_int(*b, var),
+            ExprKind::Binary(BinOp::Mul, a, b) => (self.linear_int(*a, var) && !uses(*b)) || (!uses(*a) && self.linear_int(*b, var)),
+            ExprKind::ExpandDims(x, _) | ExprKind::BroadcastTo(x) => self.linear_int(*x, var),
+            _ => false,
+        }
+    }
+
     /// The scalar integer parameter `e` is, if it is one.
     fn int_param(&self, e: ExprId) -> Option<usize> {
         match self.k.exprs[e].kind {
@@ -538,33 +584,59 @@ impl DevGen<'_> {
                 });
                 // The copy brings every element: masked ones get `other` afterwards (each thread
                 // its chunks whose mask is not all true; rare: the K tail).
-                let fixup = match op.mask {
-                    None => quote!(),
-                    Some(_) => {
-                        let chunks_fix = (0..per_thread).map(|jc| {
-                            guard(
-                                jc,
-                                quote! {
-                                    let __f0: usize = __c * 8;
-                                    if !(#all) {
-                                        let __sp = __smem.add(#tile_off + __cb * #stage_bytes + (#s0) * 2) as *mut #e;
-                                        let __ne: usize = #d::opaque_usize(8);
-                                        let mut __i: usize = 0;
-                                        while __i < __ne {
-                                            if !(#m_i) {
-                                                #d::store(__sp.add(__i), #o_i);
-                                            }
-                                            __i += 1;
-                                        }
-                                        __fx = true;
-                                    }
-                                },
-                            )
-                        });
-                        quote!(#(#chunks_fix)*)
+                // A rolled loop over this thread's chunks (opaque trip count): the code stays small,
+                // so the K loop fits the instruction cache.
+                let over_chunks = |body: TokenStream| {
+                    quote! {
+                        let __njc: usize = #d::opaque_usize(#per_thread);
+                        let mut __jc: usize = 0;
+                        while __jc < __njc {
+                            let __c: usize = __jc * #threads + __tid;
+                            if __c < #chunks {
+                                let __f0: usize = __c * 8;
+                                #body
+                            }
+                            __jc += 1;
+                        }
                     }
                 };
-                tma_ops.push(TmaOp { copies: quote!(#(#copies)*), fixup });
+                let (fixup, check) = match op.mask {
+                    None => (quote!(), quote!()),
+                    Some(mk) => {
+                        let fixup = over_chunks(quote! {
+                            if !(#all) {
+                                let __sp = __smem.add(#tile_off + __cb * #stage_bytes + (#s0) * 2) as *mut #e;
+                                let __ne: usize = #d::opaque_usize(8);
+                                let mut __i: usize = 0;
+                                while __i < __ne {
+                                    if !(#m_i) {
+                                        #d::store(__sp.add(__i), #o_i);
+                                    }
+                                    __i += 1;
+                                }
+                                __fx = true;
+                            }
+                        });
+                        // A mask whose comparisons are linear in the loop variable holds in every
+                        // iteration when it holds in the first and the last one.
+                        let check = if self.linear_in(mk, var) {
+                            let at = |it: TokenStream| {
+                                let test = over_chunks(quote!(__mall = __mall && (#all);));
+                                quote! {{
+                                    let __it: i64 = #it;
+                                    let #var_id: #var_t = ((__start as i64) + __it * (__step as i64)) as #var_t;
+                                    #test
+                                }}
+                            };
+                            let (first, last) = (at(quote!(0)), at(quote!(__n - 1)));
+                            quote!(#first #last)
+                        } else {
+                            quote!(__mall = false;)
+                        };
+                        (fixup, check)
+                    }
+                };
+                tma_ops.push(TmaOp { copies: quote!(#(#copies)*), fixup, check });
                 tma_descs.push(t.clone());
             }
             let op_code = |chunks: &[TokenStream]| {
@@ -695,6 +767,7 @@ impl DevGen<'_> {
             });
             inval = quote!(if __tid == 0 { #(#invals)* });
             let (fast, checked) = (main(&fast_ops), main(&issue_ops));
+            let checks: Vec<&TokenStream> = tma_ops.iter().map(|t| &t.check).collect();
             let inits = (0..stages).map(|b| {
                 let at = bars + 8 * b;
                 quote!(#d::mbarrier_init(#d::smem_addr() + #at as u32, 1);)
@@ -705,19 +778,30 @@ impl DevGen<'_> {
                     #(#inits)*
                     #d::fence_mbarrier_init();
                 }
+                // Whether this thread's chunks are unmasked in every iteration.
+                let mut __mall: bool = __n > 0;
+                if __n > 0 {
+                    #(#checks)*
+                }
                 // Word 0: every access proven in bounds; word 1: every operand can be copied with
-                // its tensor map.
-                let (__proved, __tma_go): (bool, bool) = {
+                // its tensor map; word 2: no masked element in any iteration (no fix-up).
+                let (__proved, __tma_go, __nofix): (bool, bool, bool) = {
                     let __w: u32 = #d::smem_addr() + #flag as u32;
                     if __tid == 0 {
                         #d::store(__smem.add(#flag) as *mut u32, 1u32);
                         #d::store(__smem.add(#flag + 4) as *mut u32, 1u32);
+                        #d::store(__smem.add(#flag + 8) as *mut u32, 1u32);
                     }
                     #d::bar_sync();
                     #d::smem_and(__w, (true #(&& #proofs)*) as u32);
                     #d::smem_and(__w + 4, (true #(&& #tma_oks)*) as u32);
+                    #d::smem_and(__w + 8, __mall as u32);
                     #d::bar_sync();
-                    (#d::load(__smem.add(#flag) as *mut u32) != 0, #d::load(__smem.add(#flag + 4) as *mut u32) != 0)
+                    (
+                        #d::load(__smem.add(#flag) as *mut u32) != 0,
+                        #d::load(__smem.add(#flag + 4) as *mut u32) != 0,
+                        #d::load(__smem.add(#flag + 8) as *mut u32) != 0,
+                    )
                 };
                 if __tma_go {
                     #tma_main
@@ -810,14 +894,16 @@ impl DevGen<'_> {
             while __ci < __n {
                 let __cb: usize = (__ci % #s_i) as usize;
                 #d::mbarrier_wait(#d::smem_addr() + (#bars + __cb * 8) as u32, ((__ci / #s_i) & 1) as u32);
-                let mut __fx: bool = false;
-                {
-                    let __it: i64 = __ci;
-                    let #var_id: #var_t = ((__start as i64) + __it * (__step as i64)) as #var_t;
-                    #(#fixups)*
-                }
-                if __fx {
-                    #d::fence_proxy_async();
+                if !__nofix {
+                    let mut __fx: bool = false;
+                    {
+                        let __it: i64 = __ci;
+                        let #var_id: #var_t = ((__start as i64) + __it * (__step as i64)) as #var_t;
+                        #(#fixups)*
+                    }
+                    if __fx {
+                        #d::fence_proxy_async();
+                    }
                 }
                 #d::bar_sync();
                 #compute

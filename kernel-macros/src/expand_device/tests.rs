@@ -252,6 +252,15 @@ fn hopper_k_loops_copy_tiles_with_tensor_maps() {
     // The map is used only when the block proves its accesses match it, and masked elements
     // are given `other` after the copy.
     assert!(out.contains("__tma_go") && out.contains("__taf") && out.contains("__fx = true"));
+    // The seed's masks are linear in `k`: tested at the first and last iteration before the loop
+    // (two rolled loops per operand), so that the K loop skips the fix-up when nothing is masked.
+    assert_eq!(out.matches("__mall = __mall &&").count(), 2 * 2);
+    assert!(out.contains("if ! __nofix"));
+    // A mask that is not linear in `k` gets the fix-up test in every iteration.
+    let quadratic = matmul(3, 32, "").replace("let a = load(a_ptrs, offs_k.as_row() < K - k * BK, 0.0);", "let a = load(a_ptrs, offs_k.as_row() < K - k * k * BK, 0.0);");
+    let (out, _) = expand("", &quadratic);
+    assert_eq!(out.matches("__mall = __mall &&").count(), 2, "only B's mask is linear");
+    assert!(out.contains("__mall = false ;"));
 
     // B 32x128 goes in two 64-column boxes per stage.
     let wide = matmul(3, 32, "").replace("BN = 64", "BN = 128");
