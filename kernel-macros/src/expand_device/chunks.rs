@@ -19,13 +19,13 @@ pub(super) enum Along {
 impl DevGen<'_> {
     /// Whether a chunk of `parent` (whose elements `moves` along `parent`'s flat index) also moves
     /// along `child`'s flat index after broadcasting, rather than staying on one element.
-    fn child_moves(&self, parent: ExprId, child: ExprId, moves: bool) -> bool {
+    pub(super) fn child_moves(&self, parent: ExprId, child: ExprId, moves: bool) -> bool {
         let (p, c) = (&self.shapes[parent], &self.shapes[child]);
         moves && !c.is_empty() && c.last() == p.last() && c.last().is_some_and(|n| *n > 1)
     }
 
     /// The position of `child` that position `at` of `parent` reads.
-    fn sub_at(&self, parent: ExprId, child: ExprId, at: &At) -> At {
+    pub(super) fn sub_at(&self, parent: ExprId, child: ExprId, at: &At) -> At {
         if self.shapes[child].is_empty() {
             At::Own
         } else {
@@ -137,5 +137,56 @@ impl DevGen<'_> {
         let at0 = self.sub_at(load, mask, &At::Flat(quote!((#f0))));
         let at7 = self.sub_at(load, mask, &At::Flat(quote!((#f0 + #last))));
         self.chunk_all(mask, moves, &at0, &at7)
+    }
+
+    /// The increment of the integer or pointer block `e` from one element of a row (its
+    /// innermost axis) to the next, as an `i64` expression evaluated at position `at` of `e`
+    /// (`moves` as in [`Self::along`]; pointers step in elements): `Some` when `e` is affine in
+    /// the column index, i.e. built from values constant along the row, `arange`, sums,
+    /// differences and negations, and products with one factor constant along the row. The
+    /// kernel's integer arithmetic wraps, so the true increment is this value modulo the width
+    /// of `e`'s type: an increment of exactly 1 here means consecutive offsets modulo that
+    /// width, and the caller rules out a wrap between two elements by comparing their
+    /// addresses.
+    pub(super) fn col_step(&self, e: ExprId, moves: bool, at: &At) -> Option<TokenStream> {
+        let k = self.k;
+        let d = &self.d;
+        if self.along(e, moves) == Along::Const {
+            return Some(quote!(0i64));
+        }
+        let sub = |c: ExprId| self.col_step(c, self.child_moves(e, c, moves), &self.sub_at(e, c, at));
+        let int = |x: ExprId| matches!(k.exprs[x].ty.dtype(), Some(DType::I32 | DType::I64 | DType::U32));
+        match &k.exprs[e].kind {
+            ExprKind::Arange { .. } => Some(quote!(1i64)),
+            ExprKind::Local(l) => match self.kinds[*l] {
+                LocalKind::Pure(init) => self.col_step(init, moves, at),
+                _ => None,
+            },
+            ExprKind::ExpandDims(x, _) => self.col_step(*x, moves, at),
+            ExprKind::Reshape(x) if self.shapes[*x] == self.shapes[e] => self.col_step(*x, moves, at),
+            ExprKind::BroadcastTo(x) => sub(*x),
+            ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) if int(e) => {
+                let (sa, sb) = (sub(*a)?, sub(*b)?);
+                Some(match op {
+                    BinOp::Add => quote!((#sa).wrapping_add(#sb)),
+                    _ => quote!((#sa).wrapping_sub(#sb)),
+                })
+            }
+            ExprKind::Binary(BinOp::Mul, a, b) if int(e) => {
+                let konst = |c: ExprId| self.along(c, self.child_moves(e, c, moves)) == Along::Const;
+                let (c, x) = if konst(*a) { (*a, *b) } else if konst(*b) { (*b, *a) } else { return None };
+                let t = self.elem(&k.exprs[c].ty);
+                let at_c = if self.shapes[c].is_empty() { At::Own } else { self.sub_at(e, c, at) };
+                let vc = self.ev(c, &at_c);
+                let sx = sub(x)?;
+                Some(quote!(#d::cast::<#t, i64>(#vc).wrapping_mul(#sx)))
+            }
+            ExprKind::Unary(UnOp::Neg, x) if int(e) => {
+                let sx = sub(*x)?;
+                Some(quote!((#sx).wrapping_neg()))
+            }
+            ExprKind::PtrAdd(p, o) if self.along(*p, self.child_moves(e, *p, moves)) == Along::Const && int(*o) => sub(*o),
+            _ => None,
+        }
     }
 }

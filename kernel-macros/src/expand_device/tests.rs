@@ -283,3 +283,56 @@ fn hopper_k_loops_copy_tiles_with_tensor_maps() {
     let (_, tma) = tma_of(&matmul(3, 32, "").replace("num_warps = 4", "num_warps = 2"));
     assert!(tma.is_empty());
 }
+
+/// Whether each store's pointer block of the first instance of `src` has a per-column
+/// increment (`col_step`), in program order.
+fn store_steps(src: &str) -> Vec<bool> {
+    let (_, inst) = expand("BLOCK = [64]", src);
+    let (k, vals, warps, stages) = &inst[0];
+    let g = DevGen::new(k, vals, 32 * warps, *stages, false);
+    k.body
+        .iter()
+        .filter_map(|s| match s {
+            Stmt::Store { ptr, .. } => Some(g.col_step(*ptr, true, &At::Flat(quote!(0usize))).is_some()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn pointer_blocks_affine_along_rows_have_a_column_step() {
+    let got = store_steps(
+        r#"fn k<const BLOCK: i32>(y: Ptr<f32>, n: i32) {
+            let rows = arange(0, BLOCK);
+            let cols = program_id(0) * BLOCK + arange(0, BLOCK);
+            let v = zeros::<f32>([BLOCK, BLOCK]);
+            store(y + rows.as_col() * n + cols.as_row(), v);
+            store(y + n * rows.as_col() + n * cols.as_row(), v);
+            store(y + (rows.as_col() - cols.as_row() * 2), v);
+            store(y + cols.as_row() * cols.as_row() + rows.as_col(), v);
+            store(y + (cols.as_row() % 7 + rows.as_col()), v);
+        }"#,
+    );
+    // Unit step; a run-time step (n); step -2; a product of two varying factors; a remainder.
+    assert_eq!(got, vec![true, true, true, false, false]);
+}
+
+#[test]
+fn mma_epilogue_stores_skip_per_pair_tests_when_rows_are_proven_contiguous() {
+    // The seed's epilogue: rows and columns of the tile without wrapping, masked at the edges.
+    let seed = matmul(3, 32, "").replace(
+        "let c_ptrs = c_ptr + offs_m.as_col() * N + offs_n.as_row();",
+        "let cm = program_id(0) * BM + arange(0, BM); let cn = program_id(1) * BN + arange(0, BN); let c_ptrs = c_ptr + cm.as_col() * N + cn.as_row();",
+    );
+    let seed = seed.replace("store(c_ptrs, c);", "store(c_ptrs, c, (cm.as_col() < M) & (cn.as_row() < N));");
+    let (out, _) = expand("", &seed);
+    // Both bodies (mma.sync and wgmma) get the per-thread row test and the untested stores.
+    assert_eq!(out.matches("let __sfast : bool").count(), 2, "one fast path per body");
+    // Columns wrapped with `% N` (the test kernel's own epilogue) are not affine along a row,
+    // nor is a product of two column indices: those stores keep the per-pair tests only.
+    for src in [matmul(3, 32, ""), seed.replace("cn.as_row();", "cn.as_row() * cn.as_row();")] {
+        let (out, _) = expand("", &src);
+        assert!(!out.contains("__sfast"));
+        assert!(out.contains("store_vec :: < :: kernel_std :: __private :: device :: F16 , 2usize >"));
+    }
+}

@@ -223,6 +223,118 @@ impl DevGen<'_> {
                 }
             }
         };
-        self.phase_chunks_in(numel, layout, &roots, body, decls, after)
+        let slow = self.phase_chunks_in(numel, layout, &roots, body, decls, after);
+        match self.mma_store_fast(numel, layout, ptr, value, mask) {
+            Some((setup, fast)) => quote! {{
+                #setup
+                if __sfast { #fast } else { #slow }
+            }},
+            None => slow,
+        }
+    }
+
+    /// The fast path of a store in the `mma` layout: `(setup, stores)`, where `setup` binds
+    /// `__sfast`, true when on each row of the block that this thread writes, the span from its
+    /// first to its last column is contiguous (the pointer block is affine along the row with an
+    /// increment of one element, and the span's end addresses agree), pair-aligned, inside the
+    /// buffer and all masked in; `stores` then writes each column pair with one vector store at a
+    /// constant offset from the row's first address, with no per-pair test. `None` when the
+    /// analysis cannot tell (the store then tests every pair) or when the fast path would read
+    /// another thread's values (it must not hold barriers: `__sfast` differs between threads).
+    fn mma_store_fast(&self, numel: usize, layout: Layout, ptr: ExprId, value: ExprId, mask: Option<ExprId>) -> Option<(TokenStream, TokenStream)> {
+        let Layout::Mma { tm, tn, n, .. } = layout else { return None };
+        let d = &self.d;
+        let k = self.k;
+        let ty = &k.exprs[value].ty;
+        let bytes = self.vector_bytes(&ty.elem, 2)?;
+        if self.shapes[ptr].len() != 2 || self.shapes[ptr][1] != n || self.numel(ptr) != numel {
+            return None;
+        }
+        let (e, vt, size) = (self.elem(ty), self.elem(&k.exprs[ptr].ty), elem_size(&ty.elem));
+        let saved = (self.cursor.get(), self.smem_max.get());
+        let scope = self.enter_iteration(numel, layout);
+        // Row `ri` of this thread (rows `t_m * 2 + r / 2` in `mma_flat`'s terms) spans slots
+        // `[t_m * tn * 4 + (ri % 2) * 2, ... + (tn - 1) * 4 + 1]`: columns `c .. c + span`.
+        let span = (tn - 1) * 8 + 1;
+        let rows = 2 * tm;
+        let mut firsts = Vec::new();
+        let mut tests = Vec::new();
+        let opaque = |f: &TokenStream| At::Flat(quote!(#d::opaque_usize(#f)));
+        for ri in 0..rows {
+            let (t_m, rr) = (ri / 2, ri % 2);
+            let (j0, j1) = (t_m * tn * 4 + rr * 2, t_m * tn * 4 + (tn - 1) * 4 + rr * 2 + 1);
+            let (f0, f1) = (Self::mma_flat(layout, j0), Self::mma_flat(layout, j1));
+            let (at0, at1) = (At::Flat(quote!((#f0))), At::Flat(quote!((#f1))));
+            let step = self.col_step(ptr, true, &at0);
+            let all = match mask {
+                None => Some(quote!(true)),
+                Some(m) => {
+                    let mv = self.child_moves(ptr, m, true);
+                    self.chunk_all(m, mv, &self.sub_at(ptr, m, &at0), &self.sub_at(ptr, m, &at1))
+                }
+            };
+            let (Some(step), Some(all)) = (step, all) else {
+                self.leave_iteration(scope);
+                self.cursor.set(saved.0);
+                self.smem_max.set(saved.1);
+                return None;
+            };
+            let (p0, p1) = (self.ev(ptr, &at0), self.ev(ptr, &at1));
+            let fits = self.fits_code(ptr, &quote!(__pa), span + 1);
+            let diff = span * size;
+            // Recomputed in the stores (an opaque index, so not kept in registers from the test).
+            firsts.push(self.ev(ptr, &opaque(&f0)));
+            tests.push(quote!({
+                let __pa: #vt = #p0;
+                let __pz: #vt = #p1;
+                #step == 1i64 && (__pz as usize).wrapping_sub(__pa as usize) == #diff && (__pa as usize) % #bytes == 0 && #fits && #all
+            }));
+        }
+        let val = self.operand(ptr, value, &At::Own);
+        let pairs = (0..self.slots(numel, layout) / 2).map(|p| {
+            let j = 2 * p;
+            let (t_m, rest) = (j / (tn * 4), j % (tn * 4));
+            let (t_n, rr) = (rest / 4, (rest % 4) / 2);
+            let col = t_n * 8;
+            let row_ptrs = if rest == 0 {
+                let (a, b) = (&firsts[2 * t_m], &firsts[2 * t_m + 1]);
+                quote!(let __pr: [#vt; 2] = [#a, #b];)
+            } else {
+                quote!()
+            };
+            let copies = (0..2).map(|i| {
+                let (jj, f) = (j + i, Self::mma_flat(layout, j + i));
+                quote!({ let __v: usize = #i; let __j: usize = #jj; let __f: usize = #f; __sv[__v] = #val; })
+            });
+            let store = quote!({
+                let mut __sv: [#e; 2] = [<#e as ::core::default::Default>::default(); 2];
+                #(#copies)*
+                #d::store_vec::<#e, 2>(__pr[#rr].wrapping_add(#col), __sv);
+            });
+            (t_m, row_ptrs, store)
+        });
+        // One group per `t_m`: its two row pointers, then its pairs.
+        let mut groups: Vec<TokenStream> = Vec::new();
+        let mut cur: Vec<TokenStream> = Vec::new();
+        let mut cur_m = 0;
+        for (t_m, row_ptrs, store) in pairs {
+            if t_m != cur_m {
+                groups.push(quote!({ #(#cur)* }));
+                cur.clear();
+                cur_m = t_m;
+            }
+            cur.push(row_ptrs);
+            cur.push(store);
+        }
+        groups.push(quote!({ #(#cur)* }));
+        if !self.leave_iteration(scope).is_empty() {
+            self.cursor.set(saved.0);
+            self.smem_max.set(saved.1);
+            return None;
+        }
+        let setup = quote! {
+            let __sfast: bool = true #(&& #tests)*;
+        };
+        Some((setup, quote!(#(#groups)*)))
     }
 }
