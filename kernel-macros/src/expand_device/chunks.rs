@@ -149,21 +149,38 @@ impl DevGen<'_> {
     /// width, and the caller rules out a wrap between two elements by comparing their
     /// addresses.
     pub(super) fn col_step(&self, e: ExprId, moves: bool, at: &At) -> Option<TokenStream> {
+        self.col_step_in(e, moves, at, None, &mut Vec::new())
+    }
+
+    /// [`Self::col_step`] over the `span + 1` elements of a row from position `at` to `end`,
+    /// which also takes a remainder `x % m` of a unit-step `x` by a value constant along the row
+    /// (the columns of a tile wrapped around a tensor's edge, `(pid * BLOCK + arange) % N`):
+    /// it steps by one on the span when it does not wrap there, which the conditions pushed on
+    /// `conds` test (its values at both ends differ by `span`).
+    pub(super) fn col_step_over(&self, e: ExprId, moves: bool, at: &At, end: &At, span: usize, conds: &mut Vec<TokenStream>) -> Option<TokenStream> {
+        self.col_step_in(e, moves, at, Some((end, span)), conds)
+    }
+
+    fn col_step_in(&self, e: ExprId, moves: bool, at: &At, end: Option<(&At, usize)>, conds: &mut Vec<TokenStream>) -> Option<TokenStream> {
         let k = self.k;
         let d = &self.d;
         if self.along(e, moves) == Along::Const {
             return Some(quote!(0i64));
         }
-        let sub = |c: ExprId| self.col_step(c, self.child_moves(e, c, moves), &self.sub_at(e, c, at));
+        let sub_end = |c: ExprId| end.map(|(a, n)| (self.sub_at(e, c, a), n));
+        let mut sub = |c: ExprId| {
+            let se = sub_end(c);
+            self.col_step_in(c, self.child_moves(e, c, moves), &self.sub_at(e, c, at), se.as_ref().map(|(a, n)| (a, *n)), conds)
+        };
         let int = |x: ExprId| matches!(k.exprs[x].ty.dtype(), Some(DType::I32 | DType::I64 | DType::U32));
         match &k.exprs[e].kind {
             ExprKind::Arange { .. } => Some(quote!(1i64)),
             ExprKind::Local(l) => match self.kinds[*l] {
-                LocalKind::Pure(init) => self.col_step(init, moves, at),
+                LocalKind::Pure(init) => self.col_step_in(init, moves, at, end, conds),
                 _ => None,
             },
-            ExprKind::ExpandDims(x, _) => self.col_step(*x, moves, at),
-            ExprKind::Reshape(x) if self.shapes[*x] == self.shapes[e] => self.col_step(*x, moves, at),
+            ExprKind::ExpandDims(x, _) => self.col_step_in(*x, moves, at, end, conds),
+            ExprKind::Reshape(x) if self.shapes[*x] == self.shapes[e] => self.col_step_in(*x, moves, at, end, conds),
             ExprKind::BroadcastTo(x) => sub(*x),
             ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) if int(e) => {
                 let (sa, sb) = (sub(*a)?, sub(*b)?);
@@ -180,6 +197,15 @@ impl DevGen<'_> {
                 let vc = self.ev(c, &at_c);
                 let sx = sub(x)?;
                 Some(quote!(#d::cast::<#t, i64>(#vc).wrapping_mul(#sx)))
+            }
+            ExprKind::Binary(BinOp::Rem, x, m) if int(e) && end.is_some() && self.along(*m, self.child_moves(e, *m, moves)) == Along::Const => {
+                let (at1, span) = end?;
+                let sx = sub(*x)?;
+                let t = self.elem(&k.exprs[e].ty);
+                let (v0, v1) = (self.ev(e, at), self.ev(e, at1));
+                let span = span as i64;
+                conds.push(quote!((#sx == 1i64 && #d::cast::<#t, i64>(#v1).wrapping_sub(#d::cast::<#t, i64>(#v0)) == #span)));
+                Some(quote!(1i64))
             }
             ExprKind::Unary(UnOp::Neg, x) if int(e) => {
                 let sx = sub(*x)?;

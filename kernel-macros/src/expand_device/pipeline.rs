@@ -268,6 +268,9 @@ impl DevGen<'_> {
         let var_id = crate::expand_cpu::local_ident(k, var);
         let var_t = self.elem(&k.locals[var].ty);
         let mut pre = Vec::new();
+        // The tensor-map version's checks, which run before the chunk set-up in `pre` (only
+        // needed when that version is not taken).
+        let mut tma_pre = Vec::new();
         let mut issue_ops = Vec::new();
         let mut fast_ops = Vec::new();
         let (mut proofs, mut all_proven) = (Vec::new(), true);
@@ -327,25 +330,6 @@ impl DevGen<'_> {
                     }).collect::<Vec<_>>();
                     let pv = self.ev(p, &At::Own);
                     let pv2 = pv.clone();
-                    // For the tensor map: whether every chunk starts at `first + row * stride + col`.
-                    let inner = op.inner;
-                    let affine = match &tma {
-                        Some(_) => quote!(__taf = __taf && #d::cast::<#ot, i64>(__o0) == __tO + ((__f0 / #inner) as i64) * __tW + ((__f0 % #inner) as i64);),
-                        None => quote!(),
-                    };
-                    let tma_pre = match &tma {
-                        Some(t) => {
-                            let row = param_ident(&k.params[t.row_stride].name);
-                            let first = self.operand(op.base, o, &at(0));
-                            quote! {
-                                let __tW: i64 = #row as i64;
-                                let __tO: i64 = { let __f0: usize = 0; #d::cast::<#ot, i64>(#first) };
-                                let mut __taf: bool = true;
-                            }
-                        }
-                        None => quote!(),
-                    };
-                    pre.push(tma_pre);
                     let chunks_code = (0..per_thread)
                         .map(|jc| {
                             guard(
@@ -355,7 +339,6 @@ impl DevGen<'_> {
                                     #(let #o_names: #ot = #offs;)*
                                     #pb[#jc] = if true #(&& #contiguous)* { __o0 } else { <#ot as #d::Bounds>::lowest() };
                                     if #pb[#jc] != <#ot as #d::Bounds>::lowest() {
-                                        #affine
                                         __al = __al && (#d::ptr_add(#pv, __o0) as usize) % 16 == 0;
                                         let __o: i64 = #d::cast::<#ot, i64>(__o0);
                                         #lo = if __o < #lo { __o } else { #lo };
@@ -551,13 +534,53 @@ impl DevGen<'_> {
                 let idx = (tma_base + tma_descs.len()) as u32;
                 let (inner_i, rows_i) = (op.inner as i64, tile.rows as i64);
                 let (tok, tc, tr, tdc, tdr) = (format_ident!("__tok{}", oi), format_ident!("__tc{}", oi), format_ident!("__tr{}", oi), format_ident!("__tdc{}", oi), format_ident!("__tdr{}", oi));
-                pre.push(quote! {
+                // Every element at `first + row * stride + col`: checked row by row (each thread
+                // takes rows `tid, tid + threads, ...`), at the row's two ends, for an offset
+                // block that is affine along the row with a unit step (see `col_step_over`).
+                let (o, ot) = match split {
+                    Some((_, o)) => (o, self.elem(&k.exprs[o].ty)),
+                    None => unreachable!("a tensor-map operand is `param + offsets`"),
+                };
+                let (inner, rows_n) = (op.inner, op.numel / op.inner);
+                let last = inner - 1;
+                let (at0, at1) = (At::Flat(quote!((__f0))), At::Flat(quote!((__f0 + #last))));
+                let mut conds = Vec::new();
+                let o_moves = self.child_moves(op.base, o, true);
+                let step = self.col_step_over(o, o_moves, &self.sub_at(op.base, o, &at0), &self.sub_at(op.base, o, &at1), last, &mut conds);
+                let row_test = match step {
+                    Some(step) => {
+                        let (v0, v1) = (self.operand(op.base, o, &at0), self.operand(op.base, o, &at1));
+                        let last_i = last as i64;
+                        quote! {
+                            let __v0: i64 = #d::cast::<#ot, i64>(#v0);
+                            let __v1: i64 = #d::cast::<#ot, i64>(#v1);
+                            __ok = __ok && #step == 1i64 #(&& #conds)* && __v1 - __v0 == #last_i && __v0 == __tO + (__r as i64) * __tW;
+                        }
+                    }
+                    None => quote!(__ok = false;),
+                };
+                let row = param_ident(&k.params[t.row_stride].name);
+                let first = self.operand(op.base, o, &At::Flat(quote!(0usize)));
+                tma_pre.push(quote! {
                     let (#tok, #tc, #tr, #tdc, #tdr): (bool, i64, i64, i64, i64) = {
+                        let __tW: i64 = #row as i64;
+                        let __tO: i64 = #d::cast::<#ot, i64>(#first);
+                        let __taf: bool = {
+                            let mut __ok: bool = true;
+                            let __nr: usize = #d::opaque_usize(#rows_n);
+                            let mut __r: usize = __tid;
+                            while __r < __nr {
+                                let __f0: usize = __r * #inner;
+                                #row_test
+                                __r += #threads;
+                            }
+                            __ok
+                        };
                         let __first: i64 = { let __it: i64 = 0; #off_expr };
                         let __second: i64 = { let __it: i64 = 1; #off_expr };
                         let __last: i64 = { let __it: i64 = if __n > 0 { __n - 1 } else { 0 }; #off_expr };
                         let __w: i64 = __tW;
-                        if (__tmask >> #idx) & 1 != 0 && #inb && __taf && __w > 0 && __w <= i32::MAX as i64 {
+                        if (__tmask >> #idx) & 1 != 0 && __taf && __w > 0 && __w <= i32::MAX as i64 {
                             let (__ef, __el) = (__tO + __first, __tO + __last);
                             let __st: i64 = __second - __first;
                             let __h: i64 = (#len as i64) / __w;
@@ -620,8 +643,20 @@ impl DevGen<'_> {
                         // A mask whose comparisons are linear in the loop variable holds in every
                         // iteration when it holds in the first and the last one.
                         let check = if self.linear_in(mk, var) {
+                            // Tested on whole rows when the analysis allows, else chunk by chunk.
+                            let test = match self.load_chunk_all(op.load, mk, &quote!(__f0), inner) {
+                                Some(row_all) => quote! {
+                                    let __nr: usize = #d::opaque_usize(#rows_n);
+                                    let mut __r: usize = __tid;
+                                    while __r < __nr {
+                                        let __f0: usize = __r * #inner;
+                                        __mall = __mall && (#row_all);
+                                        __r += #threads;
+                                    }
+                                },
+                                None => over_chunks(quote!(__mall = __mall && (#all);)),
+                            };
                             let at = |it: TokenStream| {
-                                let test = over_chunks(quote!(__mall = __mall && (#all);));
                                 quote! {{
                                     let __it: i64 = #it;
                                     let #var_id: #var_t = ((__start as i64) + __it * (__step as i64)) as #var_t;
@@ -756,6 +791,7 @@ impl DevGen<'_> {
         // choice is uniform and the barriers inside stay aligned), the loop runs without bounds
         // checks; otherwise every access is checked.
         let use_tma = all_proven && !proofs.is_empty() && tma_ops.len() == plan.ops.len();
+        let pre_out = if use_tma { Vec::new() } else { std::mem::take(&mut pre) };
         let mut inval = quote!();
         let body = if use_tma {
             let (bars, flag) = (self.alloc(8 * stages), self.alloc(16));
@@ -778,37 +814,45 @@ impl DevGen<'_> {
                     #(#inits)*
                     #d::fence_mbarrier_init();
                 }
-                // Whether this thread's chunks are unmasked in every iteration.
+                #(#tma_pre)*
+                // Whether this thread's elements are unmasked in every iteration.
                 let mut __mall: bool = __n > 0;
                 if __n > 0 {
                     #(#checks)*
                 }
-                // Word 0: every access proven in bounds; word 1: every operand can be copied with
-                // its tensor map; word 2: no masked element in any iteration (no fix-up).
-                let (__proved, __tma_go, __nofix): (bool, bool, bool) = {
-                    let __w: u32 = #d::smem_addr() + #flag as u32;
+                // Word 1: every operand can be copied with its tensor map; word 2: no masked
+                // element in any iteration (no fix-up); word 0 (voted only when the tensor maps
+                // are not used, after the chunk set-up): every access proven in bounds.
+                let __w: u32 = #d::smem_addr() + #flag as u32;
+                let (__tma_go, __nofix): (bool, bool) = {
                     if __tid == 0 {
                         #d::store(__smem.add(#flag) as *mut u32, 1u32);
                         #d::store(__smem.add(#flag + 4) as *mut u32, 1u32);
                         #d::store(__smem.add(#flag + 8) as *mut u32, 1u32);
                     }
                     #d::bar_sync();
-                    #d::smem_and(__w, (true #(&& #proofs)*) as u32);
                     #d::smem_and(__w + 4, (true #(&& #tma_oks)*) as u32);
                     #d::smem_and(__w + 8, __mall as u32);
                     #d::bar_sync();
                     (
-                        #d::load(__smem.add(#flag) as *mut u32) != 0,
                         #d::load(__smem.add(#flag + 4) as *mut u32) != 0,
                         #d::load(__smem.add(#flag + 8) as *mut u32) != 0,
                     )
                 };
                 if __tma_go {
                     #tma_main
-                } else if __proved {
-                    #fast
                 } else {
-                    #checked
+                    #(#pre)*
+                    let __proved: bool = {
+                        #d::smem_and(__w, (true #(&& #proofs)*) as u32);
+                        #d::bar_sync();
+                        #d::load(__smem.add(#flag) as *mut u32) != 0
+                    };
+                    if __proved {
+                        #fast
+                    } else {
+                        #checked
+                    }
                 }
             }
         } else if all_proven && !proofs.is_empty() {
@@ -847,7 +891,7 @@ impl DevGen<'_> {
                 0
             };
             #(#step_defs)*
-            #(#pre)*
+            #(#pre_out)*
             #body
             #d::cp_async_wait_all();
             #d::bar_sync();
