@@ -752,6 +752,58 @@ impl Shuffle for f64 {
     }
 }
 
+/// `vote.sync.all`: whether `p` holds on every lane of the warp (every lane must execute it).
+#[inline(always)]
+pub fn warp_all(p: bool) -> bool {
+    let r: u32;
+    unsafe {
+        asm!(
+            "{{ .reg .pred p, q; setp.ne.u32 p, {x}, 0; vote.sync.all.pred q, p, 0xffffffff; selp.u32 {r}, 1, 0, q; }}",
+            r = out(reg32) r, x = in(reg32) p as u32,
+            options(nomem, nostack),
+        )
+    };
+    r != 0
+}
+
+/// Two 16-bit values in one 32-bit word, `a` in the low half (little-endian memory order).
+#[inline(always)]
+pub fn pack2<T: Copy>(a: T, b: T) -> u32 {
+    let (a, b): (u16, u16) = unsafe { (core::mem::transmute_copy(&a), core::mem::transmute_copy(&b)) };
+    a as u32 | (b as u32) << 16
+}
+
+/// Transposes the 4x4 words held by each quad of lanes (`4i .. 4i + 3`): lane `4i + q` gets
+/// word `q` of lanes `4i, 4i + 1, 4i + 2, 4i + 3`, in that order (two butterfly exchanges; every
+/// lane of the warp must execute it).
+#[inline(always)]
+pub fn quad_transpose(v: [u32; 4], lane: u32) -> [u32; 4] {
+    let [mut a, mut b, mut c, mut d] = v;
+    // Lane bit 0 against word bit 0.
+    let odd = lane & 1 != 0;
+    let (s0, s1) = if odd { (a, c) } else { (b, d) };
+    let (r0, r1) = (shfl_xor_b32(s0, 1), shfl_xor_b32(s1, 1));
+    if odd {
+        a = r0;
+        c = r1;
+    } else {
+        b = r0;
+        d = r1;
+    }
+    // Lane bit 1 against word bit 1.
+    let hi = lane & 2 != 0;
+    let (s0, s1) = if hi { (a, b) } else { (c, d) };
+    let (r0, r1) = (shfl_xor_b32(s0, 2), shfl_xor_b32(s1, 2));
+    if hi {
+        a = r0;
+        b = r1;
+    } else {
+        c = r0;
+        d = r1;
+    }
+    [a, b, c, d]
+}
+
 /// The identity of `max` / `min` reductions: the lowest and highest values of a type.
 pub trait Bounds: Copy {
     fn lowest() -> Self;

@@ -328,6 +328,16 @@ fn mma_epilogue_stores_skip_per_pair_tests_when_rows_are_proven_contiguous() {
     let (out, _) = expand("", &seed);
     // Both bodies (mma.sync and wgmma) get the per-thread row test and the untested stores.
     assert_eq!(out.matches("let __sfast : bool").count(), 2, "one fast path per body");
+    // f16 results in groups of four 8-column tiles: quads exchange pairs, 16-byte stores.
+    assert_eq!(out.matches("warp_all").count(), 2, "one warp-wide test per body");
+    assert!(out.contains("quad_transpose"));
+    assert!(out.contains("store_vec :: < u32 , 4 >"));
+    // f32 results keep one 8-byte store per column pair (no exchange), still untested.
+    let f32_out = seed.replace("c_ptr: Ptr<f16>", "c_ptr: Ptr<f32>").replace("let c = acc.to::<f16>();", "let c = acc;");
+    let (out, _) = expand("", &f32_out);
+    assert_eq!(out.matches("let __sfast : bool").count(), 2);
+    assert!(!out.contains("quad_transpose"));
+    assert!(out.contains("store_vec :: < f32 , 2usize >"));
     // Columns wrapped with `% N` (the test kernel's own epilogue) are not affine along a row,
     // nor is a product of two column indices: those stores keep the per-pair tests only.
     for src in [matmul(3, 32, ""), seed.replace("cn.as_row();", "cn.as_row() * cn.as_row();")] {

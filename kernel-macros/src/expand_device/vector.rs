@@ -255,7 +255,12 @@ impl DevGen<'_> {
         let scope = self.enter_iteration(numel, layout);
         // Row `ri` of this thread (rows `t_m * 2 + r / 2` in `mma_flat`'s terms) spans slots
         // `[t_m * tn * 4 + (ri % 2) * 2, ... + (tn - 1) * 4 + 1]`: columns `c .. c + span`.
-        let span = (tn - 1) * 8 + 1;
+        // 16-bit values in groups of four 8-column tiles are stored 16 bytes at a time: the four
+        // lanes of a quad (one row) exchange their column pairs (`quad_transpose`), so the test
+        // covers the quad's whole row, `c - 2 * (lane % 4)` on, and is taken warp-wide (the
+        // exchange needs every lane).
+        let wide = size == 2 && tn % 4 == 0;
+        let (span, bytes, back) = if wide { (tn * 8 - 1, 16, quote!((__lane % 4) * 2)) } else { ((tn - 1) * 8 + 1, bytes, quote!(0usize)) };
         let rows = 2 * tm;
         let mut firsts = Vec::new();
         let mut tests = Vec::new();
@@ -264,6 +269,7 @@ impl DevGen<'_> {
             let (t_m, rr) = (ri / 2, ri % 2);
             let (j0, j1) = (t_m * tn * 4 + rr * 2, t_m * tn * 4 + (tn - 1) * 4 + rr * 2 + 1);
             let (f0, f1) = (Self::mma_flat(layout, j0), Self::mma_flat(layout, j1));
+            let (f0, f1) = if wide { (quote!((#f0 - #back)), quote!((#f0 - #back + #span))) } else { (f0, f1) };
             let (at0, at1) = (At::Flat(quote!((#f0))), At::Flat(quote!((#f1))));
             let step = self.col_step(ptr, true, &at0);
             let all = match mask {
@@ -291,6 +297,40 @@ impl DevGen<'_> {
             }));
         }
         let val = self.operand(ptr, value, &At::Own);
+        let at_slot = |j: usize| {
+            let f = Self::mma_flat(layout, j);
+            quote!({ let __v: usize = #j % 2; let __j: usize = #j; let __f: usize = #f; #val })
+        };
+        if wide {
+            // Per `t_m`: the two row pointers, then per row and group of four tiles one exchange
+            // and one 16-byte store (lane `q` stores tile `4 g + q`).
+            let groups = (0..tm).map(|t_m| {
+                let (a, b) = (&firsts[2 * t_m], &firsts[2 * t_m + 1]);
+                let stores = (0..2).flat_map(|rr| (0..tn / 4).map(move |g| (rr, g))).map(|(rr, g)| {
+                    let words = (0..4).map(|t| {
+                        let j = t_m * tn * 4 + (4 * g + t) * 4 + rr * 2;
+                        let (lo, hi) = (at_slot(j), at_slot(j + 1));
+                        quote!(#d::pack2::<#e>(#lo, #hi))
+                    });
+                    let col = 32 * g;
+                    quote! {{
+                        let __w: [u32; 4] = #d::quad_transpose([#(#words),*], __lane as u32);
+                        #d::store_vec::<u32, 4>(__pr[#rr].wrapping_add(#col + (__lane % 4) * 8) as *mut u32, __w);
+                    }}
+                });
+                quote!({ let __pr: [#vt; 2] = [#a, #b]; #(#stores)* })
+            });
+            let groups: Vec<TokenStream> = groups.collect();
+            if !self.leave_iteration(scope).is_empty() {
+                self.cursor.set(saved.0);
+                self.smem_max.set(saved.1);
+                return None;
+            }
+            let setup = quote! {
+                let __sfast: bool = #d::warp_all(true #(&& #tests)*);
+            };
+            return Some((setup, quote!(#(#groups)*)));
+        }
         let pairs = (0..self.slots(numel, layout) / 2).map(|p| {
             let j = 2 * p;
             let (t_m, rest) = (j / (tn * 4), j % (tn * 4));
