@@ -4,12 +4,7 @@
 # (torch.matmul). Runs on a GPU machine from the repository root with target/gpu-bundle present.
 #   scripts/ncu_matmul_compare.sh [SIZE] [OUR_INSTANCE]      (logs to $OUT or ./gpu-logs)
 set -uo pipefail
-size=${1:-4096}
-inst=${2:-matmul_kernel__none__c0}
-out=${OUT:-gpu-logs}
-mkdir -p "$out"
-export KERNEL_PTX_DIR=$PWD/target/gpu-bundle/ptx
-ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -n1)
+source "$(dirname "$0")/ncu_env.sh"
 metrics=sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,sm__cycles_elapsed.avg.per_second,smsp__inst_executed.sum,lts__t_bytes.sum.per_second,dram__bytes.sum.per_second,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,launch__shared_mem_per_block_dynamic
 sections="--section SpeedOfLight --section WarpStateStats --section MemoryWorkloadAnalysis"
 echo "=== ours: $inst"

@@ -793,16 +793,32 @@ impl DevGen<'_> {
         let use_tma = all_proven && !proofs.is_empty() && tma_ops.len() == plan.ops.len();
         let pre_out = if use_tma { Vec::new() } else { std::mem::take(&mut pre) };
         let mut inval = quote!();
+        // The bounds vote (word 0 of `flag`, set to 1 and past a barrier) and the choice between
+        // the proven and the checked `cp.async` versions.
+        let versions = |flag: usize, fast: TokenStream, checked: TokenStream| {
+            quote! {
+                let __proved: bool = {
+                    #d::smem_and(__w, (true #(&& #proofs)*) as u32);
+                    #d::bar_sync();
+                    #d::load(__smem.add(#flag) as *mut u32) != 0
+                };
+                if __proved {
+                    #fast
+                } else {
+                    #checked
+                }
+            }
+        };
         let body = if use_tma {
             let (bars, flag) = (self.alloc(8 * stages), self.alloc(16));
             let tx: usize = plan.ops.iter().map(|op| op.numel * 2).sum();
-            let tma_main = self.tma_loop(&tma_ops, stages, bars, tx as u32, (&compute, &finish), (&var_id, &var_t));
+            let (tma_fill, tma_main, filled) = self.tma_loop(&tma_ops, stages, bars, tx as u32, (&compute, &finish), (&var_id, &var_t));
             let invals = (0..stages).map(|b| {
                 let at = bars + 8 * b;
                 quote!(#d::mbarrier_inval(#d::smem_addr() + #at as u32);)
             });
             inval = quote!(if __tid == 0 { #(#invals)* });
-            let (fast, checked) = (main(&fast_ops), main(&issue_ops));
+            let cp_async = versions(flag, main(&fast_ops), main(&issue_ops));
             let checks: Vec<&TokenStream> = tma_ops.iter().map(|t| &t.check).collect();
             let inits = (0..stages).map(|b| {
                 let at = bars + 8 * b;
@@ -815,6 +831,15 @@ impl DevGen<'_> {
                     #d::fence_mbarrier_init();
                 }
                 #(#tma_pre)*
+                // Thread 0 issues the first stages' copies as soon as its own checks pass, so that
+                // they overlap the other threads' checks and the vote: the boxes lie inside the
+                // maps, which lie inside the operands' buffers, so a copy that is not used reads
+                // nothing else, and if the vote fails every thread waits for those copies before
+                // the `cp.async` version reuses the buffers (word 3 of `flag` says whether).
+                let __spec: bool = __tid == 0 && __n > 0 #(&& #tma_oks)*;
+                if __spec {
+                    #tma_fill
+                }
                 // Whether this thread's elements are unmasked in every iteration.
                 let mut __mall: bool = __n > 0;
                 if __n > 0 {
@@ -829,6 +854,7 @@ impl DevGen<'_> {
                         #d::store(__smem.add(#flag) as *mut u32, 1u32);
                         #d::store(__smem.add(#flag + 4) as *mut u32, 1u32);
                         #d::store(__smem.add(#flag + 8) as *mut u32, 1u32);
+                        #d::store(__smem.add(#flag + 12) as *mut u32, __spec as u32);
                     }
                     #d::bar_sync();
                     #d::smem_and(__w + 4, (true #(&& #tma_oks)*) as u32);
@@ -842,38 +868,27 @@ impl DevGen<'_> {
                 if __tma_go {
                     #tma_main
                 } else {
-                    #(#pre)*
-                    let __proved: bool = {
-                        #d::smem_and(__w, (true #(&& #proofs)*) as u32);
-                        #d::bar_sync();
-                        #d::load(__smem.add(#flag) as *mut u32) != 0
-                    };
-                    if __proved {
-                        #fast
-                    } else {
-                        #checked
+                    if #d::load(__smem.add(#flag + 12) as *mut u32) != 0 {
+                        let mut __pi: i64 = 0;
+                        while __pi < #filled && __pi < __n {
+                            #d::mbarrier_wait(#d::smem_addr() + (#bars + (__pi as usize) * 8) as u32, 0);
+                            __pi += 1;
+                        }
                     }
+                    #(#pre)*
+                    #cp_async
                 }
             }
         } else if all_proven && !proofs.is_empty() {
             let flag = self.alloc(16);
-            let (fast, checked) = (main(&fast_ops), main(&issue_ops));
+            let cp_async = versions(flag, main(&fast_ops), main(&issue_ops));
             quote! {
-                let __proved: bool = {
-                    let __w: u32 = #d::smem_addr() + #flag as u32;
-                    if __tid == 0 {
-                        #d::store(__smem.add(#flag) as *mut u32, 1u32);
-                    }
-                    #d::bar_sync();
-                    #d::smem_and(__w, (true #(&& #proofs)*) as u32);
-                    #d::bar_sync();
-                    #d::load(__smem.add(#flag) as *mut u32) != 0
-                };
-                if __proved {
-                    #fast
-                } else {
-                    #checked
+                let __w: u32 = #d::smem_addr() + #flag as u32;
+                if __tid == 0 {
+                    #d::store(__smem.add(#flag) as *mut u32, 1u32);
                 }
+                #d::bar_sync();
+                #cp_async
             }
         } else {
             main(&issue_ops)
@@ -907,7 +922,9 @@ impl DevGen<'_> {
     /// (`compute`, then `finish` or, with 3+ buffers, one group left in flight as in the
     /// `cp.async` version: copies run `S - 2` iterations ahead so that they never overwrite a
     /// buffer that a `wgmma` may still read).
-    fn tma_loop(&self, ops: &[TmaOp], stages: usize, bars: usize, tx: u32, (compute, finish): (&TokenStream, &TokenStream), (var_id, var_t): (&Ident, &TokenStream)) -> TokenStream {
+    /// Returns the copies of the first stages (thread 0 issues them, before the vote: see the
+    /// caller), the loop, and how many stages the first copies fill.
+    fn tma_loop(&self, ops: &[TmaOp], stages: usize, bars: usize, tx: u32, (compute, finish): (&TokenStream, &TokenStream), (var_id, var_t): (&Ident, &TokenStream)) -> (TokenStream, TokenStream, i64) {
         let d = &self.d;
         let s_i = stages as i64;
         let overlap = stages >= 3;
@@ -925,15 +942,16 @@ impl DevGen<'_> {
         };
         let (pro, steady) = (issue(quote!(__pi)), issue(quote!(__nx)));
         let fixups = ops.iter().map(|t| &t.fixup);
-        // Entered only when the loop runs (see the `cp.async` version).
-        quote! { if __n > 0 {
-            if __tid == 0 {
-                let mut __pi: i64 = 0;
-                while __pi < #ahead {
-                    if __pi < __n { #pro }
-                    __pi += 1;
-                }
+        // The first `ahead` stages' copies (thread 0, before the loop).
+        let fill = quote! {
+            let mut __pi: i64 = 0;
+            while __pi < #ahead {
+                if __pi < __n { #pro }
+                __pi += 1;
             }
+        };
+        // Entered only when the loop runs (see the `cp.async` version).
+        let main = quote! { if __n > 0 {
             let mut __ci: i64 = 0;
             while __ci < __n {
                 let __cb: usize = (__ci % #s_i) as usize;
@@ -957,6 +975,7 @@ impl DevGen<'_> {
                 __ci += 1;
             }
             #after_loop
-        }}
+        }};
+        (fill, main, ahead)
     }
 }

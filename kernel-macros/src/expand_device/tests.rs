@@ -252,6 +252,12 @@ fn hopper_k_loops_copy_tiles_with_tensor_maps() {
     // The map is used only when the block proves its accesses match it, and masked elements
     // are given `other` after the copy.
     assert!(out.contains("__tma_go") && out.contains("__taf") && out.contains("__fx = true"));
+    // Thread 0 issues the first stages' copies as soon as its own checks pass, before the vote;
+    // whether it did is published (flag word 3) so that a block taking a `cp.async` version
+    // waits for those copies (phase 0 of each filled buffer's barrier) first.
+    assert!(out.contains("let __spec : bool = __tid == 0 && __n > 0 && __tok0 && __tok1"));
+    assert!(out.contains("__spec as u32"));
+    assert!(out.contains(", 0) ; __pi += 1 ;"), "the wait loop over the filled buffers");
     // The seed's masks are linear in `k`: tested at the first and last iteration before the loop
     // (two rolled loops per operand), so that the K loop skips the fix-up when nothing is masked.
     assert_eq!(out.matches("__mall = __mall &&").count(), 2 * 2);
