@@ -542,6 +542,19 @@ impl DevGen<'_> {
                     None => unreachable!("a tensor-map operand is `param + offsets`"),
                 };
                 let (inner, rows_n) = (op.inner, op.numel / op.inner);
+                // A rolled loop over this thread's rows of the tile (`tid, tid + threads, ...`),
+                // `__f0` the row's first element.
+                let over_rows = |body: TokenStream| {
+                    quote! {
+                        let __nr: usize = #d::opaque_usize(#rows_n);
+                        let mut __r: usize = __tid;
+                        while __r < __nr {
+                            let __f0: usize = __r * #inner;
+                            #body
+                            __r += #threads;
+                        }
+                    }
+                };
                 let last = inner - 1;
                 let (at0, at1) = (At::Flat(quote!((__f0))), At::Flat(quote!((__f0 + #last))));
                 let mut conds = Vec::new();
@@ -561,19 +574,14 @@ impl DevGen<'_> {
                 };
                 let row = param_ident(&k.params[t.row_stride].name);
                 let first = self.operand(op.base, o, &At::Flat(quote!(0usize)));
+                let rows_test = over_rows(row_test);
                 tma_pre.push(quote! {
                     let (#tok, #tc, #tr, #tdc, #tdr): (bool, i64, i64, i64, i64) = {
                         let __tW: i64 = #row as i64;
                         let __tO: i64 = #d::cast::<#ot, i64>(#first);
                         let __taf: bool = {
                             let mut __ok: bool = true;
-                            let __nr: usize = #d::opaque_usize(#rows_n);
-                            let mut __r: usize = __tid;
-                            while __r < __nr {
-                                let __f0: usize = __r * #inner;
-                                #row_test
-                                __r += #threads;
-                            }
+                            #rows_test
                             __ok
                         };
                         let __first: i64 = { let __it: i64 = 0; #off_expr };
@@ -645,15 +653,7 @@ impl DevGen<'_> {
                         let check = if self.linear_in(mk, var) {
                             // Tested on whole rows when the analysis allows, else chunk by chunk.
                             let test = match self.load_chunk_all(op.load, mk, &quote!(__f0), inner) {
-                                Some(row_all) => quote! {
-                                    let __nr: usize = #d::opaque_usize(#rows_n);
-                                    let mut __r: usize = __tid;
-                                    while __r < __nr {
-                                        let __f0: usize = __r * #inner;
-                                        __mall = __mall && (#row_all);
-                                        __r += #threads;
-                                    }
-                                },
+                                Some(row_all) => over_rows(quote!(__mall = __mall && (#row_all);)),
                                 None => over_chunks(quote!(__mall = __mall && (#all);)),
                             };
                             let at = |it: TokenStream| {

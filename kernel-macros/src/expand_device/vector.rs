@@ -253,6 +253,11 @@ impl DevGen<'_> {
         let (e, vt, size) = (self.elem(ty), self.elem(&k.exprs[ptr].ty), elem_size(&ty.elem));
         let saved = (self.cursor.get(), self.smem_max.get());
         let scope = self.enter_iteration(numel, layout);
+        // When giving up: shared memory that a staged read allocated is given back.
+        let restore = || {
+            self.cursor.set(saved.0);
+            self.smem_max.set(saved.1);
+        };
         // Row `ri` of this thread (rows `t_m * 2 + r / 2` in `mma_flat`'s terms) spans slots
         // `[t_m * tn * 4 + (ri % 2) * 2, ... + (tn - 1) * 4 + 1]`: columns `c .. c + span`.
         // 16-bit values in groups of four 8-column tiles are stored 16 bytes at a time: the four
@@ -281,8 +286,7 @@ impl DevGen<'_> {
             };
             let (Some(step), Some(all)) = (step, all) else {
                 self.leave_iteration(scope);
-                self.cursor.set(saved.0);
-                self.smem_max.set(saved.1);
+                restore();
                 return None;
             };
             let (p0, p1) = (self.ev(ptr, &at0), self.ev(ptr, &at1));
@@ -301,80 +305,55 @@ impl DevGen<'_> {
             let f = Self::mma_flat(layout, j);
             quote!({ let __v: usize = #j % 2; let __j: usize = #j; let __f: usize = #f; #val })
         };
-        if wide {
-            // Per `t_m`: the two row pointers, then per row and group of four tiles one exchange
-            // and one 16-byte store (lane `q` stores tile `4 g + q`).
-            let groups = (0..tm).map(|t_m| {
+        // Per `t_m`: its two row pointers, then its stores. Wide: per row and group of four tiles
+        // one exchange and one 16-byte store (lane `q` stores tile `4 g + q`); else one store per
+        // column pair, in slot order.
+        let groups: Vec<TokenStream> = (0..tm)
+            .map(|t_m| {
                 let (a, b) = (&firsts[2 * t_m], &firsts[2 * t_m + 1]);
-                let stores = (0..2).flat_map(|rr| (0..tn / 4).map(move |g| (rr, g))).map(|(rr, g)| {
-                    let words = (0..4).map(|t| {
-                        let j = t_m * tn * 4 + (4 * g + t) * 4 + rr * 2;
-                        let (lo, hi) = (at_slot(j), at_slot(j + 1));
-                        quote!(#d::pack2::<#e>(#lo, #hi))
-                    });
-                    let col = 32 * g;
-                    quote! {{
-                        let __w: [u32; 4] = #d::quad_transpose([#(#words),*], __lane as u32);
-                        #d::store_vec::<u32, 4>(__pr[#rr].wrapping_add(#col + (__lane % 4) * 8) as *mut u32, __w);
-                    }}
-                });
+                let stores: Vec<TokenStream> = if wide {
+                    (0..2)
+                        .flat_map(|rr| (0..tn / 4).map(move |g| (rr, g)))
+                        .map(|(rr, g)| {
+                            let words = (0..4).map(|t| {
+                                let j = t_m * tn * 4 + (4 * g + t) * 4 + rr * 2;
+                                let (lo, hi) = (at_slot(j), at_slot(j + 1));
+                                quote!(#d::pack2::<#e>(#lo, #hi))
+                            });
+                            let col = 32 * g;
+                            quote! {{
+                                let __w: [u32; 4] = #d::quad_transpose([#(#words),*], __lane as u32);
+                                #d::store_vec::<u32, 4>(__pr[#rr].wrapping_add(#col + (__lane % 4) * 8) as *mut u32, __w);
+                            }}
+                        })
+                        .collect()
+                } else {
+                    (0..tn)
+                        .flat_map(|t_n| (0..2).map(move |rr| (t_n, rr)))
+                        .map(|(t_n, rr)| {
+                            let j = t_m * tn * 4 + t_n * 4 + rr * 2;
+                            let col = t_n * 8;
+                            let copies = (0..2).map(|i| {
+                                let (jj, f) = (j + i, Self::mma_flat(layout, j + i));
+                                quote!({ let __v: usize = #i; let __j: usize = #jj; let __f: usize = #f; __sv[__v] = #val; })
+                            });
+                            quote!({
+                                let mut __sv: [#e; 2] = [<#e as ::core::default::Default>::default(); 2];
+                                #(#copies)*
+                                #d::store_vec::<#e, 2>(__pr[#rr].wrapping_add(#col), __sv);
+                            })
+                        })
+                        .collect()
+                };
                 quote!({ let __pr: [#vt; 2] = [#a, #b]; #(#stores)* })
-            });
-            let groups: Vec<TokenStream> = groups.collect();
-            if !self.leave_iteration(scope).is_empty() {
-                self.cursor.set(saved.0);
-                self.smem_max.set(saved.1);
-                return None;
-            }
-            let setup = quote! {
-                let __sfast: bool = #d::warp_all(true #(&& #tests)*);
-            };
-            return Some((setup, quote!(#(#groups)*)));
-        }
-        let pairs = (0..self.slots(numel, layout) / 2).map(|p| {
-            let j = 2 * p;
-            let (t_m, rest) = (j / (tn * 4), j % (tn * 4));
-            let (t_n, rr) = (rest / 4, (rest % 4) / 2);
-            let col = t_n * 8;
-            let row_ptrs = if rest == 0 {
-                let (a, b) = (&firsts[2 * t_m], &firsts[2 * t_m + 1]);
-                quote!(let __pr: [#vt; 2] = [#a, #b];)
-            } else {
-                quote!()
-            };
-            let copies = (0..2).map(|i| {
-                let (jj, f) = (j + i, Self::mma_flat(layout, j + i));
-                quote!({ let __v: usize = #i; let __j: usize = #jj; let __f: usize = #f; __sv[__v] = #val; })
-            });
-            let store = quote!({
-                let mut __sv: [#e; 2] = [<#e as ::core::default::Default>::default(); 2];
-                #(#copies)*
-                #d::store_vec::<#e, 2>(__pr[#rr].wrapping_add(#col), __sv);
-            });
-            (t_m, row_ptrs, store)
-        });
-        // One group per `t_m`: its two row pointers, then its pairs.
-        let mut groups: Vec<TokenStream> = Vec::new();
-        let mut cur: Vec<TokenStream> = Vec::new();
-        let mut cur_m = 0;
-        for (t_m, row_ptrs, store) in pairs {
-            if t_m != cur_m {
-                groups.push(quote!({ #(#cur)* }));
-                cur.clear();
-                cur_m = t_m;
-            }
-            cur.push(row_ptrs);
-            cur.push(store);
-        }
-        groups.push(quote!({ #(#cur)* }));
+            })
+            .collect();
         if !self.leave_iteration(scope).is_empty() {
-            self.cursor.set(saved.0);
-            self.smem_max.set(saved.1);
+            restore();
             return None;
         }
-        let setup = quote! {
-            let __sfast: bool = true #(&& #tests)*;
-        };
+        let all = quote!(true #(&& #tests)*);
+        let setup = if wide { quote!(let __sfast: bool = #d::warp_all(#all);) } else { quote!(let __sfast: bool = #all;) };
         Some((setup, quote!(#(#groups)*)))
     }
 }
