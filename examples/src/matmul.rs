@@ -39,6 +39,12 @@ pub mod kernels {
             config(BLOCK_SIZE_M = 128, BLOCK_SIZE_N = 32, BLOCK_SIZE_K = 32, GROUP_SIZE_M = 8, num_stages = 4, num_warps = 4),
             config(BLOCK_SIZE_M = 64, BLOCK_SIZE_N = 32, BLOCK_SIZE_K = 32, GROUP_SIZE_M = 8, num_stages = 5, num_warps = 2),
             config(BLOCK_SIZE_M = 32, BLOCK_SIZE_N = 64, BLOCK_SIZE_K = 32, GROUP_SIZE_M = 8, num_stages = 5, num_warps = 2),
+            // Beyond the tutorial's list: small tiles with BLOCK_SIZE_K = 64 (half the K
+            // iterations of the BLOCK_SIZE_K = 32 configs) for sizes up to about 1024, where
+            // per-iteration latency, not tensor-core throughput, sets the time (BENCHMARKS.md).
+            config(BLOCK_SIZE_M = 64, BLOCK_SIZE_N = 128, BLOCK_SIZE_K = 64, GROUP_SIZE_M = 8, num_stages = 4, num_warps = 4),
+            config(BLOCK_SIZE_M = 64, BLOCK_SIZE_N = 64, BLOCK_SIZE_K = 64, GROUP_SIZE_M = 8, num_stages = 4, num_warps = 4),
+            config(BLOCK_SIZE_M = 128, BLOCK_SIZE_N = 64, BLOCK_SIZE_K = 64, GROUP_SIZE_M = 8, num_stages = 4, num_warps = 4),
         ],
         key = [M, N, K],
     )]

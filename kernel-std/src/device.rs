@@ -673,6 +673,21 @@ pub fn opaque_usize(x: usize) -> usize {
     r as usize
 }
 
+/// `(a / b, a % b)` (truncating, as Rust's `/` and `%`) for `b != 0`, with one 32-bit unsigned
+/// division when both fit in 32 bits unsigned (a few instructions; a 64-bit division is a long
+/// subroutine on the GPU), else the 64-bit one.
+#[inline(always)]
+pub fn divrem(a: i64, b: i64) -> (i64, i64) {
+    if (a as u64) <= u32::MAX as u64 && b > 0 && (b as u64) <= u32::MAX as u64 {
+        let (x, y) = (a as u32, b as u32);
+        let q = x / y;
+        (q as i64, (x - q * y) as i64)
+    } else {
+        let q = a / b;
+        (q, a - q * b)
+    }
+}
+
 /// `red.shared.and.b32`: atomically ANDs `v` into the shared-memory word at `addr` (a shared
 /// window address, see [`smem_addr`]).
 #[inline(always)]

@@ -1021,8 +1021,8 @@ impl<'a> DevGen<'a> {
         let d = &self.d;
         let Layout::Mma { wn, tm, tn, n, wg, .. } = layout else { return quote!() };
         if wg {
-            let (issue, finish) = self.wgmma_compute(a, layout, kk, acc, sa, sb);
-            return quote!(#issue #finish);
+            let (setup, issue, finish) = self.wgmma_compute(a, layout, kk, acc, sa, sb, None);
+            return quote!({ #setup #issue #finish });
         }
         let mma = if self.k.exprs[a].ty.dtype() == Some(DType::BF16) { quote!(#d::mma_bf16) } else { quote!(#d::mma_f16) };
         let wtm = tm * 16;
@@ -1084,9 +1084,16 @@ impl<'a> DevGen<'a> {
     /// have been made visible to the async proxy (`fence_proxy_async` before the barrier).
     /// Returns the issue (the tensor cores then run while the threads go on) and the wait after
     /// which the accumulators may be read and the operand tiles overwritten.
-    fn wgmma_compute(&self, a: ExprId, layout: Layout, kk: usize, acc: &Ident, sa: TokenStream, sb: TokenStream) -> (TokenStream, TokenStream) {
+    ///
+    /// With `stage = Some(bytes)`, `sa` and `sb` are the addresses in buffer 0 of a pipeline whose
+    /// buffers are `bytes` apart and the issue reads buffer `__cb`: the set-up (placed before the
+    /// loop) builds the buffer-0 descriptors once, and the issue adds `__cb`'s offset to their
+    /// address fields (one multiply-add each). Otherwise the set-up is empty and the issue builds
+    /// the descriptors from `sa` and `sb`.
+    #[allow(clippy::too_many_arguments)]
+    fn wgmma_compute(&self, a: ExprId, layout: Layout, kk: usize, acc: &Ident, sa: TokenStream, sb: TokenStream, stage: Option<usize>) -> (TokenStream, TokenStream, TokenStream) {
         let d = &self.d;
-        let Layout::Mma { wn, tm, tn, n, .. } = layout else { return (quote!(), quote!()) };
+        let Layout::Mma { wn, tm, tn, n, .. } = layout else { return (quote!(), quote!(), quote!()) };
         let np = tn * 8;
         let bf16 = self.k.exprs[a].ty.dtype() == Some(DType::BF16);
         let f = format_ident!("wgmma_m64n{}k16_{}", np, if bf16 { "bf16" } else { "f16" });
@@ -1113,10 +1120,28 @@ impl<'a> DevGen<'a> {
             let off = t * tn * 4;
             quote!(#d::#tie::<#slots, #off>(&mut #acc);)
         });
-        let issue = quote! {{
+        let descs = quote! {
             let __wg: usize = __warp / 4;
             let __da: u64 = #d::wgmma_desc(#sa + ((__wg / #wn) * #wg_rows * #row_a) as u32, 16, #sbo_a as u32, #d::wgmma_swizzle_mode(#row_a));
             let __db: u64 = #d::wgmma_desc(#sb + ((__wg % #wn) * (#np / #block) * #lbo_b) as u32, #lbo_b as u32, #sbo_b as u32, #d::wgmma_swizzle_mode(#row_b));
+        };
+        let (setup, descs) = match stage {
+            // A descriptor's address field is the shared address over 16 (14 bits: shared memory
+            // is below 256 KiB, so adding a buffer's offset never carries out of the field).
+            Some(bytes) => {
+                let step = (bytes >> 4) as u32;
+                (
+                    quote!(let (__da0, __db0): (u64, u64) = { #descs (__da, __db) };),
+                    quote! {
+                        let __da: u64 = __da0 + ((__cb as u32) * #step) as u64;
+                        let __db: u64 = __db0 + ((__cb as u32) * #step) as u64;
+                    },
+                )
+            }
+            None => (quote!(), descs),
+        };
+        let issue = quote! {{
+            #descs
             #d::wgmma_fence();
             #(#calls)*
             #d::wgmma_commit();
@@ -1125,7 +1150,7 @@ impl<'a> DevGen<'a> {
             #d::wgmma_wait::<0>();
             #(#ties)*
         };
-        (issue, finish)
+        (setup, issue, finish)
     }
 
     /// The `load` an operand comes from (directly or through a single-use local).

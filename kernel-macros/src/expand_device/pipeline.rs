@@ -591,10 +591,12 @@ impl DevGen<'_> {
                         if (__tmask >> #idx) & 1 != 0 && __taf && __w > 0 && __w <= i32::MAX as i64 {
                             let (__ef, __el) = (__tO + __first, __tO + __last);
                             let __st: i64 = __second - __first;
-                            let __h: i64 = (#len as i64) / __w;
-                            let (__rf, __cf, __rl, __cl) = (__ef / __w, __ef % __w, __el / __w, __el % __w);
-                            let (__dr, __dc, __cols) = if __st % __w == 0 {
-                                (__st / __w, 0i64, __cf + #inner_i <= __w)
+                            // 32-bit divisions where the values allow (see `divrem`).
+                            let __h: i64 = #d::divrem(#len as i64, __w).0;
+                            let ((__rf, __cf), (__rl, __cl)) = (#d::divrem(__ef, __w), #d::divrem(__el, __w));
+                            let (__sq, __sr) = #d::divrem(__st, __w);
+                            let (__dr, __dc, __cols) = if __sr == 0 {
+                                (__sq, 0i64, __cf + #inner_i <= __w)
                             } else {
                                 (0i64, __st, __rf == __rl && __cf + #inner_i <= __w && __cl + #inner_i <= __w)
                             };
@@ -611,7 +613,7 @@ impl DevGen<'_> {
                 let copies = (0..op.inner / tile.block).map(|b| {
                     let soff = tile_off + b * tile.rows * tile.block * 2;
                     let cb = (b * tile.block) as i64;
-                    quote!(#d::tma_load_2d(#d::smem_addr() + (#soff + __buf * #stage_bytes) as u32, __tma.add(#idx as usize * 128), __bar, (#tc + __it * #tdc + #cb) as i32, (#tr + __it * #tdr) as i32);)
+                    quote!(#d::tma_load_2d(#d::smem_addr() + (#soff + __buf * #stage_bytes) as u32, __tma.add(#idx as usize * 128), __bar, (#tc as i32).wrapping_add((__it as i32).wrapping_mul(#tdc as i32)).wrapping_add(#cb as i32), (#tr as i32).wrapping_add((__it as i32).wrapping_mul(#tdr as i32)));)
                 });
                 // The copy brings every element: masked ones get `other` afterwards (each thread
                 // its chunks whose mask is not all true; rare: the K tail).
@@ -691,11 +693,12 @@ impl DevGen<'_> {
             return None;
         }
         let s_i = stages as i64;
-        let issue = |it: TokenStream, ops: &[TokenStream]| {
+        // The copies of iteration `it` into buffer `buf`.
+        let issue = |it: TokenStream, buf: TokenStream, ops: &[TokenStream]| {
             quote! {{
                 let __it: i64 = #it;
                 let #var_id: #var_t = ((__start as i64) + __it * (__step as i64)) as #var_t;
-                let __buf: usize = (__it % #s_i) as usize;
+                let __buf: usize = #buf;
                 #(#ops)*
             }}
         };
@@ -712,16 +715,22 @@ impl DevGen<'_> {
             quote!(#lo += __n * #name;)
         });
         let acc = crate::expand_cpu::local_ident(k, plan.acc);
-        let (sa, sb) = (
-            quote!(#d::smem_addr() + (#base_off + __cb * #stage_bytes) as u32),
-            quote!(#d::smem_addr() + (#base_off + __cb * #stage_bytes + #tile_a) as u32),
-        );
         // `wgmma` runs asynchronously: it is issued before the next stage's copies and waited
-        // for after them, so the tensor cores work while the threads issue the copies.
-        let (compute, finish) = if wg { self.wgmma_compute(plan.a, plan.layout, kk, &acc, sa, sb) } else { (self.mma_compute(plan.a, plan.layout, kk, &acc, sa, sb), quote!()) };
+        // for after them, so the tensor cores work while the threads issue the copies. Its
+        // operand descriptors are built once, for buffer 0 (`desc_setup`, before the loop).
+        let (desc_setup, compute, finish) = if wg {
+            let (sa, sb) = (quote!(#d::smem_addr() + #base_off as u32), quote!(#d::smem_addr() + (#base_off + #tile_a) as u32));
+            self.wgmma_compute(plan.a, plan.layout, kk, &acc, sa, sb, Some(stage_bytes))
+        } else {
+            let (sa, sb) = (
+                quote!(#d::smem_addr() + (#base_off + __cb * #stage_bytes) as u32),
+                quote!(#d::smem_addr() + (#base_off + __cb * #stage_bytes + #tile_a) as u32),
+            );
+            (quote!(), self.mma_compute(plan.a, plan.layout, kk, &acc, sa, sb), quote!())
+        };
         let (s, e, st) = (self.ev(start, &At::Own), self.ev(end, &At::Own), self.ev(step, &At::Own));
         let main = |ops: &[TokenStream]| if stages == 1 {
-            let iss = issue(quote!(__ci), ops);
+            let iss = issue(quote!(__ci), quote!(0usize), ops);
             quote! {
                 let mut __ci: i64 = 0;
                 while __ci < __n {
@@ -738,7 +747,7 @@ impl DevGen<'_> {
                 }
             }
         } else {
-            let (pro, steady) = (issue(quote!(__pi), ops), issue(quote!(__nx), ops));
+            let (pro, steady) = (issue(quote!(__pi), quote!(__pi as usize), ops), issue(quote!(__nx), quote!(__nbu as usize), ops));
             // `mma.sync` computes after issuing the copies; `wgmma` is issued before them. With
             // three or more buffers, one `wgmma` group stays in flight across iterations: the
             // copies run `S - 2` iterations ahead, so they never overwrite the buffer that the
@@ -752,6 +761,7 @@ impl DevGen<'_> {
                 _ => (quote!(), compute.clone(), quote!()),
             };
             let (ahead, wait) = if overlap { (s_i - 2, (stages - 3) as u32) } else { (s_i - 1, (stages - 2) as u32) };
+            let (ahead_u, s_u) = (ahead as u32, stages as u32);
             let pipelined = quote! {
                 let mut __pi: i64 = 0;
                 while __pi < #ahead {
@@ -759,20 +769,25 @@ impl DevGen<'_> {
                     #d::cp_async_commit();
                     __pi += 1;
                 }
+                // Buffers of iterations `__ci` and `__ci + ahead`, counted round (no division).
                 let mut __ci: i64 = 0;
+                let mut __cbu: u32 = 0;
+                let mut __nbu: u32 = #ahead_u;
                 while __ci < __n {
                     // Iteration `__ci`'s copies are done; after the barrier every thread sees
                     // them and has finished computing on the buffer the next copies overwrite.
                     #d::cp_async_wait_group::<#wait>();
                     #fence
                     #d::bar_sync();
-                    let __cb: usize = (__ci % #s_i) as usize;
+                    let __cb: usize = __cbu as usize;
                     #compute_first
                     let __nx: i64 = __ci + #ahead;
                     if __nx < __n { #steady }
                     #d::cp_async_commit();
                     #compute_after
                     __ci += 1;
+                    __cbu = if __cbu + 1 == #s_u { 0 } else { __cbu + 1 };
+                    __nbu = if __nbu + 1 == #s_u { 0 } else { __nbu + 1 };
                 }
                 #after_loop
             };
@@ -907,6 +922,7 @@ impl DevGen<'_> {
             };
             #(#step_defs)*
             #(#pre_out)*
+            #desc_setup
             #body
             #d::cp_async_wait_all();
             #d::bar_sync();
@@ -930,17 +946,18 @@ impl DevGen<'_> {
         let overlap = stages >= 3;
         let ahead = if overlap { s_i - 2 } else { s_i - 1 };
         let (compute_after, after_loop) = if overlap { (quote!(#d::wgmma_wait::<1>();), finish.clone()) } else { (finish.clone(), quote!()) };
-        let issue = |it: TokenStream| {
+        let issue = |it: TokenStream, buf: TokenStream| {
             let copies = ops.iter().map(|t| &t.copies);
             quote! {{
                 let __it: i64 = #it;
-                let __buf: usize = (__it % #s_i) as usize;
+                let __buf: usize = #buf;
                 let __bar: u32 = #d::smem_addr() + (#bars + __buf * 8) as u32;
                 #d::mbarrier_arrive_expect_tx(__bar, #tx);
                 #(#copies)*
             }}
         };
-        let (pro, steady) = (issue(quote!(__pi)), issue(quote!(__nx)));
+        let (pro, steady) = (issue(quote!(__pi), quote!(__pi as usize)), issue(quote!(__nx), quote!(__nbu as usize)));
+        let (ahead_u, s_u) = (ahead as u32, stages as u32);
         let fixups = ops.iter().map(|t| &t.fixup);
         // The first `ahead` stages' copies (thread 0, before the loop).
         let fill = quote! {
@@ -951,11 +968,17 @@ impl DevGen<'_> {
             }
         };
         // Entered only when the loop runs (see the `cp.async` version).
+        // Buffers of iterations `__ci` and `__ci + ahead` and the phase parity of `__ci`'s barrier,
+        // counted round (no division in the loop).
         let main = quote! { if __n > 0 {
+            let __bars: u32 = #d::smem_addr() + #bars as u32;
             let mut __ci: i64 = 0;
+            let mut __cbu: u32 = 0;
+            let mut __par: u32 = 0;
+            let mut __nbu: u32 = #ahead_u;
             while __ci < __n {
-                let __cb: usize = (__ci % #s_i) as usize;
-                #d::mbarrier_wait(#d::smem_addr() + (#bars + __cb * 8) as u32, ((__ci / #s_i) & 1) as u32);
+                let __cb: usize = __cbu as usize;
+                #d::mbarrier_wait(__bars + __cbu * 8, __par);
                 if !__nofix {
                     let mut __fx: bool = false;
                     {
@@ -973,6 +996,13 @@ impl DevGen<'_> {
                 if __tid == 0 && __nx < __n { #steady }
                 #compute_after
                 __ci += 1;
+                if __cbu + 1 == #s_u {
+                    __cbu = 0;
+                    __par ^= 1;
+                } else {
+                    __cbu += 1;
+                }
+                __nbu = if __nbu + 1 == #s_u { 0 } else { __nbu + 1 };
             }
             #after_loop
         }};

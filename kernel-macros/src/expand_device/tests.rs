@@ -207,6 +207,22 @@ fn hopper_bodies_use_wgmma_with_operands_in_shared_memory() {
 }
 
 #[test]
+fn pipelined_loops_count_buffers_round_and_build_descriptors_once() {
+    let (out, _) = expand("", &matmul(3, 32, ""));
+    // No division by the buffer count in a loop: the buffers of iterations `__ci` and
+    // `__ci + ahead` (and the barrier parity) are counters that wrap at 4 buffers.
+    assert!(!out.contains("% 4i64") && !out.contains("/ 4i64"), "a modulo of the iteration is back");
+    assert!(out.contains("__cbu = if __cbu + 1 == 4u32 { 0 } else { __cbu + 1 }"), "the cp.async loops' counter");
+    assert!(out.contains("if __cbu + 1 == 4u32 { __cbu = 0 ; __par ^= 1 ;"), "the tensor-map loop's counter and parity");
+    assert!(out.contains("mbarrier_wait (__bars + __cbu * 8 , __par)"));
+    // The wgmma descriptors of buffer 0 are built once; the loop adds the buffer's offset.
+    assert_eq!(out.matches("let (__da0 , __db0) : (u64 , u64)").count(), 1);
+    assert!(out.contains("let __da : u64 = __da0 + ((__cb as u32) * 512u32) as u64"), "8192-byte buffers: 512 16-byte units");
+    // The tensor-map coordinates are 32-bit (the launch checked the extents).
+    assert!(out.contains("(__it as i32) . wrapping_mul"));
+}
+
+#[test]
 fn wgmma_b_tiles_are_stored_in_swizzled_column_blocks() {
     // B (row-major [K, N]) of a `wgmma` dot goes in column blocks one 128-byte swizzle pattern
     // wide; A and every `mma.sync` operand stay row-major. (The GPU suite checks the numbers
