@@ -788,6 +788,15 @@ pub fn pack2<T: Copy>(a: T, b: T) -> u32 {
     a as u32 | (b as u32) << 16
 }
 
+/// Two f32 values rounded to f16 (as [`f32_to_f16`]) in one 32-bit word, `lo` in the low half:
+/// one `cvt.rn.f16x2.f32` instead of two conversions and a pack.
+#[inline(always)]
+pub fn pack_f16x2(lo: f32, hi: f32) -> u32 {
+    let r: u32;
+    unsafe { asm!("cvt.rn.f16x2.f32 {r}, {hi}, {lo};", r = out(reg32) r, hi = in(reg32) hi, lo = in(reg32) lo, options(pure, nomem, nostack)) };
+    r
+}
+
 /// Transposes the 4x4 words held by each quad of lanes (`4i .. 4i + 3`): lane `4i + q` gets
 /// word `q` of lanes `4i, 4i + 1, 4i + 2, 4i + 3`, in that order (two butterfly exchanges; every
 /// lane of the warp must execute it).

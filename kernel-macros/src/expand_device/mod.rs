@@ -1153,6 +1153,50 @@ impl<'a> DevGen<'a> {
         (setup, issue, finish)
     }
 
+    /// An f16 block in an `mma` layout cast from an f32 one (`acc.to::<f16>()`), assigned to
+    /// array `id`: slots `2i, 2i + 1` (adjacent columns) are converted by one `cvt.rn.f16x2.f32`
+    /// and split, so that a store packing them again gets the word back unchanged. `None`
+    /// otherwise, or when the value reads other threads' elements.
+    fn cast_pairs_f16(&self, id: &Ident, numel: usize, layout: Layout, ty: &Ty, value: ExprId) -> Option<TokenStream> {
+        let d = &self.d;
+        if !matches!(layout, Layout::Mma { .. }) || ty.elem != Elem::Val(DType::F16) {
+            return None;
+        }
+        let x = self.cast_from_f32(value)?;
+        let scope = self.enter_iteration(numel, layout);
+        let xv = self.ev(x, &At::Own);
+        if !self.leave_iteration(scope).is_empty() {
+            return None;
+        }
+        let at = |j: usize| {
+            let f = Self::mma_flat(layout, j);
+            quote!({ let __j: usize = #j; let __f: usize = #f; #xv })
+        };
+        let pairs = (0..self.slots(numel, layout) / 2).map(|i| {
+            let (lo, hi) = (at(2 * i), at(2 * i + 1));
+            let (j0, j1) = (2 * i, 2 * i + 1);
+            quote! {{
+                let __w: u32 = #d::pack_f16x2(#lo, #hi);
+                #id[#j0] = #d::F16(__w as u16);
+                #id[#j1] = #d::F16((__w >> 16) as u16);
+            }}
+        });
+        Some(quote!(#(#pairs)*))
+    }
+
+    /// `x` when `e` is a cast of the f32 block `x` (directly or through locals evaluated at
+    /// their uses), so that its values can be converted in pairs.
+    fn cast_from_f32(&self, e: ExprId) -> Option<ExprId> {
+        match &self.k.exprs[e].kind {
+            ExprKind::Cast(x) if self.k.exprs[*x].ty.elem == Elem::Val(DType::F32) => Some(*x),
+            ExprKind::Local(l) => match self.kinds[*l] {
+                LocalKind::Pure(v) | LocalKind::Inline(v) => self.cast_from_f32(v),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// The `load` an operand comes from (directly or through a single-use local).
     fn load_of(&self, e: ExprId) -> Option<ExprId> {
         match &self.k.exprs[e].kind {
@@ -1406,6 +1450,9 @@ impl<'a> DevGen<'a> {
                             let v = g.ev(*value, &At::Own);
                             quote!(#id[__j] = #v;)
                         };
+                        if let Some(pairs) = self.cast_pairs_f16(&id, numel, layout, lty, *value) {
+                            return quote!(#decl #pairs);
+                        }
                         let body = if layout == Layout::Cyclic && self.vec_width(numel) > 1 {
                             self.phase_chunks(numel, &[*value], elem, quote!(), quote!())
                         } else {

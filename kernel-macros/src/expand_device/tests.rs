@@ -223,6 +223,18 @@ fn pipelined_loops_count_buffers_round_and_build_descriptors_once() {
 }
 
 #[test]
+fn f16_casts_of_accumulators_convert_column_pairs_at_once() {
+    // `let c = acc.to::<f16>()` (materialized): each pair of adjacent columns is converted by one
+    // `cvt.rn.f16x2.f32`, in both bodies (64x64 over 4 warps: 32 slots per thread, 16 pairs).
+    let (out, _) = expand("", &matmul(3, 32, ""));
+    assert_eq!(out.matches("pack_f16x2").count(), 2 * 16, "{}", out.matches("pack_f16x2").count());
+    // An f32 result has nothing to pack.
+    let f32_out = matmul(3, 32, "").replace("c_ptr: Ptr<f16>", "c_ptr: Ptr<f32>").replace("let c = acc.to::<f16>();", "let c = acc;");
+    let (out, _) = expand("", &f32_out);
+    assert!(!out.contains("pack_f16x2"));
+}
+
+#[test]
 fn wgmma_b_tiles_are_stored_in_swizzled_column_blocks() {
     // B (row-major [K, N]) of a `wgmma` dot goes in column blocks one 128-byte swizzle pattern
     // wide; A and every `mma.sync` operand stay row-major. (The GPU suite checks the numbers
