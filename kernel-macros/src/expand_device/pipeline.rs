@@ -591,16 +591,25 @@ impl DevGen<'_> {
                         if (__tmask >> #idx) & 1 != 0 && __taf && __w > 0 && __w <= i32::MAX as i64 {
                             let (__ef, __el) = (__tO + __first, __tO + __last);
                             let __st: i64 = __second - __first;
-                            // 32-bit divisions where the values allow (see `divrem`).
-                            let __h: i64 = #d::divrem(#len as i64, __w).0;
-                            let ((__rf, __cf), (__rl, __cl)) = (#d::divrem(__ef, __w), #d::divrem(__el, __w));
-                            let (__sq, __sr) = #d::divrem(__st, __w);
-                            let (__dr, __dc, __cols) = if __sr == 0 {
-                                (__sq, 0i64, __cf + #inner_i <= __w)
+                            let __len: i64 = #len as i64;
+                            // One division (32-bit where the values allow, see `divrem`); the
+                            // last box's row follows from the first's in the common cases.
+                            let (__rf, __cf) = #d::divrem(__ef, __w);
+                            let (__sq, __sr) = if __st >= 0 && __st < __w { (0i64, __st) } else { #d::divrem(__st, __w) };
+                            let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
+                            let (__dr, __dc, __cols, __rl) = if __sr == 0 {
+                                // By whole rows.
+                                (__sq, 0i64, __cf + #inner_i <= __w, __rf + __nm * __sq)
+                            } else if __sq == 0 && __st > 0 {
+                                // Along one row: the last box must end in the first box's row.
+                                (0i64, __st, __cf + __nm * __st + #inner_i <= __w, __rf)
                             } else {
-                                (0i64, __st, __rf == __rl && __cf + #inner_i <= __w && __cl + #inner_i <= __w)
+                                let (__rl, __cl) = #d::divrem(__el, __w);
+                                (0i64, __st, __rf == __rl && __cf + #inner_i <= __w && __cl + #inner_i <= __w, __rl)
                             };
-                            let __ok: bool = __cols && __ef >= 0 && __el >= 0 && __rf + #rows_i <= __h && __rl + #rows_i <= __h && __h <= i32::MAX as i64;
+                            // Rows `r .. r + rows` lie in the view (its `len / w` whole rows)
+                            // exactly when `(r + rows) * w <= len`.
+                            let __ok: bool = __cols && __ef >= 0 && __el >= 0 && (__rf + #rows_i) * __w <= __len && (__rl + #rows_i) * __w <= __len && __rl + #rows_i <= i32::MAX as i64;
                             (__ok, __cf, __rf, __dc, __dr)
                         } else {
                             (false, 0, 0, 0, 0)
