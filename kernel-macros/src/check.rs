@@ -152,9 +152,10 @@ pub fn check_value_dtype(v: &Ty, ptr_dtype: DType, what: &str) -> Result<(), Str
     }
 }
 
-/// Rule: block dimensions are powers of two in every declared instance.
+/// Rule: block dimensions are powers of two or multiples of 16 in every declared instance
+/// (16, 32, 48, 64, ... and 1, 2, 4, 8: tensor-core tiles come in multiples of 16).
 pub fn check_pow2(len: i64) -> bool {
-    len > 0 && (len & (len - 1)) == 0
+    len > 0 && ((len & (len - 1)) == 0 || len % 16 == 0)
 }
 
 /// The most elements a block holds (the backends size registers and shared memory by it).

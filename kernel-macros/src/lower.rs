@@ -1427,12 +1427,13 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         dims.into_iter().collect()
     }
 
-    /// Rule: block dimensions are positive powers of two in every declared instance.
+    /// Rule: block dimensions are positive powers of two or multiples of 16 in every declared
+    /// instance.
     fn check_dims(&mut self, dims: &[Dim], span: Sp, what: &str) -> bool {
         for d in dims {
             if let Some(c) = d.as_const() {
                 if !check_pow2(c) {
-                    self.diag.error(span, format!("{what}: block dimension {c} is not a power of two (blocks hold 2^k elements per dimension)"));
+                    self.diag.error(span, format!("{what}: block dimension {c} is neither a power of two nor a multiple of 16"));
                     return false;
                 }
                 continue;
@@ -1442,7 +1443,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 match v {
                     Some(v) if check_pow2(v) => {}
                     Some(v) => {
-                        self.diag.error(span, format!("{what}: block dimension `{d}` = {v} is not a power of two in the instance {desc}"));
+                        self.diag.error(span, format!("{what}: block dimension `{d}` = {v} is neither a power of two nor a multiple of 16 in the instance {desc}"));
                         return false;
                     }
                     None => {}

@@ -31,7 +31,7 @@
 //!
 //! | function | result |
 //! |---|---|
-//! | `arange(start, end)` | `i32[end - start]`: `start, start+1, ...`; `end - start` must be a power of two in every instance |
+//! | `arange(start, end)` | `i32[end - start]`: `start, start+1, ...`; `end - start` must be a power of two or a multiple of 16 in every instance |
 //! | `zeros::<T>([d0, d1, ...])` | a block of zeros (dtype `f32` if no `T` is given) |
 //! | `full::<T>([d0, ...], value)` | a block filled with a scalar |
 //!

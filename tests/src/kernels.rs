@@ -111,3 +111,18 @@ pub fn pick<const B: i32>(x: Ptr<f32>, y: Ptr<f32>, out: Ptr<f32>, n: i32, offse
     let src = where_(i % 2 == 0, x + offset + i, y + offset + i);
     store(out + i, load(src, m, 0.0), m);
 }
+
+/// Blocks that are multiples of 16 but not powers of two: a [48, 48] f16 `dot` (tensor cores
+/// with N = 48), its row sums and column maxima, and a masked 48-element load.
+#[kernel(B = [48])]
+pub fn blocks_of_48<const B: i32>(a: Ptr<f16>, b: Ptr<f16>, c: Ptr<f32>, row_sum: Ptr<f32>, col_max: Ptr<f32>, v: Ptr<f32>, n: i32) {
+    let r = arange(0, B);
+    let x = load(a + r.as_col() * B + r.as_row());
+    let y = load(b + r.as_col() * B + r.as_row());
+    let acc = dot(x, y);
+    store(c + r.as_col() * B + r.as_row(), acc);
+    store(row_sum + r, acc.sum(1));
+    store(col_max + r, acc.max(0));
+    let m = r < n;
+    store(v + r, load(v + r, m, 0.0) * 2.0, m);
+}

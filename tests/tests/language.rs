@@ -129,3 +129,29 @@ fn integer_and_half_reductions_along_a_long_axis() {
         assert!((got - want).abs() <= 1e-3 * want.abs().max(1.0) + 0.02, "row {r}: {got} vs {want}");
     }
 }
+
+#[test]
+fn blocks_that_are_multiples_of_16_but_not_powers_of_two() {
+    let dev = tests::test_device();
+    let b = 48usize;
+    let a = Tensor::<f16>::randn(&dev, &[b, b], 31).unwrap();
+    let bm = Tensor::<f16>::randn(&dev, &[b, b], 32).unwrap();
+    let c = Tensor::<f32>::full(&dev, &[b, b], f32::NAN).unwrap();
+    let (rs, cm) = (Tensor::<f32>::full(&dev, &[b], f32::NAN).unwrap(), Tensor::<f32>::full(&dev, &[b], f32::NAN).unwrap());
+    let vals: Vec<f32> = (0..b).map(|i| i as f32 - 20.0).collect();
+    let v = Tensor::from_vec(&dev, &[b], vals.clone()).unwrap();
+    let n = 37usize;
+    blocks_of_48::launch((1,), &a, &bm, &c, &rs, &cm, &v, n as i32, 48).unwrap();
+    let (av, bv) = (a.to_f64_vec(), bm.to_f64_vec());
+    let want: Vec<f64> = (0..b * b).map(|i| (0..b).map(|k| av[(i / b) * b + k] * bv[k * b + i % b]).sum()).collect();
+    assert!(worst_ratio(&c.to_f64_vec(), &want, 1e-3, 1e-3) <= 1.0);
+    let row: Vec<f64> = (0..b).map(|r| want[r * b..(r + 1) * b].iter().sum()).collect();
+    let col: Vec<f64> = (0..b).map(|cc| (0..b).map(|r| want[r * b + cc]).fold(f64::NEG_INFINITY, f64::max)).collect();
+    assert!(worst_ratio(&rs.to_f64_vec(), &row, 1e-2, 1e-3) <= 1.0);
+    assert!(worst_ratio(&cm.to_f64_vec(), &col, 1e-3, 1e-3) <= 1.0);
+    let got = v.to_f64_vec();
+    for i in 0..b {
+        let want = if i < n { 2.0 * f64::from(vals[i]) } else { f64::from(vals[i]) };
+        assert_eq!(got[i], want, "v[{i}]");
+    }
+}

@@ -401,7 +401,7 @@ impl<'a> DevGen<'a> {
     }
 
     /// A `wgmma` tiling (sm_90a) of an `[m, kk] x [kk, n]` product: whole warpgroups, each owning
-    /// `tm` tiles of `m64 x n'` with `n'` a power of two from 16 to 256; A's rows are 32, 64 or
+    /// `tm` tiles of `m64 x n'` with `n'` one of 16, 32, 64, 128, 192, 256; A's rows are 32, 64 or
     /// 128 bytes (one swizzle pattern wide) and B is stored in column blocks of `min(n, 64)`.
     /// Prefers the widest `n'` (fewest shared-memory bytes read per multiply-add), then the
     /// fewest tiles per warpgroup.
@@ -419,7 +419,7 @@ impl<'a> DevGen<'a> {
                 continue;
             }
             let (tm, np) = (m / (64 * gm), n / gn);
-            if ![16, 32, 64, 128, 256].contains(&np) || !np.is_multiple_of(block) || tm * np / 2 > self.accumulator_budget() {
+            if ![16, 32, 64, 128, 192, 256].contains(&np) || !np.is_multiple_of(block) || tm * np / 2 > self.accumulator_budget() {
                 continue;
             }
             let score = (usize::MAX - np, tm);

@@ -235,6 +235,20 @@ fn f16_casts_of_accumulators_convert_column_pairs_at_once() {
 }
 
 #[test]
+fn tiles_192_wide_use_one_m64n192_wgmma_per_k_step() {
+    let wide = matmul(3, 64, "").replace("BM = 64, BN = 64", "BM = 128, BN = 192").replace("num_warps = 4", "num_warps = 8");
+    let (out, _) = expand("", &wide);
+    // Two warpgroups of 64 rows each, all 192 columns (three 64-column blocks of B): 4 K steps of
+    // 16 in each of the three loop versions.
+    assert_eq!(out.matches("wgmma_m64n192k16_f16 ::").count(), 4 * 3);
+    assert!(out.contains("wgmma_tie_n192"));
+    // 48 columns: no wgmma shape (B's rows would be 96 bytes, no swizzle width); mma.sync only.
+    let narrow = matmul(3, 32, "").replace("BN = 64", "BN = 48");
+    let (out, _) = expand("", &narrow);
+    assert!(!out.contains("wgmma_m64") && out.contains("mma_f16"));
+}
+
+#[test]
 fn wgmma_b_tiles_are_stored_in_swizzled_column_blocks() {
     // B (row-major [K, N]) of a `wgmma` dot goes in column blocks one 128-byte swizzle pattern
     // wide; A and every `mma.sync` operand stay row-major. (The GPU suite checks the numbers

@@ -1,4 +1,4 @@
-// shape: block dimensions are powers of two
+// shape: block dimensions are powers of two or multiples of 16
 use kernel_std::prelude::*;
 
 #[kernel]
