@@ -1372,7 +1372,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
             syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => match i.base10_parse::<i64>() {
                 Ok(v) if v.unsigned_abs() <= 1 << 40 => Some(Dim::constant(v)),
                 _ => {
-                    self.diag.error(e.sp(), "block size is out of range: block dimensions are powers of two up to 2^40");
+                    self.diag.error(e.sp(), "block size is out of range: block dimensions are at most 2^40");
                     None
                 }
             },
@@ -1402,7 +1402,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                     }
                 };
                 if d.is_unreasonable() {
-                    self.diag.error(b.sp(), "block size is out of range: block dimensions are powers of two up to 2^40");
+                    self.diag.error(b.sp(), "block size is out of range: block dimensions are at most 2^40");
                     return None;
                 }
                 Some(d)
