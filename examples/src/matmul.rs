@@ -48,6 +48,11 @@ pub mod kernels {
             // 128x192 tiles: fuller last waves where 128x256 tiles leave SMs idle (3072: 2.9
             // waves of 132 SMs instead of 2.2).
             config(BLOCK_SIZE_M = 128, BLOCK_SIZE_N = 192, BLOCK_SIZE_K = 64, GROUP_SIZE_M = 8, num_stages = 3, num_warps = 8),
+            // BLOCK_SIZE_K = 128: half the K iterations again for the small sizes, whose time
+            // is per-iteration latency (each iteration's wait, barrier and issue).
+            config(BLOCK_SIZE_M = 64, BLOCK_SIZE_N = 64, BLOCK_SIZE_K = 128, GROUP_SIZE_M = 8, num_stages = 3, num_warps = 4),
+            config(BLOCK_SIZE_M = 64, BLOCK_SIZE_N = 128, BLOCK_SIZE_K = 128, GROUP_SIZE_M = 8, num_stages = 3, num_warps = 4),
+            config(BLOCK_SIZE_M = 128, BLOCK_SIZE_N = 64, BLOCK_SIZE_K = 128, GROUP_SIZE_M = 8, num_stages = 3, num_warps = 4),
         ],
         key = [M, N, K],
     )]

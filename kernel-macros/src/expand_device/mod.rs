@@ -77,7 +77,7 @@ struct MatVar {
 
 /// Where a 16-bit `dot` operand of `rows x inner` elements is staged in shared memory: row-major
 /// in column blocks of `block` elements (`block == inner`: plain row-major), each block's rows
-/// swizzled (see `DevGen::swizzle`). `wgmma` reads B (row-major `[K, N]`, N-major for the
+/// swizzled (see `DevGen::swizzle`). `wgmma` reads A and B (A K-major; B row-major `[K, N]`, N-major for the
 /// instruction) in blocks one swizzle pattern (64 elements) wide.
 #[derive(Clone, Copy, Debug)]
 struct Tile {
@@ -87,10 +87,11 @@ struct Tile {
 }
 
 impl Tile {
-    /// The staging of operand A (`is_b == false`) or B of a `dot` in `layout`.
-    fn of(layout: Layout, is_b: bool, rows: usize, inner: usize) -> Tile {
+    /// The staging of a `dot` operand of `rows x inner` elements in `layout`: `wgmma` operands in
+    /// column blocks of up to 64 elements (one 128-byte swizzle pattern), others whole rows.
+    fn of(layout: Layout, rows: usize, inner: usize) -> Tile {
         let wg = matches!(layout, Layout::Mma { wg: true, .. });
-        let block = if wg && is_b { inner.min(64) } else { inner };
+        let block = if wg { inner.min(64) } else { inner };
         Tile { rows, inner, block }
     }
 
@@ -164,6 +165,15 @@ struct DevGen<'a> {
     wgmma: bool,
     /// Tensor maps the generated code copies with, in the order of their hidden-parameter slots.
     tma: RefCell<Vec<TmaDesc>>,
+    /// Whether every thread is past a block barrier with no global access since (a store
+    /// then needs no barrier before it): true after a software-pipelined loop, which ends with
+    /// one, until a statement that may access global memory.
+    synced: Cell<bool>,
+    /// Set by a `for` statement that was lowered as a software-pipelined loop.
+    pipelined: Cell<bool>,
+    /// Whether the statement being generated is the last one of the kernel's body (a store
+    /// then needs no barrier after it: nothing follows).
+    last: Cell<bool>,
 }
 
 fn elem_size(e: &Elem) -> usize {
@@ -218,6 +228,9 @@ impl<'a> DevGen<'a> {
             ptr_roots: vec![],
             wgmma,
             tma: RefCell::new(vec![]),
+            synced: Cell::new(false),
+            pipelined: Cell::new(false),
+            last: Cell::new(false),
         };
         g.kinds = g.classify_locals();
         g.layouts = g.assign_layouts();
@@ -407,7 +420,9 @@ impl<'a> DevGen<'a> {
     /// fewest tiles per warpgroup.
     fn wgmma_tiling(&self, m: usize, kk: usize, n: usize) -> Option<Layout> {
         let warps = self.threads / 32;
-        if !self.wgmma || !warps.is_multiple_of(4) || ![16, 32, 64].contains(&kk) {
+        // K-major A rows of up to 64 elements (one 128-byte swizzle pattern); deeper tiles are
+        // staged in 64-column blocks like B.
+        if !self.wgmma || !warps.is_multiple_of(4) || !([16, 32].contains(&kk) || (kk.is_multiple_of(64) && kk <= 256)) {
             return None;
         }
         let groups = warps / 4;
@@ -945,8 +960,8 @@ impl<'a> DevGen<'a> {
         let (align, fence) = self.operand_staging(layout);
         let off_a = self.alloc_aligned((m * kk * 2).next_multiple_of(align), align);
         let off_b = self.alloc_aligned((kk * n * 2).next_multiple_of(align), align);
-        let stage_a = self.stage_operand(a, Tile::of(layout, false, m, kk), off_a, &ea);
-        let stage_b = self.stage_operand(b, Tile::of(layout, true, kk, n), off_b, &ea);
+        let stage_a = self.stage_operand(a, Tile::of(layout, m, kk), off_a, &ea);
+        let stage_b = self.stage_operand(b, Tile::of(layout, kk, n), off_b, &ea);
         let out = self.fresh("mma");
         let slots = tm * tn * 4;
         let init = self.phase_in(m * n, layout, |g| {
@@ -1079,8 +1094,8 @@ impl<'a> DevGen<'a> {
 
     /// The `wgmma` version of [`Self::mma_compute`] (sm_90a): each warpgroup issues, for every
     /// 16-wide step of K and every 64-row tile it owns, one `wgmma.mma_async.m64n'k16` reading
-    /// A (K-major, rows one swizzle pattern wide) and B (N-major column blocks, `Tile::of`)
-    /// straight from shared memory, then waits for the group. The shared memory it reads must
+    /// A (K-major column blocks of up to 64 elements, one swizzle pattern wide) and B (N-major
+    /// column blocks; both `Tile::of`) straight from shared memory, then waits for the group. The shared memory it reads must
     /// have been made visible to the async proxy (`fence_proxy_async` before the barrier).
     /// Returns the issue (the tensor cores then run while the threads go on) and the wait after
     /// which the accumulators may be read and the operand tiles overwritten.
@@ -1093,14 +1108,18 @@ impl<'a> DevGen<'a> {
     #[allow(clippy::too_many_arguments)]
     fn wgmma_compute(&self, a: ExprId, layout: Layout, kk: usize, acc: &Ident, sa: TokenStream, sb: TokenStream, stage: Option<usize>) -> (TokenStream, TokenStream, TokenStream) {
         let d = &self.d;
-        let Layout::Mma { wn, tm, tn, n, .. } = layout else { return (quote!(), quote!(), quote!()) };
+        let Layout::Mma { wm, wn, tm, tn, n, .. } = layout else { return (quote!(), quote!(), quote!()) };
         let np = tn * 8;
         let bf16 = self.k.exprs[a].ty.dtype() == Some(DType::BF16);
         let f = format_ident!("wgmma_m64n{}k16_{}", np, if bf16 { "bf16" } else { "f16" });
         let tie = format_ident!("wgmma_tie_n{}", np);
         let slots = tm * tn * 4;
-        // A: rows of `kk` elements, 8-row groups `sbo_a` apart; one 64-row tile is 8 groups.
-        let (row_a, tile_a) = (kk * 2, 64 * kk * 2);
+        // A: column blocks of `block_a` elements (all of `kk` up to 64), `lbo_a` apart, each
+        // with the tile's rows of `block_a` elements, 8-row groups `sbo_a` apart; one 64-row
+        // tile is 8 groups.
+        let block_a = kk.min(64);
+        let (row_a, tile_a) = (block_a * 2, 64 * block_a * 2);
+        let lbo_a = wm * tm * 64 * row_a;
         let sbo_a = 8 * row_a;
         // B: column blocks of `block` elements, `kk` rows each, `lbo_b` apart.
         let block = n.min(64);
@@ -1111,7 +1130,8 @@ impl<'a> DevGen<'a> {
         let calls = (0..kk / 16).flat_map(|ks| {
             (0..tm).map(move |t| {
                 let off = t * tn * 4;
-                let da = ((t * tile_a + ks * 32) >> 4) as u64;
+                let (cb, kin) = (ks * 16 / block_a, ks * 16 % block_a);
+                let da = ((cb * lbo_a + t * tile_a + kin * 2) >> 4) as u64;
                 let db = ((ks * 16 * row_b) >> 4) as u64;
                 quote!(#d::#f::<#slots, #off>(&mut #acc, __da + #da, __db + #db);)
             })
@@ -1384,18 +1404,80 @@ impl<'a> DevGen<'a> {
     }
 
     fn stmts(&self, stmts: &[Stmt]) -> TokenStream {
+        // A nested body (a loop's, a branch's) starts with no barrier known behind it.
+        self.synced.set(false);
+        self.last.set(false);
         let mut out = TokenStream::new();
         for s in stmts {
-            self.cursor.set(0);
-            self.temps.borrow_mut().clear();
-            let mut pre = TokenStream::new();
-            for r in Self::stmt_roots(s) {
-                self.hoist(r, &mut pre);
-            }
-            out.extend(pre);
-            out.extend(self.stmt(s));
+            self.gen_stmt(s, &mut out);
         }
+        self.synced.set(false);
         out
+    }
+
+    /// The kernel's body: as `stmts`, knowing which statement is the last one.
+    fn body(&self, stmts: &[Stmt]) -> TokenStream {
+        self.synced.set(false);
+        let mut out = TokenStream::new();
+        for (i, s) in stmts.iter().enumerate() {
+            let last = i + 1 == stmts.len();
+            self.last.set(last);
+            self.gen_stmt(s, &mut out);
+        }
+        self.last.set(false);
+        out
+    }
+
+    /// One statement (its hoisted `dot`s and reductions first), keeping `synced` up to date.
+    fn gen_stmt(&self, s: &Stmt, out: &mut TokenStream) {
+        self.cursor.set(0);
+        self.temps.borrow_mut().clear();
+        let touches = self.touches_global(s);
+        let (synced, last) = (self.synced.get(), self.last.get());
+        let mut pre = TokenStream::new();
+        for r in Self::stmt_roots(s) {
+            self.hoist(r, &mut pre);
+        }
+        out.extend(pre);
+        self.synced.set(synced && !self.touches_before_write(s, touches));
+        self.last.set(last);
+        self.pipelined.set(false);
+        out.extend(self.stmt(s));
+        // A pipelined loop and a store (a barrier after its writes) both end past a barrier.
+        let pipelined = matches!(s, Stmt::For { .. }) && self.pipelined.take();
+        let fenced = matches!(s, Stmt::Store { .. });
+        self.synced.set(pipelined || fenced || (synced && !touches));
+        self.last.set(last);
+    }
+
+    /// Whether a statement may read or write global memory: stores, loops, branches and
+    /// returns, and assignments whose value loads (through inline locals too).
+    fn touches_global(&self, s: &Stmt) -> bool {
+        match s {
+            Stmt::Let { value, .. } | Stmt::Assign { value, .. } => self.loads_in(*value),
+            _ => true,
+        }
+    }
+
+    /// Whether what a statement evaluates before its own write may touch global memory: for a
+    /// store, loads in its pointer, value or mask (hoisted `dot` operands included); for any
+    /// other statement, `touches`.
+    fn touches_before_write(&self, s: &Stmt, touches: bool) -> bool {
+        match s {
+            Stmt::Store { ptr, value, mask, .. } => self.loads_in(*ptr) || self.loads_in(*value) || mask.is_some_and(|m| self.loads_in(m)),
+            _ => touches,
+        }
+    }
+
+    fn loads_in(&self, e: ExprId) -> bool {
+        match &self.k.exprs[e].kind {
+            ExprKind::Load { .. } => true,
+            ExprKind::Local(l) => match self.kinds[*l] {
+                LocalKind::Pure(x) | LocalKind::Affine(x) | LocalKind::Inline(x) => self.loads_in(x),
+                LocalKind::Scalar | LocalKind::Materialized => false,
+            },
+            kind => children(kind).into_iter().any(|c| self.loads_in(c)),
+        }
     }
 
     fn stmt(&self, s: &Stmt) -> TokenStream {
@@ -1465,8 +1547,12 @@ impl<'a> DevGen<'a> {
             Stmt::Store { ptr, value, mask, span } => {
                 // A program's threads run independently, so a store could overtake another
                 // thread's earlier load of the same address (or a later load could miss it).
-                // Barriers around stores keep the program order whenever the kernel loads.
+                // Barriers around stores keep the program order whenever the kernel loads, except
+                // where every thread is known to be past a barrier with no global access since
+                // (after a software-pipelined loop) or where nothing follows (the kernel's last
+                // statement).
                 let fence = if self.has_loads { quote!(#d::bar_sync();) } else { quote!() };
+                let (before, after) = (if self.synced.get() { quote!() } else { fence.clone() }, if self.last.get() { quote!() } else { fence.clone() });
                 let numel = self.numel(*ptr);
                 if self.shapes[*ptr].is_empty() {
                     let p = self.ev(*ptr, &At::Own);
@@ -1481,7 +1567,7 @@ impl<'a> DevGen<'a> {
                         None => w,
                     };
                     // Scalars are uniform: one thread writes.
-                    return quote!(#fence if __tid == 0 { #w } #fence);
+                    return quote!(#before if __tid == 0 { #w } #after);
                 }
                 // Iterate in the stored value's layout when it is an `mma` accumulator.
                 let layout = match &k.exprs[*value].kind {
@@ -1490,7 +1576,7 @@ impl<'a> DevGen<'a> {
                 };
                 if self.chunk_len(numel, layout) > 1 {
                     let body = self.store_chunks(numel, layout, *ptr, *value, *mask, span.start);
-                    return quote!(#fence #body #fence);
+                    return quote!(#before #body #after);
                 }
                 let body = self.phase_in(numel, layout, |g| {
                     let p = g.ev(*ptr, &At::Own);
@@ -1505,10 +1591,11 @@ impl<'a> DevGen<'a> {
                         None => w,
                     }
                 });
-                quote!(#fence #body #fence)
+                quote!(#before #body #after)
             }
             Stmt::For { var, start, end, step, body, .. } => {
                 if let Some(code) = self.try_pipelined(*var, *start, *end, *step, body) {
+                    self.pipelined.set(true);
                     return code;
                 }
                 let id = crate::expand_cpu::local_ident(k, *var);
@@ -1624,11 +1711,11 @@ fn entry_metadata(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num
 pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps: usize, num_stages: usize) -> DeviceEntry {
     let threads = 32 * num_warps;
     let g = DevGen::new(k, vals, threads, num_stages, false);
-    let body = g.stmts(&k.body);
+    let body = g.body(&k.body);
     // The sm_90a lowering, for kernels with a `dot` that `wgmma` can take.
     let hopper = k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Dot { .. })).then(|| DevGen::new(k, vals, threads, num_stages, true));
     let hopper = hopper.filter(|h| (0..k.exprs.len()).any(|i| matches!(h.mma_tiling(i), Some(Layout::Mma { wg: true, .. }))));
-    let hopper_body = hopper.as_ref().map(|h| (h.stmts(&k.body), h.smem_max.get()));
+    let hopper_body = hopper.as_ref().map(|h| (h.body(&k.body), h.smem_max.get()));
     let d = &g.d;
     let params = k.params.iter().map(|p| {
         let id = param_ident(&p.name);

@@ -153,7 +153,7 @@ impl DevGen<'_> {
         if stages < 2 || !self.is_root_param(p) || self.ptr_root(ptr_block) != self.ptr_root(p) || tma_base + oi >= 32 || !matches!(k.exprs[o].ty.dtype(), Some(DType::I32 | DType::I64)) {
             return None;
         }
-        let tile = Tile::of(plan.layout, oi == 1, op.numel / op.inner, op.inner);
+        let tile = Tile::of(plan.layout, op.numel / op.inner, op.inner);
         let swizzle = Self::swizzle(tile.block).map_or(0, |_| tile.block * 2);
         if tile.rows > 256 || tile.block > 256 || swizzle > 128 {
             return None;
@@ -295,7 +295,7 @@ impl DevGen<'_> {
                 ExprKind::PtrAdd(p, o) if self.shapes[*p].is_empty() && matches!(k.exprs[*o].ty.dtype(), Some(DType::I32 | DType::I64)) => Some((*p, *o)),
                 _ => None,
             };
-            let tile = Tile::of(plan.layout, oi == 1, op.numel / op.inner, op.inner);
+            let tile = Tile::of(plan.layout, op.numel / op.inner, op.inner);
             let tma = tma_cands.get(oi).cloned().flatten();
             let masks: Vec<TokenStream> = match op.mask {
                 Some(mk) => (0..8).map(|i| self.operand(op.load, mk, &at(i))).collect(),
@@ -404,7 +404,7 @@ impl DevGen<'_> {
                 (None, _) => quote!(0i64),
             };
             let tile_off = base_off + if oi == 0 { 0 } else { tile_a };
-            let s0 = Tile::of(plan.layout, oi == 1, op.numel / op.inner, op.inner).index(quote!(__f0));
+            let s0 = Tile::of(plan.layout, op.numel / op.inner, op.inner).index(quote!(__f0));
             let span = k.exprs[op.load].span.start;
             let ptr_block = match k.exprs[op.load].kind {
                 ExprKind::Load { ptr, .. } => ptr,

@@ -254,14 +254,14 @@ fn wgmma_b_tiles_are_stored_in_swizzled_column_blocks() {
     // wide; A and every `mma.sync` operand stay row-major. (The GPU suite checks the numbers
     // of every matmul config, with N = 32 to 256, against a float64 reference.)
     let lay = Layout::Mma { wm: 1, wn: 1, tm: 1, tn: 16, n: 128, wg: true };
-    let b = Tile::of(lay, true, 32, 128);
+    let b = Tile::of(lay, 32, 128);
     assert_eq!(b.block, 64);
     let code = b.index(quote!(f)).to_string();
     assert!(code.contains("(__tc / 64usize) * 32usize * 64usize"), "{code}");
-    assert_eq!(Tile::of(lay, true, 32, 64).block, 64);
-    assert_eq!(Tile::of(lay, false, 64, 32).block, 32);
+    assert_eq!(Tile::of(lay, 32, 64).block, 64);
+    assert_eq!(Tile::of(lay, 64, 32).block, 32);
     let sync = Layout::Mma { wm: 2, wn: 2, tm: 1, tn: 8, n: 128, wg: false };
-    assert_eq!(Tile::of(sync, true, 32, 128).block, 128);
+    assert_eq!(Tile::of(sync, 32, 128).block, 128);
 }
 
 /// The tensor maps of the (first) instance's entry.
@@ -393,4 +393,52 @@ fn mma_epilogue_stores_skip_per_pair_tests_when_rows_are_proven_contiguous() {
         assert!(!out.contains("__sfast"));
         assert!(out.contains("store_vec :: < :: kernel_std :: __private :: device :: F16 , 2usize >"));
     }
+}
+
+/// The barriers after the last K loop of the first entry body in `out`.
+fn barriers_after_loop(out: &str) -> usize {
+    let body = &out[..out.find("cfg (not (target_feature = \"sm_90a\"))").unwrap_or(out.len())];
+    let tail = &body[body.rfind("cp_async_wait_all").expect("a pipelined loop")..];
+    tail.matches("bar_sync ()").count()
+}
+
+#[test]
+fn stores_after_a_pipelined_loop_and_at_the_end_need_no_barriers() {
+    // The seed: the loop ends with a barrier, the activation and cast touch no memory, and the
+    // store is the last statement: only the loop's own barrier.
+    let (out, _) = expand("", &matmul(3, 64, ""));
+    assert_eq!(barriers_after_loop(&out), 1, "{}", &out[out.rfind("cp_async_wait_all").unwrap()..][..600]);
+    // A load between the loop and the store: the store waits for every thread's load first.
+    let loads = matmul(3, 64, "").replace("let c = acc.to::<f16>();", "let c = (acc + load(c_ptr + offs_m.as_col() * N + offs_n.as_row()).to::<f32>()).to::<f16>();");
+    let (out, _) = expand("", &loads);
+    assert_eq!(barriers_after_loop(&out), 2);
+    // A statement after the store: the barrier after it keeps the order.
+    let more = matmul(3, 64, "").replace("store(c_ptrs, c);", "store(c_ptrs, c); store(c_ptrs, c);");
+    let (out, _) = expand("", &more);
+    assert_eq!(barriers_after_loop(&out), 2, "one between the stores, none after the last");
+}
+
+#[test]
+fn k_tiles_deeper_than_64_use_wgmma_and_tensor_maps_in_64_column_blocks() {
+    // BK = 128: A (64x128) is staged in two 64-column blocks like B, each a 64x64 box with the
+    // 128-byte swizzle; B (128x64) is one 128-row box.
+    let (out, tma) = tma_of(&matmul(3, 128, ""));
+    assert_eq!(
+        tma,
+        vec![
+            TmaDesc { ptr: 0, row_stride: 5, col_stride: None, box_inner: 64, box_rows: 64, swizzle: 128 },
+            TmaDesc { ptr: 1, row_stride: 4, col_stride: None, box_inner: 64, box_rows: 128, swizzle: 128 },
+        ]
+    );
+    // Three boxes per stage (two of A, one of B), in the prologue and in the loop.
+    assert_eq!(out.matches("tma_load_2d").count(), 2 * 3);
+    // Eight k-steps of 16; the fifth reads A's second column block (64 rows x 128 bytes =
+    // 8192 bytes on: 512 in descriptor units) from its start.
+    assert!(out.contains("wgmma_m64n64k16_f16"));
+    assert!(out.contains("__da + 512u64"), "the second column block of A");
+    assert!(out.contains("__da + 6u64"), "k-step 3: 96 bytes into the first block");
+    assert!(!out.contains("__da + 8u64"), "no k-step runs past a 128-byte row");
+    // The staging index of A's column blocks matches (`Tile::of`).
+    let lay = Layout::Mma { wm: 1, wn: 1, tm: 1, tn: 8, n: 64, wg: true };
+    assert_eq!(Tile::of(lay, 64, 128).block, 64);
 }
