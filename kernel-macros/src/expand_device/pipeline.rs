@@ -277,6 +277,9 @@ impl DevGen<'_> {
         // Operands copied by the tensor memory accelerator in a third version of the loop.
         let tma_base = self.tma.borrow().len();
         let (mut tma_descs, mut tma_ops, mut tma_oks): (Vec<TmaDesc>, Vec<TmaOp>, Vec<TokenStream>) = (Vec::new(), Vec::new(), Vec::new());
+        // The row checks of each tensor-map operand (after the speculative copies) and whether
+        // its map is valid with computable coordinates (before them).
+        let (mut tma_post, mut tma_maps): (Vec<TokenStream>, Vec<TokenStream>) = (Vec::new(), Vec::new());
         let mut tma_cands: Vec<Option<TmaDesc>> = plan.ops.iter().enumerate().map(|(oi, op)| self.tma_candidate(plan, oi, op, stages, tma_base)).collect();
         if !tma_cands.iter().all(Option::is_some) {
             tma_cands.clear();
@@ -575,20 +578,18 @@ impl DevGen<'_> {
                 let row = param_ident(&k.params[t.row_stride].name);
                 let first = self.operand(op.base, o, &At::Flat(quote!(0usize)));
                 let rows_test = over_rows(row_test);
+                let (tmo, tin, tw, to) = (format_ident!("__tmo{}", oi), format_ident!("__tin{}", oi), format_ident!("__tW{}", oi), format_ident!("__tO{}", oi));
+                // The box coordinates and whether they stay in the view come first: thread 0
+                // issues the first copies with them (`tma_spec`) before the rows are checked.
                 tma_pre.push(quote! {
-                    let (#tok, #tc, #tr, #tdc, #tdr): (bool, i64, i64, i64, i64) = {
+                    let (#tmo, #tin, #tc, #tr, #tdc, #tdr, #tw, #to): (bool, bool, i64, i64, i64, i64, i64, i64) = {
                         let __tW: i64 = #row as i64;
                         let __tO: i64 = #d::cast::<#ot, i64>(#first);
-                        let __taf: bool = {
-                            let mut __ok: bool = true;
-                            #rows_test
-                            __ok
-                        };
                         let __first: i64 = { let __it: i64 = 0; #off_expr };
                         let __second: i64 = { let __it: i64 = 1; #off_expr };
                         let __last: i64 = { let __it: i64 = if __n > 0 { __n - 1 } else { 0 }; #off_expr };
                         let __w: i64 = __tW;
-                        if (__tmask >> #idx) & 1 != 0 && __taf && __w > 0 && __w <= i32::MAX as i64 {
+                        if (__tmask >> #idx) & 1 != 0 && __w > 0 && __w <= i32::MAX as i64 {
                             let (__ef, __el) = (__tO + __first, __tO + __last);
                             let __st: i64 = __second - __first;
                             let __len: i64 = #len as i64;
@@ -610,12 +611,22 @@ impl DevGen<'_> {
                             // Rows `r .. r + rows` lie in the view (its `len / w` whole rows)
                             // exactly when `(r + rows) * w <= len`.
                             let __ok: bool = __cols && __ef >= 0 && __el >= 0 && (__rf + #rows_i) * __w <= __len && (__rl + #rows_i) * __w <= __len && __rl + #rows_i <= i32::MAX as i64;
-                            (__ok, __cf, __rf, __dc, __dr)
+                            (true, __ok, __cf, __rf, __dc, __dr, __tW, __tO)
                         } else {
-                            (false, 0, 0, 0, 0)
+                            (false, false, 0, 0, 0, 0, __tW, __tO)
                         }
                     };
                 });
+                // Then every row of the tile is checked against the box (each thread its rows).
+                tma_post.push(quote! {
+                    let #tok: bool = #tin && {
+                        let (__tW, __tO): (i64, i64) = (#tw, #to);
+                        let mut __ok: bool = true;
+                        #rows_test
+                        __ok
+                    };
+                });
+                tma_maps.push(quote!(#tmo));
                 tma_oks.push(quote!(#tok));
                 // Thread 0's copies of iteration `__it` into buffer `__buf` (one box per column
                 // block of the staged tile), completing on barrier `__bar`.
@@ -855,15 +866,18 @@ impl DevGen<'_> {
                     #d::fence_mbarrier_init();
                 }
                 #(#tma_pre)*
-                // Thread 0 issues the first stages' copies as soon as its own checks pass, so that
-                // they overlap the other threads' checks and the vote: the boxes lie inside the
-                // maps, which lie inside the operands' buffers, so a copy that is not used reads
-                // nothing else, and if the vote fails every thread waits for those copies before
-                // the `cp.async` version reuses the buffers (word 3 of `flag` says whether).
-                let __spec: bool = __tid == 0 && __n > 0 #(&& #tma_oks)*;
+                // Thread 0 issues the first stages' copies as soon as the box coordinates are
+                // known, before any row is checked, so that they overlap the checks and the vote:
+                // the copy engine reads only inside a map (a box partly or wholly outside it is
+                // filled, and still delivers all its bytes), and a map lies inside its operand's
+                // buffer, so a copy that is not used reads nothing else; if the vote fails every
+                // thread waits for those copies before the `cp.async` version reuses the buffers
+                // (word 3 of `flag` says whether).
+                let __spec: bool = __tid == 0 && __n > 0 #(&& #tma_maps)*;
                 if __spec {
                     #tma_fill
                 }
+                #(#tma_post)*
                 // Whether this thread's elements are unmasked in every iteration.
                 let mut __mall: bool = __n > 0;
                 if __n > 0 {

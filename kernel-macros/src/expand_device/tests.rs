@@ -293,11 +293,14 @@ fn hopper_k_loops_copy_tiles_with_tensor_maps() {
     assert_eq!(out.matches(":: mbarrier_init (").count(), 4, "one barrier per buffer (num_stages + 1)");
     // The map is used only when the block proves its accesses match it, and masked elements
     // are given `other` after the copy.
-    assert!(out.contains("__tma_go") && out.contains("__taf") && out.contains("__fx = true"));
-    // Thread 0 issues the first stages' copies as soon as its own checks pass, before the vote;
-    // whether it did is published (flag word 3) so that a block taking a `cp.async` version
-    // waits for those copies (phase 0 of each filled buffer's barrier) first.
-    assert!(out.contains("let __spec : bool = __tid == 0 && __n > 0 && __tok0 && __tok1"));
+    assert!(out.contains("__tma_go") && out.contains("let __tok0 : bool = __tin0 &&") && out.contains("__fx = true"));
+    // Thread 0 issues the first stages' copies as soon as the box coordinates are known (valid
+    // maps), before the rows are checked and the vote; whether it did is published (flag word 3)
+    // so that a block taking a `cp.async` version waits for those copies (phase 0 of each filled
+    // buffer's barrier) first.
+    assert!(out.contains("let __spec : bool = __tid == 0 && __n > 0 && __tmo0 && __tmo1"));
+    let (spec, rows) = (out.find("if __spec").unwrap(), out.find("let __tok0 : bool = __tin0 &&").expect("row checks"));
+    assert!(spec < rows, "the row checks come after the speculative copies");
     assert!(out.contains("__spec as u32"));
     assert!(out.contains(", 0) ; __pi += 1 ;"), "the wait loop over the filled buffers");
     // The seed's masks are linear in `k`: tested at the first and last iteration before the loop
