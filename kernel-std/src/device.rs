@@ -797,6 +797,43 @@ pub fn pack_f16x2(lo: f32, hi: f32) -> u32 {
     r
 }
 
+/// `stmatrix.sync.aligned.m8n8.x4.shared.b16` (sm_90): stores four 8x8 b16 matrices; lane `l`
+/// gives the shared address of row `l % 8` of matrix `l / 8`, and word `i` of every lane holds
+/// its two elements of matrix `i` in the `mma` accumulator order (row `l / 4`, columns
+/// `2 (l % 4)`, `2 (l % 4) + 1`).
+#[inline(always)]
+pub fn stmatrix_x4(addr: u32, v: [u32; 4]) {
+    unsafe {
+        asm!(
+            "stmatrix.sync.aligned.m8n8.x4.shared.b16 [{addr}], {{{a}, {b}, {c}, {d}}};",
+            addr = in(reg32) addr, a = in(reg32) v[0], b = in(reg32) v[1], c = in(reg32) v[2], d = in(reg32) v[3],
+            options(nostack),
+        )
+    };
+}
+
+/// `ld.shared.v4.u32`: 16 bytes from a 16-byte aligned shared address.
+#[inline(always)]
+pub fn ld_shared_v4(addr: u32) -> [u32; 4] {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    unsafe {
+        asm!(
+            "ld.shared.v4.u32 {{{a}, {b}, {c}, {d}}}, [{addr}];",
+            a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d,
+            addr = in(reg32) addr,
+            options(nostack, readonly),
+        )
+    };
+    [a, b, c, d]
+}
+
+/// `bar.warp.sync`: the warp's lanes meet, and their shared-memory writes before it are seen by
+/// their reads after it.
+#[inline(always)]
+pub fn warp_sync() {
+    unsafe { asm!("bar.warp.sync 0xffffffff;", options(nostack)) };
+}
+
 /// Transposes the 4x4 words held by each quad of lanes (`4i .. 4i + 3`): lane `4i + q` gets
 /// word `q` of lanes `4i, 4i + 1, 4i + 2, 4i + 3`, in that order (two butterfly exchanges; every
 /// lane of the warp must execute it).

@@ -865,6 +865,9 @@ impl DevGen<'_> {
                     #(#inits)*
                     #d::fence_mbarrier_init();
                 }
+                // Warp 0's lanes meet: the barriers are initialized before thread 0 uses them for
+                // the first copies, whichever lane the initialization ran on.
+                #d::warp_sync();
                 #(#tma_pre)*
                 // Thread 0 issues the first stages' copies as soon as the box coordinates are
                 // known, before any row is checked, so that they overlap the checks and the vote:

@@ -445,3 +445,24 @@ fn k_tiles_deeper_than_64_use_wgmma_and_tensor_maps_in_64_column_blocks() {
     let lay = Layout::Mma { wm: 1, wn: 1, tm: 1, tn: 8, n: 64, wg: true };
     assert_eq!(Tile::of(lay, 64, 128).block, 64);
 }
+
+#[test]
+fn hopper_epilogues_store_whole_rows_through_shared_memory() {
+    // 64x64 f16 tile of one warpgroup: each warp writes its 16 rows with `stmatrix` (8-column
+    // tiles in pairs: 4 per row group), then stores them back row by row, 16 bytes per lane.
+    // (The seed's store: C's offsets do not wrap, so each row is contiguous.)
+    let src = matmul(3, 64, "").replace(
+        "let c_ptrs = c_ptr + offs_m.as_col() * N + offs_n.as_row();",
+        "let c_ptrs = c_ptr + (program_id(0) * BM + arange(0, BM)).as_col() * N + (program_id(1) * BN + arange(0, BN)).as_row();",
+    );
+    let (out, _) = expand("", &src);
+    let hopper = &out[..out.find("cfg (not (target_feature = \"sm_90a\"))").unwrap()];
+    let other = &out[out.find("cfg (not (target_feature = \"sm_90a\"))").unwrap()..];
+    assert_eq!(hopper.matches("stmatrix_x4 (").count(), 4);
+    assert!(hopper.contains("ld_shared_v4") && hopper.contains("warp_sync ()"));
+    assert!(!hopper.contains("quad_transpose"), "no lane exchange on sm_90");
+    // Rows of 64 f16 (128 bytes) padded by 16: 144 bytes; four warps of 16 rows.
+    assert!(hopper.contains("* 144usize"), "the row pitch");
+    // The other body (mma.sync, sm_80) keeps the quad exchange and 16-byte stores.
+    assert!(other.contains("quad_transpose") && !other.contains("stmatrix_x4"));
+}

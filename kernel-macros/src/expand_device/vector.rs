@@ -242,7 +242,7 @@ impl DevGen<'_> {
     /// analysis cannot tell (the store then tests every pair) or when the fast path would read
     /// another thread's values (it must not hold barriers: `__sfast` differs between threads).
     fn mma_store_fast(&self, numel: usize, layout: Layout, ptr: ExprId, value: ExprId, mask: Option<ExprId>) -> Option<(TokenStream, TokenStream)> {
-        let Layout::Mma { tm, tn, n, .. } = layout else { return None };
+        let Layout::Mma { wn, tm, tn, n, wg, .. } = layout else { return None };
         let d = &self.d;
         let k = self.k;
         let ty = &k.exprs[value].ty;
@@ -308,6 +308,53 @@ impl DevGen<'_> {
         // Per `t_m`: its two row pointers, then its stores. Wide: per row and group of four tiles
         // one exchange and one 16-byte store (lane `q` stores tile `4 g + q`); else one store per
         // column pair, in slot order.
+        // On sm_90 (`wgmma` layouts), 16-bit values go through shared memory instead: each warp
+        // writes its 16 rows with `stmatrix` (four 8x8 matrices per instruction, straight from
+        // the accumulator order), then reads them back row by row, 16 bytes per lane, and
+        // stores whole rows: no exchange between lanes, and a warp's store covers up to 512
+        // contiguous bytes of a row. Each warp has its own region (rows padded by 16 bytes so
+        // that the eight rows of a matrix fall in different banks), so the path needs no block
+        // barrier; it runs where every row the warp writes passed the test.
+        let via_smem = (wide && wg && self.wgmma).then(|| {
+            let warps = self.threads / 32;
+            let pitch = tn * 16 + 16;
+            let region = 16 * pitch;
+            let base = self.alloc(warps * region);
+            let (wtm, wtn) = (tm * 64, tn * 8);
+            let total = 16 * tn;
+            let passes = total.div_ceil(32);
+            (0..tm)
+                .map(|t_m| {
+                    let stm = (0..tn / 2).map(|g| {
+                        let words = [(2 * g, 0), (2 * g, 1), (2 * g + 1, 0), (2 * g + 1, 1)].map(|(t_n, rr)| {
+                            let j = t_m * tn * 4 + t_n * 4 + rr * 2;
+                            let (lo, hi) = (at_slot(j), at_slot(j + 1));
+                            quote!(#d::pack2::<#e>(#lo, #hi))
+                        });
+                        let col = 2 * g * 16;
+                        quote!(#d::stmatrix_x4(__sw + ((((__lane / 8) % 2) * 8 + __lane % 8) * #pitch + #col + (__lane / 16) * 16) as u32, [#(#words),*]);)
+                    });
+                    let flat = quote!((((__warp / 4) / #wn) * #wtm + #t_m * 64 + (__warp % 4) * 16 + __row) * #n + ((__warp / 4) % #wn) * #wtn);
+                    let row_first = self.ev(ptr, &At::Flat(flat));
+                    quote! {
+                        #(#stm)*
+                        #d::warp_sync();
+                        for __q in 0..#passes {
+                            let __qi: usize = __q * 32 + __lane;
+                            if __qi < #total {
+                                let (__row, __ch): (usize, usize) = (__qi / #tn, __qi % #tn);
+                                let __v: [u32; 4] = #d::ld_shared_v4(__sw + (__row * #pitch + __ch * 16) as u32);
+                                let __p: #vt = #row_first;
+                                #d::store_vec::<u32, 4>(__p.wrapping_add(__ch * 8) as *mut u32, __v);
+                            }
+                        }
+                        #d::warp_sync();
+                    }
+                })
+                .collect::<Vec<TokenStream>>()
+                .into_iter()
+                .fold(quote!(let __sw: u32 = #d::smem_addr() + (#base + __warp * #region) as u32;), |acc, t| quote!(#acc #t))
+        });
         let groups: Vec<TokenStream> = (0..tm)
             .map(|t_m| {
                 let (a, b) = (&firsts[2 * t_m], &firsts[2 * t_m + 1]);
@@ -354,6 +401,9 @@ impl DevGen<'_> {
         }
         let all = quote!(true #(&& #tests)*);
         let setup = if wide { quote!(let __sfast: bool = #d::warp_all(#all);) } else { quote!(let __sfast: bool = #all;) };
-        Some((setup, quote!(#(#groups)*)))
+        match via_smem {
+            Some(code) => Some((setup, code)),
+            None => Some((setup, quote!(#(#groups)*))),
+        }
     }
 }
