@@ -840,6 +840,7 @@ impl DevGen<'_> {
                 if __proved {
                     #fast
                 } else {
+                    ::core::hint::cold_path();
                     #checked
                 }
             }
@@ -909,6 +910,9 @@ impl DevGen<'_> {
                 if __tma_go {
                     #tma_main
                 } else {
+                    // The fallbacks are cold (a layout hint only: ptxas 13 still places the
+                    // epilogue after them).
+                    ::core::hint::cold_path();
                     if #d::load(__smem.add(#flag + 12) as *mut u32) != 0 {
                         let mut __pi: i64 = 0;
                         while __pi < #filled && __pi < __n {

@@ -227,7 +227,7 @@ impl DevGen<'_> {
         match self.mma_store_fast(numel, layout, ptr, value, mask) {
             Some((setup, fast)) => quote! {{
                 #setup
-                if __sfast { #fast } else { #slow }
+                if __sfast { #fast } else { ::core::hint::cold_path(); #slow }
             }},
             None => slow,
         }
