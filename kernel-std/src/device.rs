@@ -261,14 +261,38 @@ pub trait Num: Copy {
     fn ne(a: Self, b: Self) -> bool;
 }
 
+/// Whether an integer division by `b` should first test for a dividend already in `0..b`: on
+/// sm_90a (the build timed on the H100), where `b` is not a constant known to the optimizer.
+/// The sm_80 build of the biggest matmul instances sits at the register limit, and the test's
+/// extra live values make it spill; other builds have no use for it.
+#[inline(always)]
+fn quick_division<T: Copy>(b: T) -> bool {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
+    {
+        !core::intrinsics::is_val_statically_known(b)
+    }
+    #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
+    {
+        let _ = b;
+        false
+    }
+}
+
 macro_rules! int_num {
     ($($t:ty),*) => {$(
         impl Num for $t {
             #[inline(always)] fn add(a: Self, b: Self) -> Self { a.wrapping_add(b) }
             #[inline(always)] fn sub(a: Self, b: Self) -> Self { a.wrapping_sub(b) }
             #[inline(always)] fn mul(a: Self, b: Self) -> Self { a.wrapping_mul(b) }
-            #[inline(always)] fn div(a: Self, b: Self) -> Self { if b == 0 { 0 } else { a.wrapping_div(b) } }
-            #[inline(always)] fn rem(a: Self, b: Self) -> Self { if b == 0 { 0 } else { a.wrapping_rem(b) } }
+            // A division by a run-time divisor costs about twenty dependent instructions; the
+            // common case of a dividend already in `0..b` (a row index `% M`, a block index
+            // below a group size) skips it (see `quick_division`).
+            #[inline(always)] #[allow(unused_comparisons)] fn div(a: Self, b: Self) -> Self {
+                if quick_division(b) && a >= 0 && a < b { 0 } else if b == 0 { 0 } else { a.wrapping_div(b) }
+            }
+            #[inline(always)] #[allow(unused_comparisons)] fn rem(a: Self, b: Self) -> Self {
+                if quick_division(b) && a >= 0 && a < b { a } else if b == 0 { 0 } else { a.wrapping_rem(b) }
+            }
             #[inline(always)] fn neg(a: Self) -> Self { (0 as $t).wrapping_sub(a) }
             #[inline(always)] fn min(a: Self, b: Self) -> Self { if a < b { a } else { b } }
             #[inline(always)] fn max(a: Self, b: Self) -> Self { if a > b { a } else { b } }

@@ -1739,7 +1739,11 @@ pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warp
     // Tensor maps (`kernel_runtime`'s `TmaOperand`s): their address and which are valid.
     let tma_params = (!tma.is_empty()).then(|| quote!(__tma: *const u8, __tmask: u32,));
     let params: Vec<TokenStream> = params.chain(lens).collect();
-    let function = |cfg: TokenStream, body: &TokenStream| {
+    // Each tensor map's descriptor is fetched from global memory at the start (one lane per
+    // valid map), while the block works out its tile: the first copies do not wait for it.
+    let maps = tma.len();
+    let prefetch = (maps > 0).then(|| quote!(if __tid < #maps && (__tmask >> __tid) & 1 != 0 { #d::prefetch_tensormap(__tma.add(__tid * 128)); }));
+    let function = |cfg: TokenStream, body: &TokenStream, prefetch: Option<&TokenStream>| {
         quote! {
             #cfg
             #[no_mangle]
@@ -1750,6 +1754,7 @@ pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warp
                     let __lane: usize = __tid % 32;
                     let __warp: usize = __tid / 32;
                     let __smem: *mut u8 = #d::smem();
+                    #prefetch
                     #body
                 }
             }
@@ -1757,10 +1762,10 @@ pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warp
     };
     let (tokens, shared) = match &hopper_body {
         Some((hb, hopper_smem)) => {
-            let (hopper_fn, other_fn) = (function(quote!(#[cfg(target_feature = "sm_90a")]), hb), function(quote!(#[cfg(not(target_feature = "sm_90a"))]), &body));
+            let (hopper_fn, other_fn) = (function(quote!(#[cfg(target_feature = "sm_90a")]), hb, prefetch.as_ref()), function(quote!(#[cfg(not(target_feature = "sm_90a"))]), &body, None));
             (quote!(#hopper_fn #other_fn), g.smem_max.get().max(*hopper_smem))
         }
-        None => (function(quote!(), &body), g.smem_max.get()),
+        None => (function(quote!(), &body, None), g.smem_max.get()),
     };
     let meta = entry_metadata(k, entry_name, vals, num_warps, num_stages, shared);
     // The entry of a kernel named `r#type` is `r#type`: `__KERNEL_META_r#type` is no identifier.

@@ -285,6 +285,14 @@ fn hopper_k_loops_copy_tiles_with_tensor_maps() {
     );
     // The entry takes the maps' address and validity mask after its other hidden parameters.
     assert!(out.contains("__tag : u32 , __tma : * const u8 , __tmask : u32"));
+    // Lanes 0 and 1 start fetching the valid maps' descriptors before anything else, and only in
+    // the sm_90a body (the other has no maps).
+    let prefetch = "if __tid < 2usize && (__tmask >> __tid) & 1 != 0 { :: kernel_std :: __private :: device :: prefetch_tensormap (__tma . add (__tid * 128)) ; }";
+    assert_eq!(out.matches(prefetch).count(), 1, "{}", &out[..out.find("program_id").unwrap_or(0)]);
+    let (hopper, other) = (out.find("target_feature = \"sm_90a\"").unwrap(), out.find("not (target_feature = \"sm_90a\")").unwrap());
+    let at = out.find(prefetch).unwrap();
+    assert!(hopper < at && at < other, "{hopper} {at} {other}");
+    assert!(at < out[hopper..].find("program_id").unwrap() + hopper, "before the block's first statement");
     // Thread 0 copies each operand's box (in the prologue and in the loop), announcing the
     // stage's 8192 bytes on the buffer's barrier; every thread waits for the barrier's phase.
     assert_eq!(out.matches("tma_load_2d").count(), 2 * 2);

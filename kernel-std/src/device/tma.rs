@@ -90,6 +90,17 @@ pub unsafe fn tma_load_2d(dst: u32, map: *const u8, bar: u32, c0: i32, c1: i32) 
     };
 }
 
+/// `prefetch.tensormap`: starts fetching the tensor map at generic address `map` (in global
+/// memory) into the copy engine's descriptor cache, so that a first copy issued later does not
+/// wait for it (the maps' buffer is usually out of the L2 cache when a kernel starts).
+///
+/// # Safety
+/// `map` must point to a tensor map in global memory.
+#[inline(always)]
+pub unsafe fn prefetch_tensormap(map: *const u8) {
+    unsafe { asm!("prefetch.tensormap [{m}];", m = in(reg64) map as u64, options(nostack)) };
+}
+
 /// `mbarrier.inval.shared::cta.b64`: ends the barrier at `bar` (before its memory is reused or
 /// initialized again).
 #[inline(always)]
