@@ -41,6 +41,7 @@ NONSQUARE = [
 ]
 PROVIDERS = [
     ("cublas", "cuBLAS"),
+    ("gemmex", "cuBLAS (cublasGemmEx)"),
     ("cublas+relu", "cuBLAS (+ separate LeakyReLU)"),
     ("triton", "Triton"),
     ("triton+relu", "Triton (+ fused LeakyReLU)"),
@@ -134,10 +135,64 @@ def matmul(a, b, c=None, activation=""):
     return c
 
 
+class GemmEx:
+    """`c = a @ b` by `cublasGemmEx` through ctypes: the same call as `bench_matmul`'s cuBLAS
+    (`kernel_runtime::baseline::cublas_matmul_f16`: f16 in and out, `CUBLAS_COMPUTE_32F`,
+    `CUBLAS_GEMM_DEFAULT`, row-major through `c^T = b^T a^T`), on torch's cuBLAS handle and
+    current stream. `torch.matmul` may pick other cuBLAS paths (cublasLt, its own workspace),
+    so this is the baseline that compares with the Rust run's."""
+
+    CUDA_R_16F, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT, CUBLAS_OP_N = 2, 68, -1, 0
+
+    def __init__(self):
+        import ctypes
+
+        path = None
+        with open("/proc/self/maps") as maps:  # the libcublas torch loaded
+            for line in maps:
+                if "libcublas.so" in line and "libcublasLt" not in line:
+                    path = line.split()[-1]
+                    break
+        self.lib = ctypes.CDLL(path or "libcublas.so")
+        self.ctypes = ctypes
+        self.alpha, self.beta = ctypes.c_float(1.0), ctypes.c_float(0.0)
+        f = self.lib.cublasGemmEx
+        vp, i = ctypes.c_void_p, ctypes.c_int
+        f.argtypes = [vp, i, i, i, i, i, vp, vp, i, i, vp, i, i, vp, vp, i, i, i, i]
+        f.restype = i
+        self.lib.cublasSetStream_v2.argtypes = [vp, vp]
+        self.lib.cublasSetStream_v2.restype = i
+
+    def __call__(self, a, b, c):
+        assert a.dtype == b.dtype == c.dtype == torch.float16 and a.is_contiguous() and b.is_contiguous() and c.is_contiguous()
+        (m, k), (_, n) = a.shape, b.shape
+        ct = self.ctypes
+        h = ct.c_void_p(torch.cuda.current_blas_handle())
+        st = self.lib.cublasSetStream_v2(h, ct.c_void_p(torch.cuda.current_stream().cuda_stream))
+        if st != 0:
+            raise RuntimeError(f"cublasSetStream failed: status {st}")
+        st = self.lib.cublasGemmEx(
+            h, self.CUBLAS_OP_N, self.CUBLAS_OP_N, n, m, k, ct.byref(self.alpha),
+            ct.c_void_p(b.data_ptr()), self.CUDA_R_16F, n, ct.c_void_p(a.data_ptr()), self.CUDA_R_16F, k,
+            ct.byref(self.beta), ct.c_void_p(c.data_ptr()), self.CUDA_R_16F, n,
+            self.CUBLAS_COMPUTE_32F, self.CUBLAS_GEMM_DEFAULT,
+        )
+        if st != 0:
+            raise RuntimeError(f"cublasGemmEx failed: status {st}")
+        return c
+
+
+GEMM_EX = None
+
+
 def run_provider(provider, a, b, c):
     """A closure that runs `provider` once, writing into c."""
+    global GEMM_EX
     if provider == "cublas":
         return lambda: torch.matmul(a, b, out=c)
+    if provider == "gemmex":
+        GEMM_EX = GEMM_EX or GemmEx()
+        return lambda: GEMM_EX(a, b, c)
     if provider == "cublas+relu":
         return lambda: torch.nn.functional.leaky_relu(torch.matmul(a, b, out=c), 0.01, inplace=True)
     if provider == "triton":
@@ -214,6 +269,35 @@ def geomean_ratio(series, num, den, indices):
     return f"{math.exp(sum(logs) / len(logs)):.3f}x"
 
 
+def read_ours(path):
+    """{M: (cuBLAS TFLOPS, ours TFLOPS)} from bench_matmul's matmul-performance.csv."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    return {int(r["M"]): (float(r["cuBLAS"]), float(r["Ours"])) for r in rows}
+
+
+def compare_with_ours(path, sizes, series):
+    """Summary lines comparing a bench_matmul run (another process, same GPU) with this run."""
+    try:
+        ours = read_ours(path)
+    except (OSError, KeyError, ValueError) as e:
+        return [f"  (no comparison with {path}: {type(e).__name__}: {e})"]
+    lines = [f"ours ({path}) against Triton (this run), geometric means over squares:"]
+    for lo, hi in [(2048, 8192), (256, 1024)]:
+        idx = [i for i, s in enumerate(sizes) if lo <= s <= hi and s in ours]
+        both = {"ours": [], "ours_cublas": [], "triton": series["triton"], "gemmex": series["gemmex"]}
+        for i, s in enumerate(sizes):
+            both["ours"].append(ours[s][1] if s in ours else float("nan"))
+            both["ours_cublas"].append(ours[s][0] if s in ours else float("nan"))
+        lines.append(
+            f"  {lo}-{hi}: ours / Triton (TFLOPS) = {geomean_ratio(both, 'ours', 'triton', idx)}, "
+            f"ours / its run's cublasGemmEx = {geomean_ratio(both, 'ours', 'ours_cublas', idx)}, "
+            f"Triton / this run's cublasGemmEx = {geomean_ratio(both, 'triton', 'gemmex', idx)}, "
+            f"cublasGemmEx its run / this run = {geomean_ratio(both, 'ours_cublas', 'gemmex', idx)}"
+        )
+    return lines
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="squares 256, 512, 1024, 2048, 4096 and 3 non-square shapes")
@@ -222,6 +306,7 @@ def main():
     group.add_argument("--square-only", action="store_true")
     group.add_argument("--nonsquare-only", action="store_true")
     parser.add_argument("--sizes", help="comma-separated square sizes (overrides the default sweep)")
+    parser.add_argument("--ours", help="the --out directory of a bench_matmul run on this GPU: adds ours / Triton to the summary")
     args = parser.parse_args()
 
     if not torch.cuda.is_available():
@@ -244,8 +329,12 @@ def main():
             summary.append(
                 f"  {lo}-{hi}: triton / cuBLAS = {geomean_ratio(series, 'triton', 'cublas', idx)}, "
                 f"triton+fused LeakyReLU / cuBLAS+separate LeakyReLU = {geomean_ratio(series, 'triton+relu', 'cublas+relu', idx)}, "
-                f"triton+fused / cuBLAS (no activation) = {geomean_ratio(series, 'triton+relu', 'cublas', idx)}"
+                f"triton+fused / cuBLAS (no activation) = {geomean_ratio(series, 'triton+relu', 'cublas', idx)}, "
+                f"triton / cublasGemmEx = {geomean_ratio(series, 'triton', 'gemmex', idx)}, "
+                f"torch.matmul / cublasGemmEx = {geomean_ratio(series, 'cublas', 'gemmex', idx)}"
             )
+        if args.ours:
+            summary += compare_with_ours(os.path.join(args.ours, "matmul-performance.csv"), sizes, series)
 
     if not args.square_only:
         cases = NONSQUARE[:3] if args.quick else NONSQUARE
