@@ -122,12 +122,15 @@ fn every_autotune_config_on_misaligned_and_aligned_views() {
 /// around (`% M`, `% N`) next to blocks that do not (200x136x128: the entry checks per block
 /// which copy it may use); and a K tail whose masked columns and rows lie inside the operands'
 /// buffers (views of wider and taller tensors: the copy brings real values there, which the
-/// kernel must replace by the load's `other`, 0). On GPUs without tensor maps, and on the CPU,
-/// the same launches take the other paths.
+/// kernel must replace by the load's `other`, 0); and K tails at the end of the operands (no
+/// block size divides K = 200 or 1000: the last box reaches past A's columns and B's rows, where
+/// the copy engine fills zeros, and only the last iteration is fixed up). On GPUs without tensor
+/// maps, and on the CPU, the same launches take the other paths.
 #[test]
 fn every_autotune_config_on_tensor_map_shapes() {
     let dev = tests::test_device();
-    for (m, n, k, a_cols, b_rows, seed) in [(192, 256, 256, 256, 256, 20), (200, 136, 128, 128, 128, 22), (130, 64, 72, 128, 128, 24)] {
+    let shapes = [(192, 256, 256, 256, 256, 20), (200, 136, 128, 128, 128, 22), (130, 64, 72, 128, 128, 24), (256, 256, 200, 200, 200, 26), (128, 192, 1000, 1000, 1000, 28)];
+    for (m, n, k, a_cols, b_rows, seed) in shapes {
         let (a_full, a_fullv) = randn_f16(&dev, m, a_cols, seed);
         let (b_full, b_fullv) = randn_f16(&dev, b_rows, n, seed + 1);
         let (a, b) = (a_full.narrow(1, 0, k).unwrap(), b_full.narrow(0, 0, k).unwrap());

@@ -598,31 +598,72 @@ impl DevGen<'_> {
                             let (__rf, __cf) = #d::divrem(__ef, __w);
                             let (__sq, __sr) = if __st >= 0 && __st < __w { (0i64, __st) } else { #d::divrem(__st, __w) };
                             let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
-                            let (__dr, __dc, __cols, __rl) = if __sr == 0 {
+                            // Rows `r .. r + rows` lie in the view (its `len / w` whole rows)
+                            // exactly when `(r + rows) * w <= len`; row `r` starts in it when
+                            // `(r + 1) * w <= len`.
+                            let __inside = |__r: i64| (__r + #rows_i) * __w <= __len;
+                            let __starts = |__r: i64| (__r + 1) * __w <= __len;
+                            // Every box but the last lies in the view; the last one (the K tail)
+                            // may only start in it, when boxes move forward: its elements outside
+                            // the view are filled with zeros by the copy engine, and must all be
+                            // masked (checked with the rows, `tma_post`), so that the fix-up
+                            // gives them their `other` value.
+                            let (__dr, __dc, __cols, __rows, __rl) = if __sr == 0 {
                                 // By whole rows.
-                                (__sq, 0i64, __cf + #inner_i <= __w, __rf + __nm * __sq)
+                                let __rl = __rf + __nm * __sq;
+                                let __rows = (__inside(__rf) && (__inside(__rl) || (__sq > 0 && __inside(__rl - __sq) && __starts(__rl)))) || (__nm == 0 && __starts(__rf));
+                                (__sq, 0i64, __cf + #inner_i <= __w, __rows, __rl)
                             } else if __sq == 0 && __st > 0 {
-                                // Along one row: the last box must end in the first box's row.
-                                (0i64, __st, __cf + __nm * __st + #inner_i <= __w, __rf)
+                                // Along one row: the boxes stay in the first box's row.
+                                let __cl = __cf + __nm * __st;
+                                let __cols = __cl + #inner_i <= __w || (__cl < __w && (__nm == 0 || __cl - __st + #inner_i <= __w));
+                                (0i64, __st, __cols, __inside(__rf), __rf)
                             } else {
                                 let (__rl, __cl) = #d::divrem(__el, __w);
-                                (0i64, __st, __rf == __rl && __cf + #inner_i <= __w && __cl + #inner_i <= __w, __rl)
+                                (0i64, __st, __rf == __rl && __cf + #inner_i <= __w && __cl + #inner_i <= __w, __inside(__rf) && __inside(__rl), __rl)
                             };
-                            // Rows `r .. r + rows` lie in the view (its `len / w` whole rows)
-                            // exactly when `(r + rows) * w <= len`.
-                            let __ok: bool = __cols && __ef >= 0 && __el >= 0 && (__rf + #rows_i) * __w <= __len && (__rl + #rows_i) * __w <= __len && __rl + #rows_i <= i32::MAX as i64;
+                            let __ok: bool = __cols && __rows && __ef >= 0 && __el >= 0 && __rl + #rows_i <= i32::MAX as i64;
                             (true, __ok, __cf, __rf, __dc, __dr, __tW, __tO)
                         } else {
                             (false, false, 0, 0, 0, 0, __tW, __tO)
                         }
                     };
                 });
+                // The elements of the last box outside the view (a K tail, see `tma_pre`) must be
+                // masked in the last iteration: each thread tests its rows' elements there.
+                let outside_test = match op.mask {
+                    Some(mk) => {
+                        let m_j = self.operand(op.load, mk, &At::Flat(quote!((__f0 + __j))));
+                        over_rows(quote! {
+                            let __j0: i64 = if __rL + (__r as i64) >= __h { 0 } else { __w - __cL };
+                            let mut __j: usize = if __j0 > 0 { __j0 as usize } else { 0 };
+                            while __j < #inner {
+                                __ok = __ok && !(#m_j);
+                                __j += 1;
+                            }
+                        })
+                    }
+                    None => quote!(__ok = false;),
+                };
                 // Then every row of the tile is checked against the box (each thread its rows).
                 tma_post.push(quote! {
                     let #tok: bool = #tin && {
                         let (__tW, __tO): (i64, i64) = (#tw, #to);
                         let mut __ok: bool = true;
                         #rows_test
+                        __ok
+                    } && {
+                        let __w: i64 = #tw;
+                        let __h: i64 = (#len as i64) / __w;
+                        let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
+                        let (__cL, __rL): (i64, i64) = (#tc + __nm * #tdc, #tr + __nm * #tdr);
+                        let mut __ok: bool = true;
+                        if __cL + #inner_i > __w || __rL + #rows_i > __h {
+                            ::core::hint::cold_path();
+                            let __it: i64 = __nm;
+                            let #var_id: #var_t = ((__start as i64) + __it * (__step as i64)) as #var_t;
+                            #outside_test
+                        }
                         __ok
                     };
                 });
@@ -672,23 +713,30 @@ impl DevGen<'_> {
                         });
                         // A mask whose comparisons are linear in the loop variable holds in every
                         // iteration when it holds in the first and the last one.
+                        // Also whether they are unmasked in the iterations before the last one
+                        // (`__mmid`): then only the last iteration needs the fix-up (a K tail).
                         let check = if self.linear_in(mk, var) {
                             // Tested on whole rows when the analysis allows, else chunk by chunk.
-                            let test = match self.load_chunk_all(op.load, mk, &quote!(__f0), inner) {
-                                Some(row_all) => over_rows(quote!(__mall = __mall && (#row_all);)),
-                                None => over_chunks(quote!(__mall = __mall && (#all);)),
-                            };
-                            let at = |it: TokenStream| {
+                            let row_all = self.load_chunk_all(op.load, mk, &quote!(__f0), inner);
+                            let at = |it: TokenStream, flag: Ident| {
+                                let test = match &row_all {
+                                    Some(row_all) => over_rows(quote!(#flag = #flag && (#row_all);)),
+                                    None => over_chunks(quote!(#flag = #flag && (#all);)),
+                                };
                                 quote! {{
                                     let __it: i64 = #it;
                                     let #var_id: #var_t = ((__start as i64) + __it * (__step as i64)) as #var_t;
                                     #test
                                 }}
                             };
-                            let (first, last) = (at(quote!(0)), at(quote!(__n - 1)));
-                            quote!(#first #last)
+                            let (first, last) = (at(quote!(0), format_ident!("__mall")), at(quote!(__n - 1), format_ident!("__mall")));
+                            let (first_mid, before_last) = (at(quote!(0), format_ident!("__mmid")), at(quote!(__n - 2), format_ident!("__mmid")));
+                            quote! {
+                                #first #last
+                                if !__mall && __n >= 2 { #first_mid #before_last }
+                            }
                         } else {
-                            quote!(__mall = false;)
+                            quote!(__mall = false; __mmid = false;)
                         };
                         (fixup, check)
                     }
@@ -882,29 +930,35 @@ impl DevGen<'_> {
                     #tma_fill
                 }
                 #(#tma_post)*
-                // Whether this thread's elements are unmasked in every iteration.
+                // Whether this thread's elements are unmasked in every iteration, and in every
+                // iteration but the last.
                 let mut __mall: bool = __n > 0;
+                let mut __mmid: bool = true;
                 if __n > 0 {
                     #(#checks)*
                 }
-                // Word 1: every operand can be copied with its tensor map; word 2: no masked
-                // element in any iteration (no fix-up); word 0 (voted only when the tensor maps
-                // are not used, after the chunk set-up): every access proven in bounds.
+                let __mmid: bool = __mall || __mmid;
+                // Word 1: every operand can be copied with its tensor map; word 2: bit 0, no
+                // masked element in any iteration (no fix-up), bit 1, none before the last
+                // iteration (fix-up in the last one only); word 0 (voted only when the tensor
+                // maps are not used, after the chunk set-up): every access proven in bounds.
                 let __w: u32 = #d::smem_addr() + #flag as u32;
-                let (__tma_go, __nofix): (bool, bool) = {
+                let (__tma_go, __nofix, __fixlast): (bool, bool, bool) = {
                     if __tid == 0 {
                         #d::store(__smem.add(#flag) as *mut u32, 1u32);
                         #d::store(__smem.add(#flag + 4) as *mut u32, 1u32);
-                        #d::store(__smem.add(#flag + 8) as *mut u32, 1u32);
+                        #d::store(__smem.add(#flag + 8) as *mut u32, 3u32);
                         #d::store(__smem.add(#flag + 12) as *mut u32, __spec as u32);
                     }
                     #d::bar_sync();
                     #d::smem_and(__w + 4, (true #(&& #tma_oks)*) as u32);
-                    #d::smem_and(__w + 8, __mall as u32);
+                    #d::smem_and(__w + 8, (__mall as u32) | ((__mmid as u32) << 1));
                     #d::bar_sync();
+                    let __fx: u32 = #d::load(__smem.add(#flag + 8) as *mut u32);
                     (
                         #d::load(__smem.add(#flag + 4) as *mut u32) != 0,
-                        #d::load(__smem.add(#flag + 8) as *mut u32) != 0,
+                        __fx & 1 != 0,
+                        __fx & 2 != 0,
                     )
                 };
                 if __tma_go {
@@ -1009,7 +1063,7 @@ impl DevGen<'_> {
             while __ci < __n {
                 let __cb: usize = __cbu as usize;
                 #d::mbarrier_wait(__bars + __cbu * 8, __par);
-                if !__nofix {
+                if !__nofix && (!__fixlast || __ci + 1 == __n) {
                     let mut __fx: bool = false;
                     {
                         let __it: i64 = __ci;

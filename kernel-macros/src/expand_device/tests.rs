@@ -314,12 +314,24 @@ fn hopper_k_loops_copy_tiles_with_tensor_maps() {
     // The seed's masks are linear in `k`: tested at the first and last iteration before the loop
     // (two rolled loops per operand), so that the K loop skips the fix-up when nothing is masked.
     assert_eq!(out.matches("__mall = __mall &&").count(), 2 * 2);
-    assert!(out.contains("if ! __nofix"));
+    // When they are not (a K tail), they are also tested at the first and the next-to-last
+    // iteration: if nothing is masked there, only the last iteration runs the fix-up.
+    assert_eq!(out.matches("__mmid = __mmid &&").count(), 2 * 2);
+    assert_eq!(out.matches("if ! __mall && __n >= 2").count(), 2);
+    assert!(out.contains("if ! __nofix && (! __fixlast || __ci + 1 == __n)"));
+    assert!(out.contains("smem_and (__w + 8 , (__mall as u32) | ((__mmid as u32) << 1))"));
+    // The last box may reach past the operand's view (a K tail that ends the buffer): allowed
+    // when every element out there is masked in the last iteration (each thread its rows, from
+    // the view's last column or, for rows below the view, from the row's start).
+    assert_eq!(out.matches("if __cL + ").count(), 2);
+    assert_eq!(out.matches("let __j0 : i64 = if __rL + (__r as i64) >= __h { 0 } else { __w - __cL } ;").count(), 2);
+    assert!(out.contains("__ok = __ok && ! ("));
+    assert!(out.contains("__inside (__rl - __sq) && __starts (__rl)") && out.contains("__cl - __st +"));
     // A mask that is not linear in `k` gets the fix-up test in every iteration.
     let quadratic = matmul(3, 32, "").replace("let a = load(a_ptrs, offs_k.as_row() < K - k * BK, 0.0);", "let a = load(a_ptrs, offs_k.as_row() < K - k * k * BK, 0.0);");
     let (out, _) = expand("", &quadratic);
     assert_eq!(out.matches("__mall = __mall &&").count(), 2, "only B's mask is linear");
-    assert!(out.contains("__mall = false ;"));
+    assert!(out.contains("__mall = false ; __mmid = false ;"));
 
     // B 32x128 goes in two 64-column boxes per stage.
     let wide = matmul(3, 32, "").replace("BN = 64", "BN = 128");
