@@ -654,12 +654,13 @@ impl DevGen<'_> {
                         __ok
                     } && {
                         let __w: i64 = #tw;
-                        let __h: i64 = (#len as i64) / __w;
                         let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
                         let (__cL, __rL): (i64, i64) = (#tc + __nm * #tdc, #tr + __nm * #tdr);
                         let mut __ok: bool = true;
-                        if __cL + #inner_i > __w || __rL + #rows_i > __h {
+                        // (No division unless the last box leaves the view.)
+                        if __cL + #inner_i > __w || (__rL + #rows_i) * __w > #len as i64 {
                             ::core::hint::cold_path();
+                            let __h: i64 = (#len as i64) / __w;
                             let __it: i64 = __nm;
                             let #var_id: #var_t = ((__start as i64) + __it * (__step as i64)) as #var_t;
                             #outside_test
