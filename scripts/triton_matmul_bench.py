@@ -138,9 +138,9 @@ def matmul(a, b, c=None, activation=""):
 class GemmEx:
     """`c = a @ b` by `cublasGemmEx` through ctypes: the same call as `bench_matmul`'s cuBLAS
     (`kernel_runtime::baseline::cublas_matmul_f16`: f16 in and out, `CUBLAS_COMPUTE_32F`,
-    `CUBLAS_GEMM_DEFAULT`, row-major through `c^T = b^T a^T`), on torch's cuBLAS handle and
-    current stream. `torch.matmul` may pick other cuBLAS paths (cublasLt, its own workspace),
-    so this is the baseline that compares with the Rust run's."""
+    `CUBLAS_GEMM_DEFAULT`, row-major through `c^T = b^T a^T`), on a cuBLAS handle of its own
+    (`cublasCreate`, as cudarc does: cuBLAS's default workspace, not the one torch sets on its
+    handle) and torch's current stream. This is the baseline that compares with the Rust run's."""
 
     CUDA_R_16F, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT, CUBLAS_OP_N = 2, 68, -1, 0
 
@@ -162,12 +162,18 @@ class GemmEx:
         f.restype = i
         self.lib.cublasSetStream_v2.argtypes = [vp, vp]
         self.lib.cublasSetStream_v2.restype = i
+        self.lib.cublasCreate_v2.argtypes = [ctypes.POINTER(vp)]
+        self.lib.cublasCreate_v2.restype = i
+        self.handle = vp()
+        st = self.lib.cublasCreate_v2(ctypes.byref(self.handle))
+        if st != 0:
+            raise RuntimeError(f"cublasCreate failed: status {st}")
 
     def __call__(self, a, b, c):
         assert a.dtype == b.dtype == c.dtype == torch.float16 and a.is_contiguous() and b.is_contiguous() and c.is_contiguous()
         (m, k), (_, n) = a.shape, b.shape
         ct = self.ctypes
-        h = ct.c_void_p(torch.cuda.current_blas_handle())
+        h = self.handle
         st = self.lib.cublasSetStream_v2(h, ct.c_void_p(torch.cuda.current_stream().cuda_stream))
         if st != 0:
             raise RuntimeError(f"cublasSetStream failed: status {st}")
@@ -200,6 +206,33 @@ def run_provider(provider, a, b, c):
     if provider == "triton+relu":
         return lambda: matmul(a, b, c, activation="leaky_relu")
     raise ValueError(provider)
+
+
+def use_memset_flush():
+    """Makes `triton.testing.do_bench` flush the L2 cache with `cudaMemsetAsync` (what
+    `bench_matmul` does, through `cuMemsetD8Async`) instead of its default `cache.zero_()` kernel,
+    so that both runs flush the same way (`--flush memset`)."""
+    import ctypes
+
+    path = None
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            if "libcudart.so" in line:
+                path = line.split()[-1]
+                break
+    lib = ctypes.CDLL(path or "libcudart.so")
+    lib.cudaMemsetAsync.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t, ctypes.c_void_p]
+    lib.cudaMemsetAsync.restype = ctypes.c_int
+
+    def clear_cache(cache):
+        st = lib.cudaMemsetAsync(ctypes.c_void_p(cache.data_ptr()), 0, cache.numel() * cache.element_size(),
+                                 ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+        if st != 0:
+            raise RuntimeError(f"cudaMemsetAsync failed: {st}")
+
+    triton.runtime.driver.active.clear_cache = clear_cache
+    if triton.runtime.driver.active.clear_cache is not clear_cache:
+        raise RuntimeError("could not replace triton's clear_cache")
 
 
 def tflops(m, n, k, ms):
@@ -306,6 +339,8 @@ def main():
     group.add_argument("--square-only", action="store_true")
     group.add_argument("--nonsquare-only", action="store_true")
     parser.add_argument("--sizes", help="comma-separated square sizes (overrides the default sweep)")
+    parser.add_argument("--flush", choices=["torch", "memset"], default="torch",
+                        help="how do_bench flushes the L2 cache: Triton's default cache.zero_() kernel, or cudaMemsetAsync as bench_matmul")
     parser.add_argument("--ours", help="the --out directory of a bench_matmul run on this GPU: adds ours / Triton to the summary")
     args = parser.parse_args()
 
@@ -313,9 +348,11 @@ def main():
         print("triton_matmul_bench: no CUDA GPU visible to torch; nothing to do")
         return 0
     os.makedirs(args.out, exist_ok=True)
+    if args.flush == "memset":
+        use_memset_flush()
     print(f"device: {torch.cuda.get_device_name()} (cc {'.'.join(map(str, torch.cuda.get_device_capability()))}), "
           f"torch {torch.__version__}, triton {triton.__version__}")
-    print("timing: triton.testing.do_bench (warm-up 25 ms, repetitions 100 ms, L2 flushed), TFLOPS from the median")
+    print(f"timing: triton.testing.do_bench (warm-up 25 ms, repetitions 100 ms, L2 flushed by {args.flush}), TFLOPS from the median")
     rows, summary = [], []
 
     if not args.nonsquare_only:
