@@ -8,7 +8,11 @@ timed with `triton.testing.do_bench` (warm-up 25 ms, repetitions 100 ms, L2 flus
 against `torch.matmul` (cuBLAS) with and without a separate LeakyReLU, in one run.
 
     python3 scripts/triton_matmul_bench.py [--quick] [--out DIR] [--square-only | --nonsquare-only]
-                                           [--sizes 512,1024,...]
+                                           [--sizes 512,1024,...] [--flush torch|memset] [--ours DIR]
+
+Also times `cublasGemmEx` through ctypes with the exact call of `bench_matmul`'s cuBLAS (provider
+`gemmex`), so both runs have the same baseline; `--ours DIR` (a `bench_matmul --out DIR` run on
+this GPU) adds ours / Triton to the summary.
 
 Needs a CUDA GPU, torch and triton (written against Triton 3.6). Writes
 `triton-matmul-performance.csv`, `triton-matmul-nonsquare.csv`, `triton-matmul-points.csv`
