@@ -139,6 +139,19 @@ def matmul(a, b, c=None, activation=""):
     return c
 
 
+def loaded_library(name):
+    """`ctypes.CDLL` of the copy of `name` (e.g. `libcublas.so`) that torch already loaded, found in
+    /proc/self/maps (the pip wheels' libraries are not on the loader's path); else by name."""
+    import ctypes
+
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            path = line.split()[-1]
+            if os.path.basename(path).startswith(name):
+                return ctypes.CDLL(path)
+    return ctypes.CDLL(name)
+
+
 class GemmEx:
     """`c = a @ b` by `cublasGemmEx` through ctypes: the same call as `bench_matmul`'s cuBLAS
     (`kernel_runtime::baseline::cublas_matmul_f16`: f16 in and out, `CUBLAS_COMPUTE_32F`,
@@ -151,13 +164,7 @@ class GemmEx:
     def __init__(self):
         import ctypes
 
-        path = None
-        with open("/proc/self/maps") as maps:  # the libcublas torch loaded
-            for line in maps:
-                if "libcublas.so" in line and "libcublasLt" not in line:
-                    path = line.split()[-1]
-                    break
-        self.lib = ctypes.CDLL(path or "libcublas.so")
+        self.lib = loaded_library("libcublas.so")
         self.ctypes = ctypes
         self.alpha, self.beta = ctypes.c_float(1.0), ctypes.c_float(0.0)
         f = self.lib.cublasGemmEx
@@ -218,13 +225,7 @@ def use_memset_flush():
     so that both runs flush the same way (`--flush memset`)."""
     import ctypes
 
-    path = None
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            if "libcudart.so" in line:
-                path = line.split()[-1]
-                break
-    lib = ctypes.CDLL(path or "libcudart.so")
+    lib = loaded_library("libcudart.so")
     lib.cudaMemsetAsync.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t, ctypes.c_void_p]
     lib.cudaMemsetAsync.restype = ctypes.c_int
 
