@@ -18,7 +18,13 @@ run() { # name, command...
 nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv | tee "$out/gpu.txt"
 export KERNEL_TEST_DEVICE=cuda KERNEL_SYNC=1 KERNEL_PTX_DIR=$PWD/target/gpu-bundle/ptx
 for t in target/gpu-bundle/tests/*; do
-    run "test-$(basename "$t")" "$t" --test-threads=1
+    if [ "$(basename "$t")" = runtime_cuda ]; then
+        # kernel-runtime's own GPU tests run only with KERNEL_TEST_CUDA=1, and those that place
+        # their own PTX only without KERNEL_PTX_DIR.
+        run "test-$(basename "$t")" env -u KERNEL_PTX_DIR KERNEL_TEST_CUDA=1 "$t" --test-threads=1
+    else
+        run "test-$(basename "$t")" "$t" --test-threads=1
+    fi
 done
 for b in target/gpu-bundle/bin/*; do
     run "example-$(basename "$b")" "$b"

@@ -4,11 +4,14 @@
 The reference point for our Rust kernel: the tutorial's kernel (grouped program order,
 masked K, f32 accumulation, LeakyReLU fused while the accumulator is f32) with the 8
 autotune configs of the current tutorial (the same configs as `examples/src/matmul.rs`),
-timed with `triton.testing.do_bench` (warm-up 25 ms, repetitions 100 ms, L2 flushed),
-against `torch.matmul` (cuBLAS) with and without a separate LeakyReLU, in one run.
+timed with `triton.testing.do_bench`'s method (warm-up 25 ms, repetitions 100 ms, L2 flushed),
+against `torch.matmul` (cuBLAS) with and without a separate LeakyReLU, in one run. As in
+`bench_matmul`, the providers of a point are timed with their calls interleaved, so that all
+see the same GPU clock (`--sequential`: one after the other with `triton.testing.do_bench`).
 
     python3 scripts/triton_matmul_bench.py [--quick] [--out DIR] [--square-only | --nonsquare-only]
-                                           [--sizes 512,1024,...] [--flush torch|memset] [--ours DIR]
+                                           [--sizes 512,1024,...] [--flush torch|memset] [--sequential]
+                                           [--ours DIR]
 
 Also times `cublasGemmEx` through ctypes with the exact call of `bench_matmul`'s cuBLAS (provider
 `gemmex`), so both runs have the same baseline; `--ours DIR` (a `bench_matmul --out DIR` run on
@@ -244,8 +247,52 @@ def tflops(m, n, k, ms):
     return 2.0 * m * n * k * 1e-12 / (ms * 1e-3)
 
 
-def bench_shapes(set_name, shapes, rows, seed0):
-    """Checks and times every provider on each (M, N, K); returns {provider: [tflops or nan]}."""
+def do_bench_interleaved(fns, warmup=25, rep=100, quantiles=(0.5, 0.2, 0.8, 0.0, 1.0)):
+    """`triton.testing.do_bench` for several functions with their calls interleaved (what
+    `bench_matmul` does by default, `kernel_runtime::testing::do_bench_gpu_interleaved`): each
+    function's counts come from its own estimate, then warm-up and timed calls run in rounds of
+    one call per function, so all of them are timed over the same stretch of GPU clocks.
+    Returns, per function, the `quantiles` of its times in ms (L2 flushed before each timed call
+    with Triton's own cache buffer and `clear_cache`)."""
+    driver = triton.runtime.driver.active
+    cache = driver.get_empty_cache_for_benchmark()
+    counts = []
+    for fn in fns:
+        fn()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(5):
+            driver.clear_cache(cache)
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        estimate = start.elapsed_time(end) / 5
+        counts.append((max(1, int(warmup / estimate)), max(1, int(rep / estimate))))
+    for r in range(max((w for w, _ in counts), default=0)):
+        for fn, (w, _) in zip(fns, counts):
+            if r < w:
+                fn()
+    events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)] for _, n in counts]
+    for r in range(max((n for _, n in counts), default=0)):
+        for fn, ev in zip(fns, events):
+            if r < len(ev):
+                driver.clear_cache(cache)
+                ev[r][0].record()
+                fn()
+                ev[r][1].record()
+    torch.cuda.synchronize()
+    out = []
+    for ev in events:
+        times = torch.tensor([s.elapsed_time(e) for s, e in ev], dtype=torch.float)
+        out.append(torch.quantile(times, torch.tensor(quantiles, dtype=torch.float)).tolist())
+    return out
+
+
+def bench_shapes(set_name, shapes, rows, seed0, sequential=False):
+    """Checks every provider on each (M, N, K), then times those that passed (interleaved, or
+    one after the other with `triton.testing.do_bench` when `sequential`); returns
+    {provider: [tflops or nan]}."""
     series = {p: [] for p, _ in PROVIDERS}
     for i, (m, n, k) in enumerate(shapes):
         torch.manual_seed(seed0 + 7 * i)
@@ -255,11 +302,13 @@ def bench_shapes(set_name, shapes, rows, seed0):
         ref = torch.matmul(a, b)
         ref_relu = torch.nn.functional.leaky_relu(ref, 0.01)
         print(f"{set_name} {m}x{n}x{k}: checking and timing", file=sys.stderr, flush=True)
+        point = []  # (row, fn) of the providers that passed their check
         for provider, _ in PROVIDERS:
-            fn = run_provider(provider, a, b, c)
             expected = ref_relu if provider.endswith("+relu") else ref
             row = {"set": set_name, "M": m, "N": n, "K": k, "provider": provider}
+            rows.append(row)
             try:
+                fn = run_provider(provider, a, b, c)
                 c.fill_(float("nan"))
                 fn()  # autotunes on the first call for this key
                 torch.cuda.synchronize()
@@ -267,13 +316,22 @@ def bench_shapes(set_name, shapes, rows, seed0):
                     err = (c.float() - expected.float()).abs().max().item()
                     raise RuntimeError(f"wrong result: max abs error {err}")
                 row["check"] = "ok"
-                med, p20, p80, lo, hi = triton.testing.do_bench(fn, warmup=25, rep=100, quantiles=[0.5, 0.2, 0.8, 0.0, 1.0])
-                row.update(median_ms=med, p20_ms=p20, p80_ms=p80, min_ms=lo, max_ms=hi, tflops=tflops(m, n, k, med))
-                series[provider].append(row["tflops"])
+                point.append((row, fn))
             except Exception as e:  # a failed point is reported and the sweep goes on
                 row["error"] = f"{type(e).__name__}: {e}".replace("\n", " ")[:500]
-                series[provider].append(float("nan"))
-            rows.append(row)
+        try:
+            if sequential:
+                stats = [triton.testing.do_bench(fn, warmup=25, rep=100, quantiles=[0.5, 0.2, 0.8, 0.0, 1.0]) for _, fn in point]
+            else:
+                stats = do_bench_interleaved([fn for _, fn in point])
+            for (row, _), (med, p20, p80, lo, hi) in zip(point, stats):
+                row.update(median_ms=med, p20_ms=p20, p80_ms=p80, min_ms=lo, max_ms=hi, tflops=tflops(m, n, k, med))
+        except Exception as e:
+            for row, _ in point:
+                row["error"] = f"timing failed: {type(e).__name__}: {e}".replace("\n", " ")[:500]
+        for provider, _ in PROVIDERS:
+            row = next(r for r in rows[-len(PROVIDERS):] if r["provider"] == provider)
+            series[provider].append(row.get("tflops", float("nan")))
         del a, b, c, ref, ref_relu
         torch.cuda.empty_cache()
     return series
@@ -344,6 +402,8 @@ def main():
     group.add_argument("--square-only", action="store_true")
     group.add_argument("--nonsquare-only", action="store_true")
     parser.add_argument("--sizes", help="comma-separated square sizes (overrides the default sweep)")
+    parser.add_argument("--sequential", action="store_true",
+                        help="time the providers one after the other with triton.testing.do_bench (default: interleaved, as bench_matmul)")
     parser.add_argument("--flush", choices=["torch", "memset"], default="torch",
                         help="how do_bench flushes the L2 cache: Triton's default cache.zero_() kernel, or cudaMemsetAsync as bench_matmul")
     parser.add_argument("--ours", help="the --out directory of a bench_matmul run on this GPU: adds ours / Triton to the summary")
@@ -357,12 +417,13 @@ def main():
         use_memset_flush()
     print(f"device: {torch.cuda.get_device_name()} (cc {'.'.join(map(str, torch.cuda.get_device_capability()))}), "
           f"torch {torch.__version__}, triton {triton.__version__}")
-    print(f"timing: triton.testing.do_bench (warm-up 25 ms, repetitions 100 ms, L2 flushed by {args.flush}), TFLOPS from the median")
+    method = "triton.testing.do_bench, providers one after the other" if args.sequential else "do_bench_interleaved (triton.testing.do_bench's method), the providers of a point interleaved"
+    print(f"timing: {method} (warm-up 25 ms, repetitions 100 ms, L2 flushed by {args.flush}), TFLOPS from the median")
     rows, summary = [], []
 
     if not args.nonsquare_only:
         sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else (QUICK_SQUARES if args.quick else ALL_SQUARES)
-        series = bench_shapes("square", [(s, s, s) for s in sizes], rows, 1000)
+        series = bench_shapes("square", [(s, s, s) for s in sizes], rows, 1000, args.sequential)
         print_table("triton-matmul-performance", "M", sizes, series)
         write_series_csv(os.path.join(args.out, "triton-matmul-performance.csv"), "M", sizes, series)
         summary.append("square matmul, geometric-mean TFLOPS ratios:")
@@ -380,7 +441,7 @@ def main():
 
     if not args.square_only:
         cases = NONSQUARE[:3] if args.quick else NONSQUARE
-        series = bench_shapes("nonsquare", [(m, n, k) for m, n, k, _ in cases], rows, 5000)
+        series = bench_shapes("nonsquare", [(m, n, k) for m, n, k, _ in cases], rows, 5000, args.sequential)
         print("\nnon-square cases:")
         for i, (m, n, k, what) in enumerate(cases):
             print(f"  case {i + 1}: M={m} N={n} K={k} ({what})")

@@ -1,6 +1,7 @@
 //! Test and benchmark helpers (Triton's `triton.testing`): [`allclose`],
 //! [`assert_close`], [`matmul_ref_f64`], [`do_bench`] (wall clock) and
-//! [`do_bench_gpu`] (CUDA events, L2 flushed, Triton's warm-up/repetition budgets).
+//! [`do_bench_gpu`] (CUDA events, L2 flushed, Triton's warm-up/repetition budgets), and
+//! [`do_bench_gpu_interleaved`] (the same for several functions, their calls interleaved).
 //!
 //! ```
 //! use kernel_runtime::testing::{assert_close, matmul_ref_f64};
@@ -414,7 +415,7 @@ fn flush_buffer(dev: &std::sync::Arc<crate::cuda::CudaDevice>) -> Result<std::sy
     Ok(b)
 }
 
-/// Times `f` on `device` with Triton's `do_bench` method: estimate one call from five,
+/// Times `f` on `device` with Triton's `do_bench` method: one untimed call, then estimate one call from five,
 /// choose the numbers of warm-up and timed calls from [`BenchOptions`] (25 ms and 100 ms
 /// by default), flush the L2 cache before each timed call by writing a 256 MiB buffer
 /// (a `cuMemsetD8Async`, outside the timed region), and time each call with a pair of
@@ -439,8 +440,43 @@ pub fn do_bench_gpu<R, E: From<DeviceError>>(
     mut f: impl FnMut() -> Result<R, E>,
     opts: &BenchOptions,
 ) -> Result<BenchResult, E> {
+    let mut call = || f().map(|r| drop(black_box(r)));
+    let mut results = do_bench_gpu_interleaved(device, &mut [&mut call], opts)?;
+    Ok(results.remove(0))
+}
+
+/// One function to time with [`do_bench_gpu_interleaved`].
+pub type BenchFn<'a, E> = &'a mut dyn FnMut() -> Result<(), E>;
+
+/// Times several functions with [`do_bench_gpu`]'s method, their calls interleaved: each
+/// function's call counts come from its own estimate (as in [`do_bench_gpu`]), then the
+/// warm-up calls and the timed calls run in rounds, one call of each function per round
+/// (a function whose count is reached sits the remaining rounds out). Every function is
+/// then timed over the same stretch of time, so a GPU whose clock falls as it heats up
+/// (an H100 at its power limit) slows all of them alike, instead of favouring the first
+/// one timed after an idle spell. Returns one result per function, in order.
+///
+/// # Errors
+/// The first error of any function, or a [`DeviceError`] from the device.
+///
+/// ```
+/// use kernel_runtime::testing::{do_bench_gpu_interleaved, BenchOptions};
+/// use kernel_runtime::{Device, DeviceError};
+/// let opts = BenchOptions { warmup_ms: 1.0, rep_ms: 2.0, ..BenchOptions::default() };
+/// let (mut a, mut b) = (0u64, 0u64);
+/// let mut fa = || { a += 1; Ok::<_, DeviceError>(()) };
+/// let mut fb = || { b += 2; Ok::<_, DeviceError>(()) };
+/// let r = do_bench_gpu_interleaved(&Device::cpu(), &mut [&mut fa, &mut fb], &opts).unwrap();
+/// assert_eq!(r.len(), 2);
+/// assert!(r.iter().all(|r| r.reps >= 1 && r.min_ms <= r.median_ms));
+/// ```
+pub fn do_bench_gpu_interleaved<E: From<DeviceError>>(
+    device: &Device,
+    fs: &mut [BenchFn<'_, E>],
+    opts: &BenchOptions,
+) -> Result<Vec<BenchResult>, E> {
     let Some(dev) = device.cuda_device() else {
-        return do_bench_wall(f, opts);
+        return bench_wall_interleaved(fs, opts);
     };
     device.synchronize()?;
     let flush = if opts.flush_l2 { Some(flush_buffer(dev)?) } else { None };
@@ -452,52 +488,87 @@ pub fn do_bench_gpu<R, E: From<DeviceError>>(
         }
     };
     let stream = &dev.stream;
-    // Estimate one call (flush included, as Triton does).
-    let (start, end) = crate::cuda::timing_events(dev)?;
-    dev.call("cuEventRecord", || start.record(stream))?;
-    for _ in 0..5 {
-        flush_l2()?;
-        black_box(f()?);
+    // Estimate one call of each function from five (flush included), after a first call that
+    // pays one-time costs such as a library's set-up (as Triton does).
+    let mut counts = Vec::with_capacity(fs.len());
+    for f in fs.iter_mut() {
+        f()?;
+        device.synchronize()?;
+        let (start, end) = crate::cuda::timing_events(dev)?;
+        dev.call("cuEventRecord", || start.record(stream))?;
+        for _ in 0..5 {
+            flush_l2()?;
+            f()?;
+        }
+        dev.call("cuEventRecord", || end.record(stream))?;
+        counts.push(opts.counts(f64::from(dev.call("cuEventElapsedTime", || start.elapsed_ms(&end))?) / 5.0));
     }
-    dev.call("cuEventRecord", || end.record(stream))?;
-    let estimate = f64::from(dev.call("cuEventElapsedTime", || start.elapsed_ms(&end))?) / 5.0;
-    let (n_warmup, n_reps) = opts.counts(estimate);
-    for _ in 0..n_warmup {
-        black_box(f()?);
+    let rounds = |pick: fn(&(usize, usize)) -> usize| counts.iter().map(pick).max().unwrap_or(0);
+    for round in 0..rounds(|c| c.0) {
+        for (f, c) in fs.iter_mut().zip(&counts) {
+            if round < c.0 {
+                f()?;
+            }
+        }
     }
-    let events = (0..n_reps).map(|_| crate::cuda::timing_events(dev)).collect::<Result<Vec<_>, _>>()?;
-    for (s, e) in &events {
-        flush_l2()?;
-        dev.call("cuEventRecord", || s.record(stream))?;
-        black_box(f()?);
-        dev.call("cuEventRecord", || e.record(stream))?;
+    // The events are created before the timed calls, so that nothing else runs between them.
+    let events = counts
+        .iter()
+        .map(|c| (0..c.1).map(|_| crate::cuda::timing_events(dev)).collect::<Result<Vec<_>, _>>())
+        .collect::<Result<Vec<_>, _>>()?;
+    for round in 0..rounds(|c| c.1) {
+        for (f, ev) in fs.iter_mut().zip(&events) {
+            if let Some((s, e)) = ev.get(round) {
+                flush_l2()?;
+                dev.call("cuEventRecord", || s.record(stream))?;
+                f()?;
+                dev.call("cuEventRecord", || e.record(stream))?;
+            }
+        }
     }
     device.synchronize()?;
-    let mut times = events
+    events
         .iter()
-        .map(|(s, e)| dev.call("cuEventElapsedTime", || s.elapsed_ms(e)).map(f64::from))
-        .collect::<Result<Vec<f64>, _>>()?;
-    Ok(BenchResult::from_samples(&mut times))
+        .map(|ev| {
+            let mut times = ev
+                .iter()
+                .map(|(s, e)| dev.call("cuEventElapsedTime", || s.elapsed_ms(e)).map(f64::from))
+                .collect::<Result<Vec<f64>, _>>()?;
+            Ok(BenchResult::from_samples(&mut times))
+        })
+        .collect()
 }
 
-/// [`do_bench_gpu`]'s method with wall-clock times (the CPU device).
-fn do_bench_wall<R, E>(mut f: impl FnMut() -> Result<R, E>, opts: &BenchOptions) -> Result<BenchResult, E> {
-    let start = Instant::now();
-    for _ in 0..5 {
-        black_box(f()?);
+/// [`do_bench_gpu_interleaved`]'s method with wall-clock times (the CPU device).
+fn bench_wall_interleaved<E>(fs: &mut [BenchFn<'_, E>], opts: &BenchOptions) -> Result<Vec<BenchResult>, E> {
+    let mut counts = Vec::with_capacity(fs.len());
+    for f in fs.iter_mut() {
+        f()?;
+        let start = Instant::now();
+        for _ in 0..5 {
+            f()?;
+        }
+        counts.push(opts.counts(start.elapsed().as_secs_f64() * 1e3 / 5.0));
     }
-    let estimate = start.elapsed().as_secs_f64() * 1e3 / 5.0;
-    let (n_warmup, n_reps) = opts.counts(estimate);
-    for _ in 0..n_warmup {
-        black_box(f()?);
+    let rounds = |pick: fn(&(usize, usize)) -> usize| counts.iter().map(pick).max().unwrap_or(0);
+    for round in 0..rounds(|c| c.0) {
+        for (f, c) in fs.iter_mut().zip(&counts) {
+            if round < c.0 {
+                f()?;
+            }
+        }
     }
-    let mut times = Vec::with_capacity(n_reps);
-    for _ in 0..n_reps {
-        let t = Instant::now();
-        black_box(f()?);
-        times.push(t.elapsed().as_secs_f64() * 1e3);
+    let mut times: Vec<Vec<f64>> = counts.iter().map(|c| Vec::with_capacity(c.1)).collect();
+    for round in 0..rounds(|c| c.1) {
+        for ((f, c), t) in fs.iter_mut().zip(&counts).zip(&mut times) {
+            if round < c.1 {
+                let start = Instant::now();
+                f()?;
+                t.push(start.elapsed().as_secs_f64() * 1e3);
+            }
+        }
     }
-    Ok(BenchResult::from_samples(&mut times))
+    Ok(times.iter_mut().map(|t| BenchResult::from_samples(t)).collect())
 }
 
 #[cfg(test)]
@@ -608,5 +679,51 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err, DeviceError::NoSuchDevice { ordinal: 9, count: 0 });
+    }
+
+    #[test]
+    fn interleaved_bench_alternates_the_calls_and_counts_each_from_its_own_estimate() {
+        use std::cell::RefCell;
+        use std::time::Duration;
+        let opts = BenchOptions { warmup_ms: 4.0, rep_ms: 12.0, flush_l2: false, max_reps: 1000 };
+        let log = RefCell::new(Vec::new());
+        let mut fast = || {
+            log.borrow_mut().push('f');
+            std::thread::sleep(Duration::from_micros(300));
+            Ok::<_, DeviceError>(())
+        };
+        let mut slow = || {
+            log.borrow_mut().push('s');
+            std::thread::sleep(Duration::from_micros(1500));
+            Ok::<_, DeviceError>(())
+        };
+        let r = do_bench_gpu_interleaved(&Device::cpu(), &mut [&mut fast, &mut slow], &opts).unwrap();
+        assert_eq!(r.len(), 2);
+        assert!(r[0].min_ms >= 0.25 && r[1].min_ms >= 1.4, "{r:?}");
+        assert!(r[0].median_ms < r[1].median_ms, "{r:?}");
+        // Each function's repetitions follow its own estimate: 12 ms of 1.5 ms calls is at most 8.
+        assert!(r[1].reps <= 8 && r[0].reps > r[1].reps, "{r:?}");
+        let log = log.into_inner();
+        // A first call and five estimate calls each, one after the other, then rounds of one
+        // call each.
+        assert_eq!(log[..12].iter().collect::<String>(), "ffffffssssss");
+        let rounds: String = log[12..].iter().collect();
+        assert!(rounds.starts_with("fsfs"), "{rounds}");
+        assert!(rounds.matches('s').count() > r[1].reps, "{rounds}");
+        // While both run, they alternate: no two `s` calls in a row.
+        assert!(!rounds.contains("ss"), "{rounds}");
+        // An error of any function stops the run and is returned.
+        let mut n = 0;
+        let mut ok = || Ok::<_, DeviceError>(());
+        let mut failing = || {
+            n += 1;
+            if n == 8 {
+                Err(DeviceError::NoSuchDevice { ordinal: 3, count: 0 })
+            } else {
+                Ok(())
+            }
+        };
+        let err = do_bench_gpu_interleaved(&Device::cpu(), &mut [&mut ok, &mut failing], &opts).unwrap_err();
+        assert_eq!(err, DeviceError::NoSuchDevice { ordinal: 3, count: 0 });
     }
 }

@@ -331,3 +331,28 @@ fn too_much_shared_memory_is_refused_before_launch() {
     assert!((48 * 1024..1 << 20).contains(&available));
     assert!(msg.starts_with("kernel `axpy` (entry `axpy`) needs 1048576 bytes of shared memory per block, but this device allows at most "), "{msg}");
 }
+
+#[test]
+fn interleaved_bench_times_each_function_on_the_gpu() {
+    use kernel_runtime::baseline::cublas_matmul_f16;
+    use kernel_runtime::testing::{do_bench_gpu_interleaved, BenchOptions};
+    let Some(dev) = gpu("interleaved_bench_times_each_function_on_the_gpu") else { return };
+    let mats = |n: usize, seed: u64| -> (Tensor<f16>, Tensor<f16>, Tensor<f16>) {
+        (Tensor::randn(&dev, &[n, n], seed).unwrap(), Tensor::randn(&dev, &[n, n], seed + 1).unwrap(), Tensor::zeros(&dev, &[n, n]).unwrap())
+    };
+    let (a, b, c) = mats(256, 1);
+    let (x, y, z) = mats(2048, 3);
+    let mut small = || cublas_matmul_f16(&a, &b, &c);
+    let mut large = || cublas_matmul_f16(&x, &y, &z);
+    let opts = BenchOptions { warmup_ms: 5.0, rep_ms: 20.0, ..BenchOptions::default() };
+    let r = do_bench_gpu_interleaved(&dev, &mut [&mut small, &mut large], &opts).unwrap();
+    println!("{r:?}");
+    assert_eq!(r.len(), 2);
+    // 512 times the work: the 2048³ product takes longer (and each at least a microsecond).
+    assert!(r[0].min_ms > 1e-3 && r[0].median_ms * 4.0 < r[1].median_ms, "{r:?}");
+    assert!(r[0].reps > r[1].reps && r[1].reps >= 1, "{r:?}");
+    // The timed calls wrote the product (z = x @ y; one entry checked on the host).
+    let (xs, ys, zs) = (x.try_to_f64_vec().unwrap(), y.try_to_f64_vec().unwrap(), z.try_to_f64_vec().unwrap());
+    let expected: f64 = (0..2048).map(|k| xs[5 * 2048 + k] * ys[k * 2048 + 7]).sum();
+    assert!((zs[5 * 2048 + 7] - expected).abs() <= 0.05 + 0.01 * expected.abs(), "{} vs {expected}", zs[5 * 2048 + 7]);
+}

@@ -9,6 +9,9 @@ use std::process::{Command, Stdio};
 
 /// The integration tests that run on a GPU (`KERNEL_TEST_DEVICE=cuda`).
 const GPU_TESTS: &[&str] = &["matmul", "kernels", "language", "numerics", "launch_errors"];
+/// kernel-runtime's own GPU tests (`tests/cuda.rs`, `KERNEL_TEST_CUDA=1`), bundled as
+/// `tests/runtime_cuda`.
+const RUNTIME_TEST: &str = "cuda";
 /// The example binaries (run by `scripts/gpu-check.sh`).
 const EXAMPLES: &[&str] = &["matmul", "vector_add"];
 /// The benchmark binaries, in `target/gpu-bundle/bench/` (not run by `gpu-check.sh`).
@@ -26,7 +29,9 @@ pub fn gpu_bundle(root: &Path) -> Result<()> {
         args.push("--test".into());
         args.push((*t).into());
     }
-    for (what, args) in [("tests", args), ("examples", ["build", "--release", "--message-format=json", "-p", "examples", "--bins"].map(String::from).to_vec())] {
+    let runtime = ["test", "--release", "--no-run", "--message-format=json", "-p", "kernel-runtime", "--test", RUNTIME_TEST].map(String::from).to_vec();
+    let examples = ["build", "--release", "--message-format=json", "-p", "examples", "--bins"].map(String::from).to_vec();
+    for (what, args) in [("tests", args), ("runtime tests", runtime), ("examples", examples)] {
         let output = Command::new(&cargo)
             .args(&args)
             .current_dir(root)
@@ -42,6 +47,8 @@ pub fn gpu_bundle(root: &Path) -> Result<()> {
             let (Some(exe), Some(name)) = (msg["executable"].as_str(), msg["target"]["name"].as_str()) else { continue };
             let dest = if what == "tests" && GPU_TESTS.contains(&name) {
                 out.join("tests").join(name)
+            } else if what == "runtime tests" && name == RUNTIME_TEST {
+                out.join("tests").join("runtime_cuda")
             } else if what == "examples" && EXAMPLES.contains(&name) {
                 out.join("bin").join(name)
             } else if what == "examples" && BENCHES.contains(&name) {

@@ -3,15 +3,22 @@
 //!
 //! ```text
 //! bench_matmul [--quick] [--out DIR] [--square-only | --nonsquare-only] [--sizes 512,1024,...]
-//!              [--warmup-ms 25] [--rep-ms 100] [--no-flush] [--progress]
+//!              [--warmup-ms 25] [--rep-ms 100] [--no-flush] [--sequential] [--progress]
 //! ```
 //!
 //! Square sizes 256..=8192 step 256 (`--quick`: 256, 512, 1024, 2048, 4096), then non-square
 //! shapes (tall-skinny, K not a multiple of the block size, ...). Every point gets fresh
 //! random f16 inputs and is checked against cuBLAS (f16 tolerances) before it is timed with
-//! `kernel_runtime::testing::do_bench_gpu` (Triton's do_bench: CUDA events, L2 flushed,
-//! 25 ms warm-up and 100 ms of repetitions); TFLOPS come from the median. Autotuning
-//! happens during the check, so it is not timed (`KERNEL_PRINT_AUTOTUNING=1` shows it).
+//! Triton's do_bench method (CUDA events, L2 flushed, 25 ms warm-up and 100 ms of
+//! repetitions per provider); TFLOPS come from the median. The providers of a point are
+//! timed together with their calls interleaved
+//! (`kernel_runtime::testing::do_bench_gpu_interleaved`), so that each sees the same GPU
+//! clock: after the host-side checks the GPU is idle, and an H100 timed from idle runs its
+//! first ~100 ms above the clock it holds at its power limit, which favoured whichever
+//! provider was timed first (BENCHMARKS.md, tenth session). `--sequential` times them one
+//! after the other instead (`do_bench_gpu` per provider, Triton's `perf_report` order).
+//! Autotuning happens during the check, so it is not timed (`KERNEL_PRINT_AUTOTUNING=1`
+//! shows it).
 //!
 //! Output: tables on stdout; `matmul-performance.{csv,svg,png}`,
 //! `matmul-nonsquare.{csv,svg,png}`, `matmul-points.csv` (every measurement with its
@@ -27,8 +34,8 @@ use examples::activation::leaky_relu_inplace;
 use examples::matmul::{leaky_relu, matmul_into};
 use kernel_bench::{flops_matmul, perf_report, Benchmark, Color, LineStyle, Measurement, Report};
 use kernel_runtime::baseline::{cublas_available, cublas_matmul_f16};
-use kernel_runtime::testing::{assert_close, do_bench_gpu, matmul_ref_f64, BenchOptions, BenchResult};
-use kernel_runtime::{f16, Device, Func, Tensor};
+use kernel_runtime::testing::{assert_close, do_bench_gpu, do_bench_gpu_interleaved, matmul_ref_f64, BenchFn, BenchOptions, BenchResult};
+use kernel_runtime::{f16, Device, Tensor};
 
 /// Providers, in the seeds' order: (value, label, style).
 const PROVIDERS: [(&str, &str, (Color, LineStyle)); 4] = [
@@ -56,11 +63,12 @@ struct Args {
     nonsquare: bool,
     sizes: Option<Vec<usize>>,
     opts: BenchOptions,
+    sequential: bool,
     progress: bool,
 }
 
 const USAGE: &str = "usage: bench_matmul [--quick] [--out DIR] [--square-only | --nonsquare-only] \
-                     [--sizes 512,1024,...] [--warmup-ms MS] [--rep-ms MS] [--no-flush] [--progress]";
+                     [--sizes 512,1024,...] [--warmup-ms MS] [--rep-ms MS] [--no-flush] [--sequential] [--progress]";
 
 fn parse_args() -> Result<Args> {
     let mut a = Args {
@@ -70,6 +78,7 @@ fn parse_args() -> Result<Args> {
         nonsquare: true,
         sizes: None,
         opts: BenchOptions::default(),
+        sequential: false,
         progress: false,
     };
     let mut it = std::env::args().skip(1);
@@ -88,6 +97,7 @@ fn parse_args() -> Result<Args> {
             "--warmup-ms" => a.opts.warmup_ms = value("--warmup-ms")?.parse()?,
             "--rep-ms" => a.opts.rep_ms = value("--rep-ms")?.parse()?,
             "--no-flush" => a.opts.flush_l2 = false,
+            "--sequential" => a.sequential = true,
             "--progress" => a.progress = true,
             "-h" | "--help" => {
                 println!("{USAGE}");
@@ -115,6 +125,8 @@ struct Point {
     c: Tensor<f16>,
     /// Per provider: `Ok(note)` when it matched the reference, or why it did not.
     checks: Vec<std::result::Result<String, String>>,
+    /// Per provider, when the point's providers were timed together: its timing.
+    times: Option<Vec<std::result::Result<BenchResult, String>>>,
 }
 
 /// One timed measurement, for `matmul-points.csv`.
@@ -130,6 +142,7 @@ struct Bench {
     dev: Device,
     cublas: bool,
     opts: BenchOptions,
+    sequential: bool,
     rows: Vec<Row>,
 }
 
@@ -175,27 +188,45 @@ impl Bench {
             };
             checks.push(r);
         }
-        Ok(Point { a, b, c, checks })
+        Ok(Point { a, b, c, checks, times: None })
     }
 
-    /// Times `provider` on `p`.
-    fn time(&self, p: &Point, provider: &str) -> Result<BenchResult> {
+    /// One call of `provider` on `p`, queued on the device's stream.
+    fn call(p: &Point, provider: &str) -> Result<()> {
         let (a, b, c) = (&p.a, &p.b, &p.c);
-        let run = |act: Option<Func>| do_bench_gpu(&self.dev, || -> Result<()> { Ok(matmul_into(a, b, c, act)?) }, &self.opts);
         match provider {
-            "cublas" => do_bench_gpu(&self.dev, || -> Result<()> { Ok(cublas_matmul_f16(a, b, c)?) }, &self.opts),
-            "cublas+relu" => do_bench_gpu(
-                &self.dev,
-                || -> Result<()> {
-                    cublas_matmul_f16(a, b, c)?;
-                    Ok(leaky_relu_inplace(c)?)
-                },
-                &self.opts,
-            ),
-            "ours" => run(None),
-            "ours+relu" => run(Some(leaky_relu)),
+            "cublas" => Ok(cublas_matmul_f16(a, b, c)?),
+            "cublas+relu" => {
+                cublas_matmul_f16(a, b, c)?;
+                Ok(leaky_relu_inplace(c)?)
+            }
+            "ours" => Ok(matmul_into(a, b, c, None)?),
+            "ours+relu" => Ok(matmul_into(a, b, c, Some(leaky_relu))?),
             other => bail!("unknown provider {other}"),
         }
+    }
+
+    /// Times `provider` on `p` alone.
+    fn time(&self, p: &Point, provider: &str) -> Result<BenchResult> {
+        do_bench_gpu(&self.dev, || Self::call(p, provider), &self.opts)
+    }
+
+    /// Times every provider of `p` whose check passed, their calls interleaved; the others
+    /// get why they were not timed.
+    fn time_all(&self, p: &Point) -> Vec<std::result::Result<BenchResult, String>> {
+        let timed: Vec<&str> = PROVIDERS.iter().zip(&p.checks).filter(|(_, c)| c.is_ok()).map(|((v, _, _), _)| *v).collect();
+        let mut calls: Vec<_> = timed.iter().map(|&v| move || Self::call(p, v)).collect();
+        let mut fs: Vec<BenchFn<'_, anyhow::Error>> = calls.iter_mut().map(|f| f as BenchFn<'_, anyhow::Error>).collect();
+        // One result per timed provider, in order.
+        let mut results = do_bench_gpu_interleaved(&self.dev, &mut fs, &self.opts).map(Vec::into_iter).map_err(|e| format!("{e:#}"));
+        p.checks
+            .iter()
+            .map(|check| match (check, &mut results) {
+                (Err(e), _) => Err(format!("not timed: {e}")),
+                (Ok(_), Ok(timed)) => timed.next().ok_or_else(|| "no timing returned".to_string()),
+                (Ok(_), Err(e)) => Err(e.clone()),
+            })
+            .collect()
     }
 
     /// Runs every provider on `shapes` (x value `x(i)` for shape `i`) as one report.
@@ -225,7 +256,11 @@ impl Bench {
                 // Free the previous inputs before allocating new ones.
                 *cur = None;
                 eprintln!("{set} {}x{}x{}: checking against the reference", shape.0, shape.1, shape.2);
-                *cur = Some((i, this.prepare(shape, 1000 + 7 * i as u64).map_err(|e| format!("{e:#}"))));
+                let mut prepared = this.prepare(shape, 1000 + 7 * i as u64).map_err(|e| format!("{e:#}"));
+                if let (Ok(point), false) = (&mut prepared, this.sequential) {
+                    point.times = Some(this.time_all(point));
+                }
+                *cur = Some((i, prepared));
             }
             let Some((_, prepared)) = cur.as_ref() else { unreachable!() };
             let point = prepared.as_ref().map_err(Clone::clone)?;
@@ -233,9 +268,10 @@ impl Bench {
             let index = PROVIDERS.iter().position(|(v, _, _)| *v == provider).unwrap_or(0);
             let provider_static = PROVIDERS[index].0;
             let check = point.checks[index].clone();
-            let result = match &check {
-                Ok(_) => this.time(point, provider).map_err(|e| format!("{e:#}")),
-                Err(e) => Err(format!("not timed: {e}")),
+            let result = match (&point.times, &check) {
+                (Some(times), _) => times[index].clone(),
+                (None, Ok(_)) => this.time(point, provider).map_err(|e| format!("{e:#}")),
+                (None, Err(e)) => Err(format!("not timed: {e}")),
             };
             rows.borrow_mut().push(Row {
                 set,
@@ -310,13 +346,14 @@ fn main() -> Result<()> {
         }
     };
     println!(
-        "timing: do_bench_gpu (CUDA events, warm-up {} ms, repetitions {} ms, L2 flush {}), TFLOPS from the median",
+        "timing: {} (CUDA events, warm-up {} ms, repetitions {} ms, L2 flush {}), TFLOPS from the median",
+        if args.sequential { "do_bench_gpu, providers one after the other" } else { "do_bench_gpu_interleaved, the providers of a point interleaved" },
         args.opts.warmup_ms,
         args.opts.rep_ms,
         if args.opts.flush_l2 { "on" } else { "off" }
     );
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
-    let mut bench = Bench { dev, cublas, opts: args.opts, rows: Vec::new() };
+    let mut bench = Bench { dev, cublas, opts: args.opts, sequential: args.sequential, rows: Vec::new() };
     let mut summary = String::new();
 
     if args.square {
