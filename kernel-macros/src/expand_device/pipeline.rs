@@ -257,8 +257,8 @@ impl DevGen<'_> {
         // overwrite yet: it takes one buffer more (when shared memory allows).
         let mut stages = if wg { self.num_stages + 1 } else { self.num_stages };
         // The buffers, then one 16-byte word for the bounds proof of loop versioning and, on
-        // sm_90a, one 8-byte `mbarrier` per buffer.
-        while stages > 1 && self.cursor.get().next_multiple_of(align) + stages * stage_bytes + 16 + 8 * stages + 8 > SMEM_LIMIT {
+        // sm_90a, two 8-byte `mbarrier`s per buffer (copies landed, readers done).
+        while stages > 1 && self.cursor.get().next_multiple_of(align) + stages * stage_bytes + 16 + 16 * stages + 8 > SMEM_LIMIT {
             stages -= 1;
         }
         let saved_smem = (self.cursor.get(), self.smem_max.get());
@@ -895,19 +895,29 @@ impl DevGen<'_> {
             }
         };
         let body = if use_tma {
-            let (bars, flag) = (self.alloc(8 * stages), self.alloc(16));
+            // Reader barriers (see `tma_loop`) where they measured faster than a block barrier per
+            // iteration: blocks of two or more warpgroups, or K tiles of 128 and more (H100,
+            // BENCHMARKS.md, tenth session); with one warpgroup and shallower tiles the extra
+            // arrive and wait per iteration cost more than the barrier they replace.
+            let readers = stages >= 3 && (threads >= 256 || kk >= 128);
+            // `stages` barriers that the copies complete, then, with reader barriers, `stages`
+            // that the warps arrive on when they are done reading a buffer.
+            let nbars = if readers { 2 * stages } else { stages };
+            let (bars, flag) = (self.alloc(8 * nbars), self.alloc(16));
             let tx: usize = plan.ops.iter().map(|op| op.numel * 2).sum();
-            let (tma_fill, tma_main, filled) = self.tma_loop(&tma_ops, stages, bars, tx as u32, (&compute, &finish), (&var_id, &var_t));
-            let invals = (0..stages).map(|b| {
+            let (tma_fill, tma_main, filled) = self.tma_loop(&tma_ops, (stages, readers), bars, tx as u32, (&compute, &finish), (&var_id, &var_t));
+            let invals = (0..nbars).map(|b| {
                 let at = bars + 8 * b;
                 quote!(#d::mbarrier_inval(#d::smem_addr() + #at as u32);)
             });
             inval = quote!(if __tid == 0 { #(#invals)* });
             let cp_async = versions(flag, main(&fast_ops), main(&issue_ops));
             let checks: Vec<&TokenStream> = tma_ops.iter().map(|t| &t.check).collect();
-            let inits = (0..stages).map(|b| {
+            let warps = (threads / 32) as u32;
+            let inits = (0..nbars).map(|b| {
                 let at = bars + 8 * b;
-                quote!(#d::mbarrier_init(#d::smem_addr() + #at as u32, 1);)
+                let count = if b < stages { 1 } else { warps };
+                quote!(#d::mbarrier_init(#d::smem_addr() + #at as u32, #count);)
             });
             self.tma.borrow_mut().extend(tma_descs);
             quote! {
@@ -1016,21 +1026,30 @@ impl DevGen<'_> {
         }})
     }
 
-    /// The K loop of the tensor-map version (`stages >= 2` buffers, barriers at `bars`): thread 0
-    /// announces each stage's `tx` bytes on its buffer's barrier and issues the operands' copies
-    /// `ahead` iterations early; every thread waits for the barrier's phase, gives masked
-    /// elements their `other` value, and after the block barrier the warpgroups issue `wgmma`
-    /// (`compute`, then `finish` or, with 3+ buffers, one group left in flight as in the
-    /// `cp.async` version: copies run `S - 2` iterations ahead so that they never overwrite a
-    /// buffer that a `wgmma` may still read).
+    /// The K loop of the tensor-map version (`stages >= 2` buffers; at `bars`, one barrier per
+    /// buffer that its copies complete, then, with `readers`, one per buffer that the warps
+    /// arrive on when they are done reading it): thread 0 announces each stage's `tx` bytes on
+    /// its buffer's barrier and issues the operands' copies; every thread waits for the
+    /// barrier's phase, gives masked elements their `other` value, and the warpgroups issue
+    /// `wgmma` (`compute`).
+    ///
+    /// With 3+ buffers one `wgmma` group stays in flight across iterations (as in the
+    /// `cp.async` version). Without `readers`, every iteration has a block barrier before its
+    /// `wgmma`, after which thread 0 copies the iteration `S - 2` ahead (into the buffer whose
+    /// group every warp waited for in the previous iteration); with 2 buffers, each iteration
+    /// ends with `finish` and copies run one ahead. With `readers`, the loop has no block
+    /// barrier (only after a fix-up, so that every fix-up precedes every `wgmma`): after
+    /// `wgmma_wait::<1>` in iteration `i`, each warp's lane 0 arrives on the reader barrier of
+    /// iteration `i - 1`'s buffer, and thread 0 waits for all warps' arrivals there before it
+    /// copies iteration `i - 1 + S` into that buffer (all `S` buffers are filled before the
+    /// loop).
     /// Returns the copies of the first stages (thread 0 issues them, before the vote: see the
     /// caller), the loop, and how many stages the first copies fill.
-    fn tma_loop(&self, ops: &[TmaOp], stages: usize, bars: usize, tx: u32, (compute, finish): (&TokenStream, &TokenStream), (var_id, var_t): (&Ident, &TokenStream)) -> (TokenStream, TokenStream, i64) {
+    fn tma_loop(&self, ops: &[TmaOp], (stages, readers): (usize, bool), bars: usize, tx: u32, (compute, finish): (&TokenStream, &TokenStream), (var_id, var_t): (&Ident, &TokenStream)) -> (TokenStream, TokenStream, i64) {
         let d = &self.d;
         let s_i = stages as i64;
         let overlap = stages >= 3;
-        let ahead = if overlap { s_i - 2 } else { s_i - 1 };
-        let (compute_after, after_loop) = if overlap { (quote!(#d::wgmma_wait::<1>();), finish.clone()) } else { (finish.clone(), quote!()) };
+        let ahead = if readers { s_i } else if overlap { s_i - 2 } else { s_i - 1 };
         let issue = |it: TokenStream, buf: TokenStream| {
             let copies = ops.iter().map(|t| &t.copies);
             quote! {{
@@ -1052,45 +1071,94 @@ impl DevGen<'_> {
                 __pi += 1;
             }
         };
-        // Entered only when the loop runs (see the `cp.async` version).
-        // Buffers of iterations `__ci` and `__ci + ahead` and the phase parity of `__ci`'s barrier,
-        // counted round (no division in the loop).
-        let main = quote! { if __n > 0 {
-            let __bars: u32 = #d::smem_addr() + #bars as u32;
-            let mut __ci: i64 = 0;
-            let mut __cbu: u32 = 0;
-            let mut __par: u32 = 0;
-            let mut __nbu: u32 = #ahead_u;
-            while __ci < __n {
-                let __cb: usize = __cbu as usize;
-                #d::mbarrier_wait(__bars + __cbu * 8, __par);
-                if !__nofix && (!__fixlast || __ci + 1 == __n) {
-                    let mut __fx: bool = false;
-                    {
-                        let __it: i64 = __ci;
-                        let #var_id: #var_t = ((__start as i64) + __it * (__step as i64)) as #var_t;
-                        #(#fixups)*
-                    }
-                    if __fx {
-                        #d::fence_proxy_async();
-                    }
+        // Masked elements get their `other` value (stores through the generic proxy, fenced for
+        // the async proxy that `wgmma` reads through); the condition is uniform over the block.
+        let fixup = quote! {
+            let __fix: bool = !__nofix && (!__fixlast || __ci + 1 == __n);
+            if __fix {
+                let mut __fx: bool = false;
+                {
+                    let __it: i64 = __ci;
+                    let #var_id: #var_t = ((__start as i64) + __it * (__step as i64)) as #var_t;
+                    #(#fixups)*
                 }
-                #d::bar_sync();
-                #compute
-                let __nx: i64 = __ci + #ahead;
-                if __tid == 0 && __nx < __n { #steady }
-                #compute_after
-                __ci += 1;
-                if __cbu + 1 == #s_u {
-                    __cbu = 0;
-                    __par ^= 1;
-                } else {
-                    __cbu += 1;
+                if __fx {
+                    #d::fence_proxy_async();
                 }
-                __nbu = if __nbu + 1 == #s_u { 0 } else { __nbu + 1 };
             }
-            #after_loop
-        }};
+        };
+        let advance = quote! {
+            __ci += 1;
+            if __cbu + 1 == #s_u {
+                __cbu = 0;
+                __par ^= 1;
+            } else {
+                __cbu += 1;
+            }
+        };
+        // Entered only when the loop runs (see the `cp.async` version). Buffers and barrier
+        // parities are counted round (no division in the loop).
+        let main = if readers {
+            let ebars = bars + 8 * stages;
+            quote! { if __n > 0 {
+                let __bars: u32 = #d::smem_addr() + #bars as u32;
+                let __ebars: u32 = #d::smem_addr() + #ebars as u32;
+                let mut __ci: i64 = 0;
+                let mut __cbu: u32 = 0;
+                let mut __par: u32 = 0;
+                // Buffer and phase parity of iteration `__ci - 1`.
+                let mut __nbu: u32 = 0;
+                let mut __ppar: u32 = 0;
+                while __ci < __n {
+                    let __cb: usize = __cbu as usize;
+                    #d::mbarrier_wait(__bars + __cbu * 8, __par);
+                    #fixup
+                    if __fix {
+                        #d::bar_sync();
+                    }
+                    #compute
+                    #d::wgmma_wait::<1>();
+                    if __ci > 0 {
+                        // Iteration `__ci - 1`'s `wgmma` group is done: its buffer may be refilled
+                        // once every warp has said so.
+                        if __tid % 32 == 0 {
+                            #d::mbarrier_arrive(__ebars + __nbu * 8);
+                        }
+                        let __nx: i64 = __ci - 1 + #s_i;
+                        if __tid == 0 && __nx < __n {
+                            #d::mbarrier_wait(__ebars + __nbu * 8, __ppar);
+                            #steady
+                        }
+                    }
+                    __nbu = __cbu;
+                    __ppar = __par;
+                    #advance
+                }
+                #finish
+            }}
+        } else {
+            let (compute_after, after_loop) = if overlap { (quote!(#d::wgmma_wait::<1>();), finish.clone()) } else { (finish.clone(), quote!()) };
+            quote! { if __n > 0 {
+                let __bars: u32 = #d::smem_addr() + #bars as u32;
+                let mut __ci: i64 = 0;
+                let mut __cbu: u32 = 0;
+                let mut __par: u32 = 0;
+                let mut __nbu: u32 = #ahead_u;
+                while __ci < __n {
+                    let __cb: usize = __cbu as usize;
+                    #d::mbarrier_wait(__bars + __cbu * 8, __par);
+                    #fixup
+                    #d::bar_sync();
+                    #compute
+                    let __nx: i64 = __ci + #ahead;
+                    if __tid == 0 && __nx < __n { #steady }
+                    #compute_after
+                    #advance
+                    __nbu = if __nbu + 1 == #s_u { 0 } else { __nbu + 1 };
+                }
+                #after_loop
+            }}
+        };
         (fill, main, ahead)
     }
 }

@@ -272,6 +272,36 @@ fn tma_of(src: &str) -> (String, Vec<TmaDesc>) {
 }
 
 #[test]
+fn hopper_k_loops_of_two_warpgroups_or_deep_tiles_use_reader_barriers() {
+    for (src, warps) in [
+        (matmul(3, 32, "").replace("num_warps = 4", "num_warps = 8").replace("BM = 64,", "BM = 128,"), 8u32),
+        (matmul(3, 128, ""), 4),
+    ] {
+        let (out, _) = tma_of(&src);
+        // Two barriers per buffer (4 buffers): copies landed (one arrival, thread 0's), and
+        // readers done (one arrival per warp).
+        assert_eq!(out.matches(":: mbarrier_init (").count(), 8);
+        assert_eq!(out.matches("as u32 , 1u32) ;").count(), 4);
+        assert_eq!(out.matches(&format!("as u32 , {warps}u32) ;")).count(), 4);
+        assert_eq!(out.matches(":: mbarrier_inval (").count(), 8);
+        // No block barrier in the loop: after `wgmma_wait::<1>` each warp's lane 0 arrives on the
+        // reader barrier of the buffer whose `wgmma` group it finished, and thread 0 waits for all
+        // of them before refilling it with the iteration four ahead (the prologue fills all four).
+        let arrive = "if __tid % 32 == 0 { :: kernel_std :: __private :: device :: mbarrier_arrive (__ebars + __nbu * 8) ; }";
+        let at = out.find(arrive).expect("arrival");
+        let wait1 = out[..at].rfind("wgmma_wait :: < 1 > ()").expect("wgmma_wait::<1> before the arrival");
+        assert!(at - wait1 < 200, "the arrival follows the wait");
+        assert!(out.contains("let __nx : i64 = __ci - 1 + 4i64 ;"));
+        assert!(out.contains(":: mbarrier_wait (__ebars + __nbu * 8 , __ppar) ;"));
+        assert!(out.contains("while __pi < 4i64"));
+        // A block barrier only after a fix-up (uniform), so every fix-up precedes every `wgmma`.
+        let loop_start = out[..at].rfind("while __ci < __n").unwrap();
+        assert_eq!(out[loop_start..at].matches("bar_sync ()").count(), 1, "{}", &out[loop_start..at]);
+        assert!(out[loop_start..at].contains("if __fix { :: kernel_std :: __private :: device :: bar_sync () ; }"));
+    }
+}
+
+#[test]
 fn hopper_k_loops_copy_tiles_with_tensor_maps() {
     let (out, tma) = tma_of(&matmul(3, 32, ""));
     // A (64x32): rows K apart (parameter 5), one 64x32 box with the 64-byte swizzle; B (32x64):
@@ -299,6 +329,10 @@ fn hopper_k_loops_copy_tiles_with_tensor_maps() {
     assert!(out.contains("mbarrier_arrive_expect_tx (__bar , 8192u32)"));
     assert!(out.contains("mbarrier_wait"));
     assert_eq!(out.matches(":: mbarrier_init (").count(), 4, "one barrier per buffer (num_stages + 1)");
+    // One warpgroup and 32-deep tiles: a block barrier in every iteration, after which thread 0
+    // copies the iteration two ahead (the prologue fills two buffers), and no reader barriers.
+    assert!(out.contains("let __nx : i64 = __ci + 2i64 ;") && out.contains("while __pi < 2i64"));
+    assert!(!out.contains("mbarrier_arrive (") && !out.contains("__ebars"));
     // The map is used only when the block proves its accesses match it, and masked elements
     // are given `other` after the copy.
     assert!(out.contains("__tma_go") && out.contains("let __tok0 : bool = __tin0 &&") && out.contains("__fx = true"));
@@ -318,7 +352,7 @@ fn hopper_k_loops_copy_tiles_with_tensor_maps() {
     // iteration: if nothing is masked there, only the last iteration runs the fix-up.
     assert_eq!(out.matches("__mmid = __mmid &&").count(), 2 * 2);
     assert_eq!(out.matches("if ! __mall && __n >= 2").count(), 2);
-    assert!(out.contains("if ! __nofix && (! __fixlast || __ci + 1 == __n)"));
+    assert!(out.contains("let __fix : bool = ! __nofix && (! __fixlast || __ci + 1 == __n) ;"));
     assert!(out.contains("smem_and (__w + 8 , (__mall as u32) | ((__mmid as u32) << 1))"));
     // The last box may reach past the operand's view (a K tail that ends the buffer): allowed
     // when every element out there is masked in the last iteration (each thread its rows, from

@@ -34,6 +34,13 @@ pub fn mbarrier_arrive_expect_tx(bar: u32, bytes: u32) {
     unsafe { asm!("mbarrier.arrive.expect_tx.shared::cta.b64 _, [{b}], {n};", b = in(reg32) bar, n = in(reg32) bytes, options(nostack)) };
 }
 
+/// `mbarrier.arrive` (release semantics): counts one arrival of the barrier's current phase, after
+/// this thread's earlier memory accesses (and the `wgmma` reads it waited for).
+#[inline(always)]
+pub fn mbarrier_arrive(bar: u32) {
+    unsafe { asm!("mbarrier.arrive.shared::cta.b64 _, [{b}];", b = in(reg32) bar, options(nostack)) };
+}
+
 /// `mbarrier.try_wait.parity`: whether the phase of `bar` with parity `parity` has completed
 /// (the instruction itself waits a while before answering no).
 #[inline(always)]
