@@ -251,7 +251,8 @@ def do_bench_interleaved(fns, warmup=25, rep=100, quantiles=(0.5, 0.2, 0.8, 0.0,
     """`triton.testing.do_bench` for several functions with their calls interleaved (what
     `bench_matmul` does by default, `kernel_runtime::testing::do_bench_gpu_interleaved`): each
     function's counts come from its own estimate, then warm-up and timed calls run in rounds of
-    one call per function, so all of them are timed over the same stretch of GPU clocks.
+    one call per function (the order rotated each round), so all of them are timed over the same
+    stretch of GPU clocks.
     Returns, per function, the `quantiles` of its times in ms (L2 flushed before each timed call
     with Triton's own cache buffer and `clear_cache`)."""
     driver = triton.runtime.driver.active
@@ -269,18 +270,21 @@ def do_bench_interleaved(fns, warmup=25, rep=100, quantiles=(0.5, 0.2, 0.8, 0.0,
         torch.cuda.synchronize()
         estimate = start.elapsed_time(end) / 5
         counts.append((max(1, int(warmup / estimate)), max(1, int(rep / estimate))))
+    n = len(fns)
+    # Round r runs the functions from r % n on, so each follows each other one equally often.
+    rotation = lambda r: [(r + j) % n for j in range(n)]
     for r in range(max((w for w, _ in counts), default=0)):
-        for fn, (w, _) in zip(fns, counts):
-            if r < w:
-                fn()
+        for i in rotation(r):
+            if r < counts[i][0]:
+                fns[i]()
     events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)] for _, n in counts]
-    for r in range(max((n for _, n in counts), default=0)):
-        for fn, ev in zip(fns, events):
-            if r < len(ev):
+    for r in range(max((c for _, c in counts), default=0)):
+        for i in rotation(r):
+            if r < len(events[i]):
                 driver.clear_cache(cache)
-                ev[r][0].record()
-                fn()
-                ev[r][1].record()
+                events[i][r][0].record()
+                fns[i]()
+                events[i][r][1].record()
     torch.cuda.synchronize()
     out = []
     for ev in events:
