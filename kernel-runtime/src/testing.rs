@@ -504,29 +504,21 @@ pub fn do_bench_gpu_interleaved<E: From<DeviceError>>(
         dev.call("cuEventRecord", || end.record(stream))?;
         counts.push(opts.counts(f64::from(dev.call("cuEventElapsedTime", || start.elapsed_ms(&end))?) / 5.0));
     }
-    let rounds = |pick: fn(&(usize, usize)) -> usize| counts.iter().map(pick).max().unwrap_or(0);
-    for round in 0..rounds(|c| c.0) {
-        for i in rotation(round, fs.len()) {
-            if round < counts[i].0 {
-                fs[i]()?;
-            }
-        }
-    }
+    let (warm_ups, reps): (Vec<usize>, Vec<usize>) = counts.into_iter().unzip();
+    in_rounds(&warm_ups, |i, _| fs[i]())?;
     // The events are created before the timed calls, so that nothing else runs between them.
-    let events = counts
+    let events = reps
         .iter()
-        .map(|c| (0..c.1).map(|_| crate::cuda::timing_events(dev)).collect::<Result<Vec<_>, _>>())
+        .map(|&r| (0..r).map(|_| crate::cuda::timing_events(dev)).collect::<Result<Vec<_>, _>>())
         .collect::<Result<Vec<_>, _>>()?;
-    for round in 0..rounds(|c| c.1) {
-        for i in rotation(round, fs.len()) {
-            if let Some((s, e)) = events[i].get(round) {
-                flush_l2()?;
-                dev.call("cuEventRecord", || s.record(stream))?;
-                fs[i]()?;
-                dev.call("cuEventRecord", || e.record(stream))?;
-            }
-        }
-    }
+    in_rounds(&reps, |i, round| -> Result<(), E> {
+        let (s, e) = &events[i][round];
+        flush_l2()?;
+        dev.call("cuEventRecord", || s.record(stream))?;
+        fs[i]()?;
+        dev.call("cuEventRecord", || e.record(stream))?;
+        Ok(())
+    })?;
     device.synchronize()?;
     events
         .iter()
@@ -540,11 +532,20 @@ pub fn do_bench_gpu_interleaved<E: From<DeviceError>>(
         .collect()
 }
 
-/// The order of `n` functions' calls in round `round`: starting at function `round % n`, so that
-/// over the rounds each function follows each other one equally often (a function timed right
-/// after a particular one, say one that leaves the GPU hotter, is not favoured or penalized).
-fn rotation(round: usize, n: usize) -> impl Iterator<Item = usize> {
-    (0..n).map(move |j| (round + j) % n)
+/// Runs `call(i, round)` `counts[i]` times for each function `i`, in rounds of one call per
+/// function that has calls left; round `r` starts at function `r % n`, so that over the rounds
+/// each function follows each other one equally often (a function timed right after a
+/// particular one, say one that leaves the GPU hotter, is not favoured or penalized).
+fn in_rounds<E>(counts: &[usize], mut call: impl FnMut(usize, usize) -> Result<(), E>) -> Result<(), E> {
+    let n = counts.len();
+    for round in 0..counts.iter().copied().max().unwrap_or(0) {
+        for i in (0..n).map(|j| (round + j) % n) {
+            if round < counts[i] {
+                call(i, round)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// [`do_bench_gpu_interleaved`]'s method with wall-clock times (the CPU device).
@@ -558,24 +559,15 @@ fn bench_wall_interleaved<E>(fs: &mut [BenchFn<'_, E>], opts: &BenchOptions) -> 
         }
         counts.push(opts.counts(start.elapsed().as_secs_f64() * 1e3 / 5.0));
     }
-    let rounds = |pick: fn(&(usize, usize)) -> usize| counts.iter().map(pick).max().unwrap_or(0);
-    for round in 0..rounds(|c| c.0) {
-        for i in rotation(round, fs.len()) {
-            if round < counts[i].0 {
-                fs[i]()?;
-            }
-        }
-    }
-    let mut times: Vec<Vec<f64>> = counts.iter().map(|c| Vec::with_capacity(c.1)).collect();
-    for round in 0..rounds(|c| c.1) {
-        for i in rotation(round, fs.len()) {
-            if round < counts[i].1 {
-                let start = Instant::now();
-                fs[i]()?;
-                times[i].push(start.elapsed().as_secs_f64() * 1e3);
-            }
-        }
-    }
+    let (warm_ups, reps): (Vec<usize>, Vec<usize>) = counts.into_iter().unzip();
+    in_rounds(&warm_ups, |i, _| fs[i]())?;
+    let mut times: Vec<Vec<f64>> = reps.iter().map(|&r| Vec::with_capacity(r)).collect();
+    in_rounds(&reps, |i, _| {
+        let start = Instant::now();
+        fs[i]()?;
+        times[i].push(start.elapsed().as_secs_f64() * 1e3);
+        Ok(())
+    })?;
     Ok(times.iter_mut().map(|t| BenchResult::from_samples(t)).collect())
 }
 
