@@ -26,6 +26,12 @@ for t in target/gpu-bundle/tests/*; do
         run "test-$(basename "$t")" "$t" --test-threads=1
     fi
 done
+# Split launches (kernel_runtime::split_plan): the matmul tests again with half of every
+# launch's programs split in 3 parts whatever the waves (the default splits only last waves at
+# most half full).
+if [ -x target/gpu-bundle/tests/matmul ]; then
+    run "test-matmul-split-force" env KERNEL_SPLIT=force target/gpu-bundle/tests/matmul --test-threads=1
+fi
 for b in target/gpu-bundle/bin/*; do
     run "example-$(basename "$b")" "$b"
 done
@@ -33,6 +39,7 @@ if command -v compute-sanitizer >/dev/null; then
     for tool in memcheck racecheck synccheck; do
         # Ragged sizes: masked edges in M, N and K.
         run "sanitizer-$tool-matmul" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/bin/matmul --size 150 130 70
+        run "sanitizer-$tool-matmul-split" env KERNEL_SPLIT=force compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/bin/matmul --size 300 260 200
         run "sanitizer-$tool-vector_add" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/bin/vector_add
         run "sanitizer-$tool-tests-kernels" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/kernels --test-threads=1
         run "sanitizer-$tool-tests-language" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/language --test-threads=1

@@ -292,7 +292,8 @@ pub fn module(
                 let (bi, br, sw) = (t.box_inner as u32, t.box_rows as u32, t.swizzle as u32);
                 quote!(#rt::TmaOperand { ptr: #ptr, row_stride: #row, col_stride: #col, box_inner: #bi, box_rows: #br, swizzle: #sw })
             });
-            quote!(#rt::InstanceInfo { entry: #entry, config: #c, variant: #v, launch_metas: &[#(#lm),*], threads: #threads, shared_bytes: #smem, tma: &[#(#tma),*] })
+            let split = e.split_bytes as u32;
+            quote!(#rt::InstanceInfo { entry: #entry, config: #c, variant: #v, launch_metas: &[#(#lm),*], threads: #threads, shared_bytes: #smem, tma: &[#(#tma),*], split_bytes: #split })
         })
         .collect();
     // Instance index from (config, variant, launch-time values).

@@ -38,6 +38,7 @@
 //! | `KERNEL_TEST_CUDA=1` | run this crate's GPU tests (`tests/cuda.rs`); without it they print a note and skip |
 //! | `KERNEL_CACHE_DIR=dir` | autotuning cache directory (files in `dir/autotune/`); else `$XDG_CACHE_HOME/kernel-rs`, else `$HOME/.cache/kernel-rs` |
 //! | `KERNEL_PRINT_AUTOTUNING=1` | print every autotuning decision (kernel, key, chosen config, time, skipped configs) to stderr |
+//! | `KERNEL_SPLIT=auto\|off\|N\|force` | split launches (see [`split_plan`]): `auto` (default), `off`, `N` = at most N blocks per program, `force` (tests: half the programs split in 3) |
 //! | `KERNEL_CUBLAS_DIR=dir` | where [`baseline`] looks for `libcublas.so.13` when the dynamic loader does not find it |
 //!
 //! ```
@@ -66,6 +67,7 @@ mod dtype;
 mod error;
 mod grid;
 mod launch;
+mod split;
 mod tensor;
 pub mod testing;
 
@@ -74,6 +76,7 @@ pub use device::Device;
 pub use dtype::{DType, DTypeKind};
 pub use error::{DeviceError, LaunchError, TensorError};
 pub use grid::{cdiv, Grid, GridDims, GridInt, MAX_GRID_X, MAX_GRID_YZ};
+pub use split::{split_plan, SplitPlan, DEFAULT_MAX_PARTS};
 pub use half::{bf16, f16};
 pub use tensor::Tensor;
 

@@ -209,6 +209,7 @@ fn axpy_info(crate_name: &'static str, dir: &Path, instances: &[(&'static str, u
             threads: 128,
             shared_bytes,
             tma: &[],
+            split_bytes: 0,
         })
         .collect();
     leak(KernelInfo {

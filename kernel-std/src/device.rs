@@ -18,8 +18,10 @@ pub struct F16(pub u16);
 #[repr(transparent)]
 pub struct BF16(pub u16);
 
+mod split;
 mod tma;
 mod wgmma;
+pub use split::*;
 pub use tma::*;
 pub use wgmma::*;
 

@@ -145,6 +145,33 @@ fn every_autotune_config_on_tensor_map_shapes() {
     }
 }
 
+/// Launches whose last wave is split over several blocks per program (`kernel_runtime::split_plan`):
+/// on a 132-SM H100, 2304² in 128x256 tiles is 162 programs, 132 run whole and the last 30 in 4
+/// parts each (64x256 tiles: 324 programs, split as the blocks per SM allow; 128x192 tiles: 216
+/// programs, 84 in the last wave of 132, not split); K = 1000 ends in a tail that only the last
+/// part of each split program sees. The CPU backend never
+/// splits: there the same check runs on a smaller size.
+#[test]
+fn split_last_waves_match_the_reference() {
+    let dev = tests::test_device();
+    let (m, n, k) = if dev.is_cuda() { (2304, 2304, 1000) } else { (130, 260, 100) };
+    let (a, av) = randn_f16(&dev, m, k, 40);
+    let (b, bv) = randn_f16(&dev, k, n, 41);
+    let want = matmul_ref(&av, &bv, m, n, k, identity);
+    for cfg in [0, 1, 11] {
+        let c = Tensor::<f16>::full(&dev, &[m, n], f16::NAN).unwrap();
+        launch_config(cfg, &a, &b, &c);
+        let first = c.to_f64_vec();
+        let r = worst_ratio(&first, &want, ATOL, RTOL);
+        assert!(r <= 1.0, "{m}x{n}x{k}, config {cfg} ({}): worst error ratio {r}", kernels::matmul_kernel::CONFIGS[cfg]);
+        // The parts add up in a fixed order: a second launch gives the same bits (and finds its
+        // counters reset by the first).
+        let c2 = Tensor::<f16>::full(&dev, &[m, n], f16::NAN).unwrap();
+        launch_config(cfg, &a, &b, &c2);
+        assert!(c2.to_f64_vec().iter().zip(&first).all(|(x, y)| x.to_bits() == y.to_bits()), "config {cfg}: a second launch differs");
+    }
+}
+
 #[test]
 fn transposed_views_use_strides() {
     let dev = tests::test_device();

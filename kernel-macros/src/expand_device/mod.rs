@@ -31,6 +31,7 @@ use std::collections::HashMap;
 mod bounds;
 mod chunks;
 mod pipeline;
+mod split;
 mod vector;
 
 #[derive(Clone, Debug)]
@@ -119,6 +120,11 @@ pub struct DeviceEntry {
     /// The tensor maps the `sm_90a` body copies operand tiles with (`pipeline.rs`); the entry
     /// then takes two more hidden parameters, the maps' address and a mask of the valid ones.
     pub tma: Vec<TmaDesc>,
+    /// Bytes of one part's partial accumulator when a launch may split the entry's K loop over
+    /// several blocks per program (`split.rs`; the entry then takes four more hidden
+    /// parameters: the workspace, the counters, the whole programs and the parts per split
+    /// program), else 0.
+    pub split_bytes: usize,
 }
 
 /// A 2-D tensor map the runtime builds at launch for one `dot` operand of a pipelined K loop:
@@ -174,6 +180,8 @@ struct DevGen<'a> {
     /// Whether the statement being generated is the last one of the kernel's body (a store
     /// then needs no barrier after it: nothing follows).
     last: Cell<bool>,
+    /// The loop a launch may split over several blocks per program (`split.rs`).
+    split: Option<split::SplitLoop>,
 }
 
 fn elem_size(e: &Elem) -> usize {
@@ -231,10 +239,12 @@ impl<'a> DevGen<'a> {
             synced: Cell::new(false),
             pipelined: Cell::new(false),
             last: Cell::new(false),
+            split: None,
         };
         g.kinds = g.classify_locals();
         g.layouts = g.assign_layouts();
         g.ptr_roots = g.pointer_roots();
+        g.split = g.split_loop();
         g
     }
 
@@ -688,6 +698,10 @@ impl<'a> DevGen<'a> {
                     }
                 }
             }
+            // In an entry that may split its K loop, the program along x is the block's
+            // (`split.rs`), not the block index.
+            ExprKind::ProgramId(0) if self.split.is_some() => quote!((__sk.pid as i32)),
+            ExprKind::NumPrograms(0) if self.split.is_some() => quote!(#d::split_programs(__sk_dp, __sk_parts)),
             ExprKind::ProgramId(a) => {
                 let a = *a as u32;
                 quote!(#d::program_id(#a))
@@ -1594,14 +1608,39 @@ impl<'a> DevGen<'a> {
                 quote!(#before #body #after)
             }
             Stmt::For { var, start, end, step, body, .. } => {
+                let reduce = self.split_of(*var).map(|sl| self.split_reduce_code(sl));
                 if let Some(code) = self.try_pipelined(*var, *start, *end, *step, body) {
                     self.pipelined.set(true);
-                    return code;
+                    return quote!(#code #reduce);
                 }
                 let id = crate::expand_cpu::local_ident(k, *var);
                 let t = self.elem(&k.locals[*var].ty);
                 let (s, e, st) = (self.ev(*start, &At::Own), self.ev(*end, &At::Own), self.ev(*step, &At::Own));
+                let split = self.split_of(*var).map(|sl| self.split_range_code(sl, &t));
                 let body = self.stmts(body);
+                if let Some((range, after)) = split {
+                    // A part of the split loop runs its run of `__n` iterations.
+                    return quote! {
+                        {
+                            let __start: #t = #s;
+                            let __end: #t = #e;
+                            let __step: #t = #st;
+                            let (__s64, __e64, __t64) = (__start as i64, __end as i64, __step as i64);
+                            let __n: i64 = #d::trip_count(__s64, __e64, __t64);
+                            #range
+                            let mut __i: #t = __start;
+                            let mut __c: i64 = 0;
+                            while __c < __n {
+                                let #id: #t = __i;
+                                #body
+                                __i = __i.wrapping_add(__step);
+                                __c += 1;
+                            }
+                            #after
+                        }
+                        #reduce
+                    };
+                }
                 quote! {{
                     let __start: #t = #s;
                     let __end: #t = #e;
@@ -1739,6 +1778,11 @@ pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warp
     // Tensor maps (`kernel_runtime`'s `TmaOperand`s): their address and which are valid.
     let tma_params = (!tma.is_empty()).then(|| quote!(__tma: *const u8, __tmask: u32,));
     let params: Vec<TokenStream> = params.chain(lens).collect();
+    // A loop that launches may split (both bodies find the same one: it is a property of the IR).
+    debug_assert!(hopper.as_ref().is_none_or(|h| h.split == g.split));
+    let split_bytes = g.split.as_ref().map_or(0, |sl| 4 * g.split_floats(sl).max(hopper.as_ref().map_or(0, |h| h.split_floats(sl))));
+    let split_params = (split_bytes > 0).then(|| quote!(__sk_ws: *mut f32, __sk_cnt: *mut u32, __sk_dp: u32, __sk_parts: u32,));
+    let split_block = (split_bytes > 0).then(|| quote!(let __sk: #d::SplitBlock = #d::split_block(__sk_dp, __sk_parts);));
     // Each tensor map's descriptor is fetched from global memory at the start (one lane per
     // valid map), while the block works out its tile: the first copies do not wait for it.
     let maps = tma.len();
@@ -1748,8 +1792,9 @@ pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warp
             #cfg
             #[no_mangle]
             #[allow(unused_mut, unused_variables, unused_assignments, unused_parens, unused_unsafe, non_snake_case, unreachable_code, clippy::all)]
-            pub unsafe extern "ptx-kernel" fn #name(#(#params,)* __fault: *mut u32, __tag: u32, #tma_params) {
+            pub unsafe extern "ptx-kernel" fn #name(#(#params,)* __fault: *mut u32, __tag: u32, #tma_params #split_params) {
                 unsafe {
+                    #split_block
                     let __tid: usize = #d::thread_idx() as usize;
                     let __lane: usize = __tid % 32;
                     let __warp: usize = __tid / 32;
@@ -1779,7 +1824,7 @@ pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warp
         #[allow(non_upper_case_globals)]
         pub static #meta_name: [u8; #len] = *#bytes;
     };
-    DeviceEntry { tokens, shared_bytes: shared, tma }
+    DeviceEntry { tokens, shared_bytes: shared, tma, split_bytes }
 }
 
 #[cfg(test)]

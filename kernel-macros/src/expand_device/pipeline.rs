@@ -1003,6 +1003,8 @@ impl DevGen<'_> {
         } else {
             main(&issue_ops)
         };
+        // A part of a split loop runs its own run of iterations (`split.rs`).
+        let (split_range, split_after) = self.split_of(var).map(|sl| self.split_range_code(sl, &var_t)).unzip();
         Some(quote! {{
             let __start: #var_t = #s;
             let __end: #var_t = #e;
@@ -1015,6 +1017,7 @@ impl DevGen<'_> {
             } else {
                 0
             };
+            #split_range
             #(#step_defs)*
             #(#pre_out)*
             #desc_setup
@@ -1023,6 +1026,7 @@ impl DevGen<'_> {
             #d::bar_sync();
             #inval
             #(#step_final)*
+            #split_after
         }})
     }
 

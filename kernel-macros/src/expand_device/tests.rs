@@ -452,10 +452,14 @@ fn mma_epilogue_stores_skip_per_pair_tests_when_rows_are_proven_contiguous() {
     }
 }
 
-/// The barriers after the last K loop of the first entry body in `out`.
+/// The barriers after the last K loop of the first entry body in `out`, not counting the
+/// hand-over of a split loop's parts (only split launches run it).
 fn barriers_after_loop(out: &str) -> usize {
     let body = &out[..out.find("cfg (not (target_feature = \"sm_90a\"))").unwrap_or(out.len())];
-    let tail = &body[body.rfind("cp_async_wait_all").expect("a pipelined loop")..];
+    let mut tail = body[body.rfind("cp_async_wait_all").expect("a pipelined loop")..].to_string();
+    if let (Some(a), Some(b)) = (tail.find("if __sk . parts > 1"), tail.find("__skq += 1 ; } }")) {
+        tail.replace_range(a..b, "");
+    }
     tail.matches("bar_sync ()").count()
 }
 
@@ -519,4 +523,53 @@ fn hopper_epilogues_store_whole_rows_through_shared_memory() {
     assert!(hopper.contains("* 144usize"), "the row pitch");
     // The other body (mma.sync, sm_80) keeps the quad exchange and 16-byte stores.
     assert!(other.contains("quad_transpose") && !other.contains("stmatrix_x4"));
+}
+
+/// Whether the expansion's entries take the hidden parameters of split launches.
+fn splits(out: &str) -> bool {
+    out.contains("__sk_ws : * mut f32")
+}
+
+#[test]
+fn the_seed_k_loop_may_be_split_over_blocks() {
+    let (out, _) = expand("", &matmul(3, 32, ""));
+    assert!(splits(&out), "the seed's loop should be splittable");
+    // The block's program and part come first; `program_id(0)` is the program, not the block.
+    assert!(out.contains("split_block (__sk_dp , __sk_parts)"));
+    assert!(out.contains("(__sk . pid as i32)"));
+    assert!(!out.contains("device :: program_id (0u32)"));
+    // Both loop versions run the part's iterations, with the pointers moved to its first one
+    // and, after it, to where the whole loop leaves them.
+    assert!(out.matches("split_range (__n , __sk . part , __sk . parts)").count() >= 2);
+    assert!(out.contains("__sk_n - __sk_it0 - __n"));
+    // The hand-over: partials written to L2, counted, summed by the last part in part order.
+    assert!(out.contains("st_cg_v4") && out.contains("ld_cg_v4") && out.contains("split_arrive"));
+    assert!(out.contains("if ! __sk_last { return ; }"));
+    // The runtime learns the size of one partial: a 64x64 f32 accumulator.
+    assert!(out.contains("split_bytes : 16384u32"), "{}", &out[out.find("split_bytes").unwrap()..][..40]);
+}
+
+#[test]
+fn loops_that_cannot_be_split_are_not() {
+    let seed = matmul(3, 32, "");
+    let cases = [
+        // A store before the loop would be repeated by every part.
+        ("store before", seed.replace("let mut acc = zeros", "store(c_ptr + offs_m.as_col() * N + offs_n.as_row(), zeros::<f16>([BM, BN]));\n let mut acc = zeros")),
+        // Partials of an accumulator that does not start at zero do not add up.
+        ("nonzero start", seed.replace("zeros::<f32>([BM, BN])", "full::<f32>([BM, BN], 1.0)")),
+        // Two loops.
+        ("two loops", seed.replace("let c_ptrs", "for _j in 0..2 { acc = acc * 2.0; }\n let c_ptrs")),
+        // A step that changes in the loop cannot be applied in bulk.
+        ("varying step", seed.replace("a_ptrs += BK;", "a_ptrs += k;")),
+        // Something other than the accumulation and the steps is assigned in the loop.
+        ("other assignment", seed.replace("acc = dot(a, b, acc);", "acc = dot(a, b, acc);\n acc = acc * 0.5;")),
+    ];
+    for (what, src) in cases {
+        let (out, _) = expand("", &src);
+        assert!(!splits(&out), "{what}: should not split");
+        assert!(out.contains("split_bytes : 0u32"), "{what}");
+    }
+    // After the loop anything goes: it runs once, in the last part.
+    let (out, _) = expand("", &seed.replace("let c_ptrs", "acc = where_(acc >= 0.0, acc, 0.01 * acc);\n let c_ptrs"));
+    assert!(splits(&out));
 }

@@ -144,6 +144,17 @@ pub(crate) fn launch_cuda(
         let maps = super::tma::tma_slots(dev, info, inst.tma, args, scalars).map_err(LaunchError::Device)?;
         slots.extend(maps);
     }
+    let mut grid = grid;
+    if inst.split_bytes > 0 {
+        // The last wave's programs may run on several blocks each (`crate::split`); without a
+        // workspace they run whole, which is only slower.
+        let plan = super::split::plan(dev, inst, grid, f.blocks_per_sm);
+        let split = super::split::split_slots(dev, inst, plan).unwrap_or_else(|_| super::split::unsplit_slots(grid[0]));
+        if split[3] > 1 {
+            grid[0] = plan.blocks;
+        }
+        slots.extend(split);
+    }
     let mut params: Vec<*mut c_void> = slots.iter_mut().map(|s| std::ptr::from_mut(s).cast::<c_void>()).collect();
     let (function, stream) = (f.function, dev.stream.cu_stream());
     let cuda_error = |op: &str, e: DeviceError| match e {
@@ -182,7 +193,7 @@ mod tests {
     use crate::launch::{ModuleInfo, ParamInfo};
 
     static INST: InstanceInfo =
-        InstanceInfo { entry: "k__c0", config: 0, variant: 0, launch_metas: &[], threads: 256, shared_bytes: 0, tma: &[] };
+        InstanceInfo { entry: "k__c0", config: 0, variant: 0, launch_metas: &[], threads: 256, shared_bytes: 0, tma: &[], split_bytes: 0 };
     static INFO: KernelInfo = KernelInfo {
         name: "k",
         params: &[

@@ -16,6 +16,7 @@
 pub(crate) mod launch;
 pub(crate) mod memory;
 pub(crate) mod ptx;
+pub(crate) mod split;
 pub(crate) mod tma;
 
 use std::any::Any;
@@ -61,6 +62,8 @@ pub(crate) struct CudaDevice {
     pub(crate) faults: Mutex<FaultState>,
     /// Where launches pass their tensor maps (`tma.rs`).
     pub(crate) tma: Mutex<tma::TmaArena>,
+    /// The workspace of split launches (`split.rs`).
+    pub(crate) split: Mutex<split::SplitArena>,
 }
 
 /// Where kernels of a device record an out-of-bounds access.
@@ -228,6 +231,7 @@ impl CudaDevice {
             functions: Mutex::new(HashMap::new()),
             faults: Mutex::new(FaultState::default()),
             tma: Mutex::new(tma::TmaArena::default()),
+            split: Mutex::new(split::SplitArena::default()),
         })
     }
 

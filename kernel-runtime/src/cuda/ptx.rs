@@ -138,6 +138,8 @@ pub(crate) struct LoadedFunction {
     pub(crate) function: sys::CUfunction,
     /// Largest block the entry can be launched with (its register use included).
     pub(crate) max_threads: u32,
+    /// Blocks of the instance that fit on one SM at once (0 when the driver could not say).
+    pub(crate) blocks_per_sm: u32,
     /// Keeps the module loaded while the function is in use.
     _module: Arc<LoadedModule>,
 }
@@ -350,7 +352,18 @@ pub(crate) fn function(
         })
         .map_err(|e| cuda_error(op.clone(), e))?;
     }
-    let f = Arc::new(LoadedFunction { function, max_threads, _module: module });
+    // Only needed to split launches (a failure just means they are not split).
+    let blocks_per_sm = if inst.split_bytes > 0 && inst.threads <= max_threads {
+        let threads = i32::try_from(inst.threads).unwrap_or(i32::MAX);
+        // SAFETY: `function` belongs to the loaded module; its shared-memory attributes are set.
+        dev.call("cuOccupancyMaxActiveBlocksPerMultiprocessor", || unsafe {
+            result::occupancy::max_active_block_per_multiprocessor(function, threads, inst.shared_bytes as usize)
+        })
+        .map_or(0, |n| u32::try_from(n).unwrap_or(0))
+    } else {
+        0
+    };
+    let f = Arc::new(LoadedFunction { function, max_threads, blocks_per_sm, _module: module });
     dev.functions.lock().unwrap_or_else(PoisonError::into_inner).insert(key, Arc::clone(&f));
     Ok(f)
 }
@@ -477,6 +490,7 @@ mod tests {
             threads: 128,
             shared_bytes: 300_000,
             tma: &[],
+            split_bytes: 0,
         };
         static INFO: KernelInfo = KernelInfo {
             name: "mm",

@@ -1,0 +1,81 @@
+//! The workspace of split launches (see [`crate::split`]): per device, one allocation holding
+//! a counter per split program (zeroed once; the last part of each program resets its
+//! counter) followed by the parts' partial accumulators. It grows when a launch needs more,
+//! after the stream has finished with the old one.
+
+use std::sync::PoisonError;
+
+use cudarc::driver::result;
+
+use super::CudaDevice;
+use crate::error::DeviceError;
+use crate::launch::InstanceInfo;
+use crate::split::{SplitPlan, SplitPolicy};
+
+/// Split programs one launch may have (the counters' region is fixed, so that growing the
+/// partials never leaves a counter in memory that held partials).
+const MAX_SLOTS: u32 = 4096;
+/// Bytes of the counters' region.
+const COUNTER_BYTES: usize = MAX_SLOTS as usize * 4;
+
+/// A device's split workspace: its address and size.
+#[derive(Default)]
+pub(crate) struct SplitArena {
+    buffer: Option<(u64, usize)>,
+}
+
+/// The plan of a launch of `inst` over `grid` on `dev` with `blocks_per_sm` blocks of it per
+/// SM: split only 1-D grids of entries that can split, within the device's grid limit.
+pub(crate) fn plan(dev: &CudaDevice, inst: &InstanceInfo, grid: [u32; 3], blocks_per_sm: u32) -> SplitPlan {
+    let none = SplitPlan::none(grid[0]);
+    if inst.split_bytes == 0 || grid[1] != 1 || grid[2] != 1 {
+        return none;
+    }
+    let p = SplitPolicy::current().plan(grid[0], dev.sm_count.saturating_mul(blocks_per_sm.max(1)));
+    if p.blocks > dev.max_grid[0] || p.split_programs() > MAX_SLOTS {
+        return none;
+    }
+    p
+}
+
+/// The four hidden parameters of an entry that can split (workspace, counters, whole programs,
+/// parts) for plan `p`. A workspace that cannot be allocated is an error the caller may answer
+/// by launching unsplit ([`unsplit_slots`]).
+pub(crate) fn split_slots(dev: &CudaDevice, inst: &InstanceInfo, p: SplitPlan) -> Result<[u64; 4], DeviceError> {
+    if p.parts <= 1 {
+        return Ok(unsplit_slots(p.whole));
+    }
+    let need = COUNTER_BYTES + p.split_programs() as usize * p.parts as usize * inst.split_bytes as usize;
+    let mut arena = dev.split.lock().unwrap_or_else(PoisonError::into_inner);
+    let base = match arena.buffer {
+        Some((b, size)) if size >= need => b,
+        old => {
+            if let Some((b, _)) = old {
+                // Kernels queued before may still use the old workspace.
+                dev.call("cuStreamSynchronize (split workspace)", || dev.stream.synchronize())?;
+                arena.buffer = None;
+                // SAFETY: no queued work uses `b` any more, and nothing else refers to it.
+                dev.call("cuMemFree (split workspace)", || unsafe { result::free_sync(b) })?;
+            }
+            // Room to grow: the next larger launch of the same kernel rarely needs a new one.
+            let bytes = need.next_power_of_two();
+            // SAFETY: a plain allocation; its counters are zeroed (in stream order) before any
+            // kernel can see them.
+            let b = dev.call(format!("cuMemAlloc ({bytes} bytes, split workspace)"), || unsafe { result::malloc_sync(bytes) })?;
+            // SAFETY: the counters' region lies inside the allocation just made.
+            if let Err(e) = unsafe { dev.memset_d8(b, 0, COUNTER_BYTES) } {
+                // SAFETY: nothing was queued that uses `b`.
+                let _ = dev.call("cuMemFree (split workspace)", || unsafe { result::free_sync(b) });
+                return Err(e);
+            }
+            arena.buffer = Some((b, bytes));
+            b
+        }
+    };
+    Ok([base + COUNTER_BYTES as u64, base, u64::from(p.whole), u64::from(p.parts)])
+}
+
+/// The hidden parameters of a launch that splits nothing (`whole` programs).
+pub(crate) fn unsplit_slots(whole: u32) -> [u64; 4] {
+    [0, 0, u64::from(whole), 1]
+}
