@@ -455,11 +455,11 @@ fn mma_epilogue_stores_skip_per_pair_tests_when_rows_are_proven_contiguous() {
 /// The barriers after the last K loop of the first entry body in `out`, not counting the
 /// hand-over of a split loop's parts (only split launches run it).
 fn barriers_after_loop(out: &str) -> usize {
-    let body = &out[..out.find("cfg (not (target_feature = \"sm_90a\"))").unwrap_or(out.len())];
-    let mut tail = body[body.rfind("cp_async_wait_all").expect("a pipelined loop")..].to_string();
-    if let (Some(a), Some(b)) = (tail.find("if __sk . parts > 1"), tail.find("__skq += 1 ; } }")) {
-        tail.replace_range(a..b, "");
+    let mut body = out[..out.find("cfg (not (target_feature = \"sm_90a\"))").unwrap_or(out.len())].to_string();
+    if let (Some(a), Some(b)) = (body.find("if __sk . parts > 1"), body.find("__skq += 1 ; } }")) {
+        body.replace_range(a..b, "");
     }
+    let tail = &body[body.rfind("cp_async_wait_all").expect("a pipelined loop")..];
     tail.matches("bar_sync ()").count()
 }
 
