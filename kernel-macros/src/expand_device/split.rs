@@ -176,47 +176,22 @@ impl DevGen<'_> {
         let floats = self.split_floats(sl);
         let threads = self.threads;
         let r = floats / threads;
-        // The last-part flag lives at offset 0, and the last part stages each partial in shared
-        // memory from offset 0: after the loop (which ends with a block barrier) no shared
-        // memory of the statement is live any more.
+        // The last-part flag lives at offset 0: after the loop (which ends with a block
+        // barrier) no shared memory of the statement is live any more.
         let flag = 0usize;
+        self.smem_max.set(self.smem_max.get().max(16));
         // Slot `j` of thread `t`: 16 bytes per thread and group of four slots (a warp writes 512
         // contiguous bytes), or one float per thread and slot.
         let (write, first, add) = if r % 4 == 0 {
             let groups = r / 4;
-            self.smem_max.set(self.smem_max.get().max(floats * 4));
-            let at: Vec<TokenStream> = (0..groups).map(|g| quote!((#g * #threads + __tid) * 4)).collect();
-            let quad = |g: usize| -> [TokenStream; 4] { [0, 1, 2, 3].map(|c| { let j = 4 * g + c; quote!(#acc[#j]) }) };
-            let write = (0..groups).map(|g| {
-                let [a0, a1, a2, a3] = quad(g);
-                let at = &at[g];
-                quote!(#d::st_cg_v4(__skp.add(#at), [#a0, #a1, #a2, #a3]);)
-            });
-            let write = quote!(#(#write)*);
-            // A part's partial is copied to shared memory with `cp.async` (every copy of the
-            // thread in flight at once, no registers held), then added from there: each thread
-            // reads back only what it copied, so no barrier is needed.
-            let read = |op: TokenStream| {
-                let copies = at.iter().map(|at| quote!(#d::cp_async_16(#d::smem_addr() + (#at * 4) as u32, __skp.add(#at) as *const u8);));
-                let adds = (0..groups).map(|g| {
-                    let [a0, a1, a2, a3] = quad(g);
-                    let at = &at[g];
-                    quote! {{
-                        let __v: [u32; 4] = #d::ld_shared_v4(#d::smem_addr() + (#at * 4) as u32);
-                        #a0 #op f32::from_bits(__v[0]);
-                        #a1 #op f32::from_bits(__v[1]);
-                        #a2 #op f32::from_bits(__v[2]);
-                        #a3 #op f32::from_bits(__v[3]);
-                    }}
-                });
-                quote! {
-                    #(#copies)*
-                    #d::cp_async_commit();
-                    #d::cp_async_wait_all();
-                    #(#adds)*
-                }
-            };
-            (write, read(quote!(=)), read(quote!(+=)))
+            let at = (0..groups).map(|g| quote!((#g * #threads + __tid) * 4)).collect::<Vec<_>>();
+            let (j0, j1, j2, j3) = ((0..groups).map(|g| 4 * g), (0..groups).map(|g| 4 * g + 1), (0..groups).map(|g| 4 * g + 2), (0..groups).map(|g| 4 * g + 3));
+            let write = quote!(#(#d::st_cg_v4(__skp.add(#at), [#acc[#j0], #acc[#j1], #acc[#j2], #acc[#j3]]);)*);
+            let (j0, j1, j2, j3) = ((0..groups).map(|g| 4 * g), (0..groups).map(|g| 4 * g + 1), (0..groups).map(|g| 4 * g + 2), (0..groups).map(|g| 4 * g + 3));
+            let first = quote!(#({ let __v: [f32; 4] = #d::ld_cg_v4(__skp.add(#at)); #acc[#j0] = __v[0]; #acc[#j1] = __v[1]; #acc[#j2] = __v[2]; #acc[#j3] = __v[3]; })*);
+            let (j0, j1, j2, j3) = ((0..groups).map(|g| 4 * g), (0..groups).map(|g| 4 * g + 1), (0..groups).map(|g| 4 * g + 2), (0..groups).map(|g| 4 * g + 3));
+            let add = quote!(#({ let __v: [f32; 4] = #d::ld_cg_v4(__skp.add(#at)); #acc[#j0] += __v[0]; #acc[#j1] += __v[1]; #acc[#j2] += __v[2]; #acc[#j3] += __v[3]; })*);
+            (write, first, add)
         } else {
             let at = (0..r).map(|j| quote!(#j * #threads + __tid)).collect::<Vec<_>>();
             let js = 0..r;

@@ -74,6 +74,20 @@ pub unsafe fn st_cg_v4(p: *mut f32, v: [f32; 4]) {
     };
 }
 
+/// `ld.global.cg.v4.f32`: reads four floats from L2 (never a stale L1 line), 16-byte aligned.
+#[inline(always)]
+pub unsafe fn ld_cg_v4(p: *const f32) -> [f32; 4] {
+    let (a, b, c, d): (f32, f32, f32, f32);
+    unsafe {
+        asm!(
+            "ld.global.cg.v4.f32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+            p = in(reg64) p, a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d,
+            options(nostack, readonly),
+        )
+    };
+    [a, b, c, d]
+}
+
 /// `st.global.cg.f32`.
 #[inline(always)]
 pub unsafe fn st_cg(p: *mut f32, v: f32) {
