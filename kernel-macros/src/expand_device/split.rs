@@ -205,6 +205,8 @@ impl DevGen<'_> {
         quote! {
             let __sk: #d::SplitBlock = #d::split_block(__sk_dp, __sk_parts);
             if __sk.parts > 1 {
+                // Out of line: the epilogue follows the loop in the instruction stream.
+                ::core::hint::cold_path();
                 let __skw: *mut f32 = __sk_ws.add(__sk.slot as usize * __sk.parts as usize * #floats);
                 let __skp: *mut f32 = __skw.add(__sk.part as usize * #floats);
                 #write
