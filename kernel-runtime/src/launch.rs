@@ -131,9 +131,9 @@ pub struct InstanceInfo {
     /// Operands the entry can copy with the tensor memory accelerator (Hopper), each through a
     /// tensor map that the launch builds; empty for most entries.
     pub tma: &'static [TmaOperand],
-    /// Bytes of one part's partial accumulator when a launch may split the entry's K loop over
-    /// several blocks per program (the last wave of a 1-D grid, see [`crate::split_plan`]);
-    /// 0 when it cannot.
+    /// Bytes of one part's partial accumulator when the instance has a second entry,
+    /// `<entry>__split`, that launches splitting its K loop over several blocks per program run
+    /// instead (the last wave of a 1-D grid, see [`crate::split_plan`]); 0 when it has none.
     pub split_bytes: u32,
 }
 

@@ -120,10 +120,10 @@ pub struct DeviceEntry {
     /// The tensor maps the `sm_90a` body copies operand tiles with (`pipeline.rs`); the entry
     /// then takes two more hidden parameters, the maps' address and a mask of the valid ones.
     pub tma: Vec<TmaDesc>,
-    /// Bytes of one part's partial accumulator when a launch may split the entry's K loop over
-    /// several blocks per program (`split.rs`; the entry then takes four more hidden
-    /// parameters: the workspace, the counters, the whole programs and the parts per split
-    /// program), else 0.
+    /// Bytes of one part's partial accumulator when launches may split the instance's K loop
+    /// over several blocks per program (`split.rs`): the tokens then also hold the entry
+    /// `<entry>__split`, whose four more hidden parameters are the workspace, the counters, the
+    /// whole programs and the parts per split program. Else 0.
     pub split_bytes: usize,
 }
 
@@ -1744,15 +1744,38 @@ fn entry_metadata(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num
     )
 }
 
-/// The `extern "ptx-kernel"` entry of one instance. When a tensor-core `dot` can use Hopper's
-/// `wgmma`, the entry has two bodies: one for `sm_90a` (`wgmma`) and one for every other
-/// architecture (`mma.sync`); the instance asks for the larger of their shared memory sizes.
+/// The `extern "ptx-kernel"` entries of one instance: `entry_name`, and, when its K loop can be
+/// split over blocks (`split.rs`), `<entry_name>__split`, which split launches run instead. The
+/// plain entry has no trace of splitting (the split code in its K loop and prologue cost up to
+/// 17 % at 1024² on an H100 when nothing was split). When a tensor-core `dot` can use Hopper's
+/// `wgmma`, each entry has two bodies: one for `sm_90a` (`wgmma`) and one for every other
+/// architecture (`mma.sync`); the instance asks for the largest shared memory of them all.
 pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps: usize, num_stages: usize) -> DeviceEntry {
+    let plain = entry_fn(k, entry_name, vals, num_warps, num_stages, false);
+    if plain.split_bytes == 0 {
+        return plain;
+    }
+    let split = entry_fn(k, &format!("{entry_name}__split"), vals, num_warps, num_stages, true);
+    debug_assert_eq!(plain.tma, split.tma);
+    let tokens = [plain.tokens, split.tokens].into_iter().collect();
+    DeviceEntry { tokens, shared_bytes: plain.shared_bytes.max(split.shared_bytes), tma: plain.tma, split_bytes: split.split_bytes }
+}
+
+/// One entry of an instance (see [`entry`]); with `split`, the version for split launches. The
+/// plain version reports in `split_bytes` whether a split one exists.
+fn entry_fn(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps: usize, num_stages: usize, split: bool) -> DeviceEntry {
     let threads = 32 * num_warps;
-    let g = DevGen::new(k, vals, threads, num_stages, false);
+    let new = |wgmma: bool| {
+        let mut g = DevGen::new(k, vals, threads, num_stages, wgmma);
+        if !split {
+            g.split = None;
+        }
+        g
+    };
+    let g = new(false);
     let body = g.body(&k.body);
     // The sm_90a lowering, for kernels with a `dot` that `wgmma` can take.
-    let hopper = k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Dot { .. })).then(|| DevGen::new(k, vals, threads, num_stages, true));
+    let hopper = k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Dot { .. })).then(|| new(true));
     let hopper = hopper.filter(|h| (0..k.exprs.len()).any(|i| matches!(h.mma_tiling(i), Some(Layout::Mma { wg: true, .. }))));
     let hopper_body = hopper.as_ref().map(|h| (h.body(&k.body), h.smem_max.get()));
     let d = &g.d;
@@ -1780,9 +1803,11 @@ pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warp
     let params: Vec<TokenStream> = params.chain(lens).collect();
     // A loop that launches may split (both bodies find the same one: it is a property of the IR).
     debug_assert!(hopper.as_ref().is_none_or(|h| h.split == g.split));
-    let split_bytes = g.split.as_ref().map_or(0, |sl| 4 * g.split_floats(sl).max(hopper.as_ref().map_or(0, |h| h.split_floats(sl))));
-    let split_params = (split_bytes > 0).then(|| quote!(__sk_ws: *mut f32, __sk_cnt: *mut u32, __sk_dp: u32, __sk_parts: u32,));
-    let split_block = (split_bytes > 0).then(|| quote!(let __sk: #d::SplitBlock = #d::split_block(__sk_dp, __sk_parts);));
+    // The plain entry's generators had their split loop removed: ask again.
+    let loop_of = |g: &DevGen<'_>| if split { g.split.clone() } else { g.split_loop() };
+    let split_bytes = loop_of(&g).map_or(0, |sl| 4 * g.split_floats(&sl).max(hopper.as_ref().map_or(0, |h| h.split_floats(&sl))));
+    let split_params = split.then(|| quote!(__sk_ws: *mut f32, __sk_cnt: *mut u32, __sk_dp: u32, __sk_parts: u32,));
+    let split_block = split.then(|| quote!(let __sk: #d::SplitBlock = #d::split_block(__sk_dp, __sk_parts);));
     // Each tensor map's descriptor is fetched from global memory at the start (one lane per
     // valid map), while the block works out its tile: the first copies do not wait for it.
     let maps = tma.len();

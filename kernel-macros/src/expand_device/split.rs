@@ -6,7 +6,8 @@
 //! This module decides which loop of a kernel may be split (an analysis of the IR, the same
 //! for every body of an entry) and generates the code around it: the block's program and part
 //! at entry, the part's iteration range, and the hand-over of the accumulator after the loop.
-//! The runtime decides per launch whether to split (`__sk_parts = 1`: never).
+//! Only the instance's second entry, `<entry>__split`, has this code; the runtime launches it
+//! when it splits (`kernel_runtime::split_plan`), else the plain entry.
 
 use super::*;
 

@@ -5,12 +5,58 @@ use super::chunks::Along;
 use super::*;
 use crate::kernel::LOWERED;
 
-/// Runs `#[kernel(attr)]` on `src` and returns the expansion's text and its instances.
+/// Runs `#[kernel(attr)]` on `src` and returns the expansion's text, without the entries of
+/// split launches (see `expand_all`), and its instances.
 fn expand(attr: &str, src: &str) -> (String, Vec<(Kernel, HashMap<String, i64>, usize, usize)>) {
+    let (out, inst) = expand_all(attr, src);
+    (strip_split_entries(&out), inst)
+}
+
+/// [`expand`] with every entry.
+fn expand_all(attr: &str, src: &str) -> (String, Vec<(Kernel, HashMap<String, i64>, usize, usize)>) {
     let f: syn::ItemFn = syn::parse_str(src).expect("test kernel parses");
     let out = crate::kernel::expand(attr.parse().unwrap(), f, &HashMap::new()).to_string();
     assert!(!out.contains("compile_error"), "the test kernel has errors: {out}");
     (out, LOWERED.with(|l| l.take()))
+}
+
+/// The expansion without the `<entry>__split` functions and their manifest records, so that
+/// tests of the plain entries count what they contain.
+fn strip_split_entries(out: &str) -> String {
+    let mut s = out.to_string();
+    while let Some(name_at) = s.find("__split (") {
+        // The function: from its attributes (`# [cfg (..)]` of its body's architecture, if
+        // any, and `# [no_mangle]`) to the brace that closes its body.
+        let mut start = s[..name_at].rfind("# [no_mangle]").expect("an entry's attributes");
+        if let Some(cfg) = s[..start].rfind("# [cfg (") {
+            if s[cfg..start].trim_end().ends_with(")]") && !s[cfg..start].contains('{') {
+                start = cfg;
+            }
+        }
+        let open = name_at + s[name_at..].find('{').expect("a body");
+        let mut depth = 0usize;
+        let mut end = open;
+        for (i, c) in s[open..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = open + i + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        s.replace_range(start..end, "");
+    }
+    while let Some(meta) = s.find("__split : [u8") {
+        let start = s[..meta].rfind("# [no_mangle]").expect("the record's attributes");
+        let end = meta + s[meta..].find(" ;").expect("the record's end") + 2;
+        s.replace_range(start..end, "");
+    }
+    s
 }
 
 /// The dynamic shared memory of the (first) instance, from its manifest record.
@@ -452,13 +498,9 @@ fn mma_epilogue_stores_skip_per_pair_tests_when_rows_are_proven_contiguous() {
     }
 }
 
-/// The barriers after the last K loop of the first entry body in `out`, not counting the
-/// hand-over of a split loop's parts (only split launches run it).
+/// The barriers after the last K loop of the first entry body in `out`.
 fn barriers_after_loop(out: &str) -> usize {
-    let mut body = out[..out.find("cfg (not (target_feature = \"sm_90a\"))").unwrap_or(out.len())].to_string();
-    if let (Some(a), Some(b)) = (body.find("if __sk . parts > 1"), body.find("__skq += 1 ; } }")) {
-        body.replace_range(a..b, "");
-    }
+    let body = &out[..out.find("cfg (not (target_feature = \"sm_90a\"))").unwrap_or(out.len())];
     let tail = &body[body.rfind("cp_async_wait_all").expect("a pipelined loop")..];
     tail.matches("bar_sync ()").count()
 }
@@ -532,8 +574,14 @@ fn splits(out: &str) -> bool {
 
 #[test]
 fn the_seed_k_loop_may_be_split_over_blocks() {
-    let (out, _) = expand("", &matmul(3, 32, ""));
-    assert!(splits(&out), "the seed's loop should be splittable");
+    let (all, _) = expand_all("", &matmul(3, 32, ""));
+    assert!(splits(&all), "the seed's loop should be splittable");
+    assert!(!splits(&strip_split_entries(&all)));
+    // Two entries: the plain one, with no trace of splitting, and the one split launches run.
+    let at = all.find("fn mm__c0__split (").expect("a split entry");
+    let (plain, out) = (&all[..at], &all[at..]);
+    assert!(plain.contains("fn mm__c0 (") && !plain.contains("__sk"));
+    assert!(plain.contains("device :: program_id (0u32)"));
     // The block's program and part come first; `program_id(0)` is the program, not the block.
     assert!(out.contains("split_block (__sk_dp , __sk_parts)"));
     assert!(out.contains("(__sk . pid as i32)"));
@@ -547,7 +595,7 @@ fn the_seed_k_loop_may_be_split_over_blocks() {
     assert!(out.contains("st_cg_v4") && out.contains("ld_cg_v4") && out.contains("split_arrive"));
     assert!(out.contains("if ! __sk_last { return ; }"));
     // The runtime learns the size of one partial: a 64x64 f32 accumulator.
-    assert!(out.contains("split_bytes : 16384u32"), "{}", &out[out.find("split_bytes").unwrap()..][..40]);
+    assert!(all.contains("split_bytes : 16384u32"), "{}", &all[all.find("split_bytes").unwrap()..][..40]);
 }
 
 #[test]
@@ -566,11 +614,11 @@ fn loops_that_cannot_be_split_are_not() {
         ("other assignment", seed.replace("acc = dot(a, b, acc);", "acc = dot(a, b, acc);\n acc = acc * 0.5;")),
     ];
     for (what, src) in cases {
-        let (out, _) = expand("", &src);
+        let (out, _) = expand_all("", &src);
         assert!(!splits(&out), "{what}: should not split");
         assert!(out.contains("split_bytes : 0u32"), "{what}");
     }
     // After the loop anything goes: it runs once, in the last part.
-    let (out, _) = expand("", &seed.replace("let c_ptrs", "acc = where_(acc >= 0.0, acc, 0.01 * acc);\n let c_ptrs"));
+    let (out, _) = expand_all("", &seed.replace("let c_ptrs", "acc = where_(acc >= 0.0, acc, 0.01 * acc);\n let c_ptrs"));
     assert!(splits(&out));
 }

@@ -128,7 +128,7 @@ pub(crate) fn launch_cuda(
     if grid.contains(&0) {
         return Ok(());
     }
-    let f = ptx::function(dev, info, index, inst)?;
+    let f = ptx::function(dev, info, index, inst, false)?;
     if inst.threads > f.max_threads {
         return Err(LaunchError::BlockSize {
             kernel: info.name,
@@ -144,19 +144,23 @@ pub(crate) fn launch_cuda(
         let maps = super::tma::tma_slots(dev, info, inst.tma, args, scalars).map_err(LaunchError::Device)?;
         slots.extend(maps);
     }
-    let mut grid = grid;
-    if inst.split_bytes > 0 {
-        // The last wave's programs may run on several blocks each (`crate::split`); without a
-        // workspace they run whole, which is only slower.
-        let plan = super::split::plan(dev, inst, grid, f.blocks_per_sm);
-        let split = super::split::split_slots(dev, inst, plan).unwrap_or_else(|_| super::split::unsplit_slots(grid[0]));
-        if split[3] > 1 {
-            grid[0] = plan.blocks;
+    // The last wave's programs may run on several blocks each (`crate::split`): the instance's
+    // split entry then runs, with four more parameters. Without that entry (a PTX built before
+    // it existed) or a workspace, they run whole, which is only slower.
+    let (mut grid, mut function) = (grid, f.function);
+    let split = (inst.split_bytes > 0 && grid[1] == 1 && grid[2] == 1).then(|| ptx::function(dev, info, index, inst, true).ok()).flatten();
+    if let Some(sf) = &split {
+        let plan = super::split::plan(dev, inst, grid, sf.blocks_per_sm);
+        if plan.parts > 1 && inst.threads <= sf.max_threads {
+            if let Ok(extra) = super::split::split_slots(dev, inst, plan) {
+                slots.extend(extra);
+                grid[0] = plan.blocks;
+                function = sf.function;
+            }
         }
-        slots.extend(split);
     }
     let mut params: Vec<*mut c_void> = slots.iter_mut().map(|s| std::ptr::from_mut(s).cast::<c_void>()).collect();
-    let (function, stream) = (f.function, dev.stream.cu_stream());
+    let stream = dev.stream.cu_stream();
     let cuda_error = |op: &str, e: DeviceError| match e {
         DeviceError::Driver { code, message, .. } => {
             LaunchError::Cuda { kernel: info.name, entry: inst.entry, op: op.to_string(), code, message }

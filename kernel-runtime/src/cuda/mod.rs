@@ -54,8 +54,9 @@ pub(crate) struct CudaDevice {
     pub(crate) stream: Arc<CudaStream>,
     /// Loaded PTX modules, by path.
     pub(crate) modules: Mutex<HashMap<PathBuf, Arc<ptx::LoadedModule>>>,
-    /// Resolved entry points, by (address of the kernel's `KernelInfo`, instance).
-    pub(crate) functions: Mutex<HashMap<(usize, usize), Arc<ptx::LoadedFunction>>>,
+    /// Resolved entry points, by (address of the kernel's `KernelInfo`, instance, whether it is
+    /// the instance's entry for split launches).
+    pub(crate) functions: Mutex<HashMap<(usize, usize, bool), Arc<ptx::LoadedFunction>>>,
     /// The fault record every launch receives (8 words, see `kernel_std`'s `report_fault`),
     /// allocated on the first launch, and the instances launched so far (a launch's tag is its
     /// instance's index here).

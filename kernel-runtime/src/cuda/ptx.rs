@@ -287,24 +287,27 @@ pub(crate) fn code_hash(dev: &CudaDevice, info: &'static KernelInfo) -> Result<u
     Ok(crate::autotune::fnv1a(&bytes))
 }
 
-/// The entry point of instance `index` of `info` on `dev`: found, loaded,
-/// checked and configured on first use, then cached.
+/// The entry point of instance `index` of `info` on `dev` (with `split`, its entry for split
+/// launches, `<entry>__split`): found, loaded, checked and configured on first use, then cached.
 pub(crate) fn function(
     dev: &CudaDevice,
     info: &'static KernelInfo,
     index: usize,
     inst: &InstanceInfo,
+    split: bool,
 ) -> Result<Arc<LoadedFunction>, LaunchError> {
-    let key = (std::ptr::from_ref(info) as usize, index);
+    let key = (std::ptr::from_ref(info) as usize, index, split);
     if let Some(f) = dev.functions.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
         return Ok(Arc::clone(f));
     }
+    // Leaked once per loaded instance (the cache keeps the function for the process's life).
+    let entry: &'static str = if split { Box::leak(format!("{}__split", inst.entry).into_boxed_str()) } else { inst.entry };
     let path = find_ptx(dev, info)?;
     let module = module(dev, info.name, &path)?;
-    let missing = || LaunchError::MissingEntry { kernel: info.name, entry: inst.entry, path: path.clone() };
-    let name = CString::new(inst.entry).map_err(|_| missing())?;
+    let missing = || LaunchError::MissingEntry { kernel: info.name, entry, path: path.clone() };
+    let name = CString::new(entry).map_err(|_| missing())?;
     let raw = module.module;
-    let function = match dev.call(format!("cuModuleGetFunction({})", inst.entry), || {
+    let function = match dev.call(format!("cuModuleGetFunction({entry})"), || {
         // SAFETY: the module is loaded and stays loaded while `module` lives.
         unsafe { result::module::get_function(raw, name) }
     }) {
@@ -353,7 +356,7 @@ pub(crate) fn function(
         .map_err(|e| cuda_error(op.clone(), e))?;
     }
     // Only needed to split launches (a failure just means they are not split).
-    let blocks_per_sm = if inst.split_bytes > 0 && inst.threads <= max_threads {
+    let blocks_per_sm = if split && inst.threads <= max_threads {
         let threads = i32::try_from(inst.threads).unwrap_or(i32::MAX);
         // SAFETY: `function` belongs to the loaded module; its shared-memory attributes are set.
         dev.call("cuOccupancyMaxActiveBlocksPerMultiprocessor", || unsafe {

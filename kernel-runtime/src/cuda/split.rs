@@ -38,13 +38,10 @@ pub(crate) fn plan(dev: &CudaDevice, inst: &InstanceInfo, grid: [u32; 3], blocks
     p
 }
 
-/// The four hidden parameters of an entry that can split (workspace, counters, whole programs,
-/// parts) for plan `p`. A workspace that cannot be allocated is an error the caller may answer
-/// by launching unsplit ([`unsplit_slots`]).
+/// The four extra parameters of an instance's split entry (workspace, counters, whole
+/// programs, parts) for plan `p`, which splits (`p.parts > 1`). A workspace that cannot be
+/// allocated is an error the caller may answer by launching the plain entry.
 pub(crate) fn split_slots(dev: &CudaDevice, inst: &InstanceInfo, p: SplitPlan) -> Result<[u64; 4], DeviceError> {
-    if p.parts <= 1 {
-        return Ok(unsplit_slots(p.whole));
-    }
     let need = COUNTER_BYTES + p.split_programs() as usize * p.parts as usize * inst.split_bytes as usize;
     let mut arena = dev.split.lock().unwrap_or_else(PoisonError::into_inner);
     let base = match arena.buffer {
@@ -73,9 +70,4 @@ pub(crate) fn split_slots(dev: &CudaDevice, inst: &InstanceInfo, p: SplitPlan) -
         }
     };
     Ok([base + COUNTER_BYTES as u64, base, u64::from(p.whole), u64::from(p.parts)])
-}
-
-/// The hidden parameters of a launch that splits nothing (`whole` programs).
-pub(crate) fn unsplit_slots(whole: u32) -> [u64; 4] {
-    [0, 0, u64::from(whole), 1]
 }
