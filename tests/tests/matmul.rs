@@ -60,15 +60,40 @@ fn fused_swish() {
 
 /// `c = a @ b` with config `cfg` of the matmul kernel, any strides, no activation.
 fn launch_config(cfg: usize, a: &Tensor<f16>, b: &Tensor<f16>, c: &Tensor<f16>) {
+    launch_config_act(cfg, a, b, c, None);
+}
+
+/// `c = act(a @ b)` with config `cfg` of the matmul kernel, any strides.
+fn launch_config_act(cfg: usize, a: &Tensor<f16>, b: &Tensor<f16>, c: &Tensor<f16>, act: Option<Func>) {
     let (mi, ki, ni) = (a.shape()[0] as i32, a.shape()[1] as i32, b.shape()[1] as i32);
     kernels::matmul_kernel::launch_config(
         cfg,
         |meta: &kernels::matmul_kernel::Meta| (kernel_runtime::cdiv(mi, meta.BLOCK_SIZE_M) * kernel_runtime::cdiv(ni, meta.BLOCK_SIZE_N),),
         a, b, c, mi, ni, ki,
         a.stride(0) as i32, a.stride(1) as i32, b.stride(0) as i32, b.stride(1) as i32, c.stride(0) as i32, c.stride(1) as i32,
-        None,
+        act,
     )
     .unwrap();
+}
+
+/// Every config with each fused activation: the swish instances whose accumulators do not fit
+/// the tensor-core register budget take the general (f32 FMA) `dot` and K loop, which split
+/// launches split too (run with `KERNEL_SPLIT=force` by `scripts/gpu-check.sh`).
+#[test]
+fn every_autotune_config_with_each_activation() {
+    let dev = tests::test_device();
+    let (m, n, k) = (70, 90, 150);
+    let (a, av) = randn_f16(&dev, m, k, 30);
+    let (b, bv) = randn_f16(&dev, k, n, 31);
+    for (act, act_ref, name) in [(leaky_relu, leaky_relu_ref as fn(f64) -> f64, "leaky_relu"), (swish, tests::swish as fn(f64) -> f64, "swish")] {
+        let want = matmul_ref(&av, &bv, m, n, k, act_ref);
+        for cfg in 0..kernels::matmul_kernel::CONFIGS.len() {
+            let c = Tensor::<f16>::full(&dev, &[m, n], f16::NAN).unwrap();
+            launch_config_act(cfg, &a, &b, &c, Some(act));
+            let r = worst_ratio(&c.to_f64_vec(), &want, ATOL, RTOL);
+            assert!(r <= 1.0, "{name}, config {cfg} ({}): worst error ratio {r}", kernels::matmul_kernel::CONFIGS[cfg]);
+        }
+    }
 }
 
 #[test]
