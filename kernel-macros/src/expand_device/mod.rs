@@ -1830,13 +1830,20 @@ fn entry_fn(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps
             }
         }
     };
+    // The split entry of an instance with a Hopper body exists for sm_90a only, where split
+    // launches were measured (on sm_80 the 128x256 tile's `mma.sync` body has no register to
+    // spare for the split loop's start: ptxas spilled 4 bytes); elsewhere launches run the
+    // plain entry.
+    let hopper_only = split && hopper_body.is_some();
     let (tokens, shared) = match &hopper_body {
         Some((hb, hopper_smem)) => {
-            let (hopper_fn, other_fn) = (function(quote!(#[cfg(target_feature = "sm_90a")]), hb, prefetch.as_ref()), function(quote!(#[cfg(not(target_feature = "sm_90a"))]), &body, None));
+            let hopper_fn = function(quote!(#[cfg(target_feature = "sm_90a")]), hb, prefetch.as_ref());
+            let other_fn = (!hopper_only).then(|| function(quote!(#[cfg(not(target_feature = "sm_90a"))]), &body, None));
             (quote!(#hopper_fn #other_fn), g.smem_max.get().max(*hopper_smem))
         }
         None => (function(quote!(), &body, None), g.smem_max.get()),
     };
+    let meta_cfg = hopper_only.then(|| quote!(#[cfg(target_feature = "sm_90a")]));
     let meta = entry_metadata(k, entry_name, vals, num_warps, num_stages, shared);
     // The entry of a kernel named `r#type` is `r#type`: `__KERNEL_META_r#type` is no identifier.
     let meta_name = format_ident!("__KERNEL_META_{}", entry_name.trim_start_matches("r#"));
@@ -1844,6 +1851,7 @@ fn entry_fn(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps
     let len = meta.len();
     let tokens = quote! {
         #tokens
+        #meta_cfg
         #[no_mangle]
         #[used]
         #[allow(non_upper_case_globals)]

@@ -26,6 +26,9 @@ pub(super) struct SplitLoop {
     pub(super) acc: LocalId,
     /// The affine locals the loop steps: (local, scalar step, subtracted).
     pub(super) steps: Vec<(LocalId, ExprId, bool)>,
+    /// Those of them that statements after the loop read (only they are moved on to where the
+    /// whole loop leaves them: nothing else is kept live across the loop).
+    pub(super) read_after: Vec<LocalId>,
 }
 
 /// Loops anywhere in `stmts`.
@@ -58,6 +61,17 @@ fn assigns(s: &Stmt, l: LocalId) -> bool {
         Stmt::If { then, els, .. } => then.iter().chain(els).any(|s| assigns(s, l)),
         _ => false,
     }
+}
+
+/// Whether `s` reads local `l` (itself or a statement inside it).
+fn reads(k: &Kernel, s: &Stmt, l: LocalId) -> bool {
+    let roots = DevGen::stmt_roots(s).into_iter().any(|e| uses_local(k, e, l));
+    roots
+        || match s {
+            Stmt::For { body, .. } => body.iter().any(|s| reads(k, s, l)),
+            Stmt::If { then, els, .. } => then.iter().chain(els).any(|s| reads(k, s, l)),
+            _ => false,
+        }
 }
 
 /// Whether `e` is a block of zeros (`zeros`, `full(.., 0)`, a cast or broadcast of one).
@@ -114,7 +128,8 @@ impl DevGen<'_> {
         if !is_zero(k, init) || k.body[..at].iter().any(|s| assigns(s, acc)) {
             return None;
         }
-        Some(SplitLoop { var: *var, acc, steps })
+        let read_after = steps.iter().map(|s| s.0).filter(|l| k.body[at + 1..].iter().any(|s| reads(k, s, *l))).collect();
+        Some(SplitLoop { var: *var, acc, steps, read_after })
     }
 
     /// The split loop, when `var` is its variable.
@@ -129,10 +144,11 @@ impl DevGen<'_> {
         self.slots(numel, self.layouts[sl.acc]) * self.threads
     }
 
-    /// Steps each affine local of the loop `times` iterations (an `i64` expression) at once.
-    fn split_advance(&self, sl: &SplitLoop, times: TokenStream) -> TokenStream {
+    /// Steps the affine locals of the loop that `only` lists `times` iterations (an `i64`
+    /// expression) at once.
+    fn split_advance(&self, sl: &SplitLoop, only: &[LocalId], times: TokenStream) -> TokenStream {
         let (k, d) = (self.k, &self.d);
-        let code = sl.steps.iter().map(|(l, st, sub)| {
+        let code = sl.steps.iter().filter(|s| only.contains(&s.0)).map(|(l, st, sub)| {
             let off = format_ident!("{}_off", crate::expand_cpu::local_ident(k, *l));
             let off_t = match k.locals[*l].ty.elem {
                 Elem::Ptr(_) => quote!(i64),
@@ -151,8 +167,9 @@ impl DevGen<'_> {
     /// loop that moves them on to where the whole loop leaves them.
     pub(super) fn split_range_code(&self, sl: &SplitLoop, var_t: &TokenStream) -> (TokenStream, TokenStream) {
         let d = &self.d;
-        let before = self.split_advance(sl, quote!(__sk_it0));
-        let after = self.split_advance(sl, quote!(__sk_n - __sk_it0 - __n));
+        let all: Vec<LocalId> = sl.steps.iter().map(|s| s.0).collect();
+        let before = self.split_advance(sl, &all, quote!(__sk_it0));
+        let after = self.split_advance(sl, &sl.read_after, quote!(__sk_n - __sk_it0 - __n));
         (
             quote! {
                 // Recomputed from the parameters where needed rather than kept live in registers

@@ -1,7 +1,7 @@
 //! Launching a compiled instance on a CUDA device.
 
 use std::ffi::c_void;
-use std::sync::OnceLock;
+use std::sync::{OnceLock, PoisonError};
 
 use cudarc::driver::result;
 
@@ -145,10 +145,22 @@ pub(crate) fn launch_cuda(
         slots.extend(maps);
     }
     // The last wave's programs may run on several blocks each (`crate::split`): the instance's
-    // split entry then runs, with four more parameters. Without that entry (a PTX built before
-    // it existed) or a workspace, they run whole, which is only slower.
+    // split entry then runs, with four more parameters. Without that entry (PTX for another
+    // architecture than sm_90a, or built before it existed) or a workspace, they run whole,
+    // which is only slower.
     let (mut grid, mut function) = (grid, f.function);
-    let split = (inst.split_bytes > 0 && grid[1] == 1 && grid[2] == 1).then(|| ptx::function(dev, info, index, inst, true).ok()).flatten();
+    let key = (std::ptr::from_ref(info) as usize, index);
+    let split = if inst.split_bytes > 0 && grid[1] == 1 && grid[2] == 1 && !dev.no_split.lock().unwrap_or_else(PoisonError::into_inner).contains(&key) {
+        match ptx::function(dev, info, index, inst, true) {
+            Ok(sf) => Some(sf),
+            Err(_) => {
+                dev.no_split.lock().unwrap_or_else(PoisonError::into_inner).insert(key);
+                None
+            }
+        }
+    } else {
+        None
+    };
     if let Some(sf) = &split {
         let plan = super::split::plan(dev, inst, grid, sf.blocks_per_sm);
         if plan.parts > 1 && inst.threads <= sf.max_threads {

@@ -57,6 +57,9 @@ pub(crate) struct CudaDevice {
     /// Resolved entry points, by (address of the kernel's `KernelInfo`, instance, whether it is
     /// the instance's entry for split launches).
     pub(crate) functions: Mutex<HashMap<(usize, usize, bool), Arc<ptx::LoadedFunction>>>,
+    /// Instances whose split entry the loaded PTX lacks (built for another architecture than
+    /// sm_90a, or before split entries existed): their launches are not split.
+    pub(crate) no_split: Mutex<std::collections::HashSet<(usize, usize)>>,
     /// The fault record every launch receives (8 words, see `kernel_std`'s `report_fault`),
     /// allocated on the first launch, and the instances launched so far (a launch's tag is its
     /// instance's index here).
@@ -230,6 +233,7 @@ impl CudaDevice {
             stream,
             modules: Mutex::new(HashMap::new()),
             functions: Mutex::new(HashMap::new()),
+            no_split: Mutex::new(std::collections::HashSet::new()),
             faults: Mutex::new(FaultState::default()),
             tma: Mutex::new(tma::TmaArena::default()),
             split: Mutex::new(split::SplitArena::default()),
