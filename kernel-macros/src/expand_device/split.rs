@@ -200,7 +200,7 @@ impl DevGen<'_> {
         self.smem_max.set(self.smem_max.get().max(16));
         // Slot `j` of thread `t`: 16 bytes per thread and group of four slots (a warp writes 512
         // contiguous bytes), or one float per thread and slot.
-        let (write, first, add) = if r % 4 == 0 {
+        let (write, first, add) = if r.is_multiple_of(4) {
             let groups = r / 4;
             let at = (0..groups).map(|g| quote!((#g * #threads + __tid) * 4)).collect::<Vec<_>>();
             let (j0, j1, j2, j3) = ((0..groups).map(|g| 4 * g), (0..groups).map(|g| 4 * g + 1), (0..groups).map(|g| 4 * g + 2), (0..groups).map(|g| 4 * g + 3));

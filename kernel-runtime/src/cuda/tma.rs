@@ -78,10 +78,10 @@ pub(crate) fn view(info: &KernelInfo, op: &TmaOperand, args: &[PtrArg<'_>], scal
         return Err(format!("row stride {w} (must be in 1..=2^31-1)"));
     }
     let width = w as u64;
-    if (width * elem_bytes) % 16 != 0 {
+    if !(width * elem_bytes).is_multiple_of(16) {
         return Err(format!("row pitch of {} bytes (must be a multiple of 16)", width * elem_bytes));
     }
-    if addr % 16 != 0 {
+    if !addr.is_multiple_of(16) {
         return Err(format!("address {addr:#x} (must be 16-byte aligned)"));
     }
     let height = elems / width;
