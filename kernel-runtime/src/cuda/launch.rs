@@ -1,7 +1,7 @@
 //! Launching a compiled instance on a CUDA device.
 
 use std::ffi::c_void;
-use std::sync::{OnceLock, PoisonError};
+use std::sync::OnceLock;
 
 use cudarc::driver::result;
 
@@ -145,31 +145,13 @@ pub(crate) fn launch_cuda(
         slots.extend(maps);
     }
     // The last wave's programs may run on several blocks each (`crate::split`): the instance's
-    // split entry then runs, with four more parameters. Without that entry (PTX for another
-    // architecture than sm_90a, or built before it existed) or a workspace, they run whole,
-    // which is only slower.
+    // split entry then runs, over more blocks, with four more parameters.
+    let split = super::split::split_launch(dev, info, index, inst, grid);
     let (mut grid, mut function) = (grid, f.function);
-    let key = (std::ptr::from_ref(info) as usize, index);
-    let split = if inst.split_bytes > 0 && grid[1] == 1 && grid[2] == 1 && !dev.no_split.lock().unwrap_or_else(PoisonError::into_inner).contains(&key) {
-        match ptx::function(dev, info, index, inst, true) {
-            Ok(sf) => Some(sf),
-            Err(_) => {
-                dev.no_split.lock().unwrap_or_else(PoisonError::into_inner).insert(key);
-                None
-            }
-        }
-    } else {
-        None
-    };
-    if let Some(sf) = &split {
-        let plan = super::split::plan(dev, inst, grid, sf.blocks_per_sm);
-        if plan.parts > 1 && inst.threads <= sf.max_threads {
-            if let Ok(extra) = super::split::split_slots(dev, inst, plan) {
-                slots.extend(extra);
-                grid[0] = plan.blocks;
-                function = sf.function;
-            }
-        }
+    if let Some(s) = &split {
+        slots.extend(s.slots);
+        grid[0] = s.blocks;
+        function = s.function.function;
     }
     let mut params: Vec<*mut c_void> = slots.iter_mut().map(|s| std::ptr::from_mut(s).cast::<c_void>()).collect();
     let stream = dev.stream.cu_stream();

@@ -3,13 +3,14 @@
 //! counter) followed by the parts' partial accumulators. It grows when a launch needs more,
 //! after the stream has finished with the old one.
 
-use std::sync::PoisonError;
+use std::sync::{Arc, PoisonError};
 
 use cudarc::driver::result;
 
+use super::ptx::{self, LoadedFunction};
 use super::CudaDevice;
 use crate::error::DeviceError;
-use crate::launch::InstanceInfo;
+use crate::launch::{InstanceInfo, KernelInfo};
 use crate::split::{SplitPlan, SplitPolicy};
 
 /// Split programs one launch may have (the counters' region is fixed, so that growing the
@@ -24,16 +25,40 @@ pub(crate) struct SplitArena {
     buffer: Option<(u64, usize)>,
 }
 
-/// The plan of a launch of `inst` over `grid` on `dev` with `blocks_per_sm` blocks of it per
-/// SM: split only 1-D grids of entries that can split, within the device's grid limit.
-pub(crate) fn plan(dev: &CudaDevice, inst: &InstanceInfo, grid: [u32; 3], blocks_per_sm: u32) -> SplitPlan {
-    let none = SplitPlan::none(grid[0]);
-    if inst.split_bytes == 0 || grid[1] != 1 || grid[2] != 1 {
-        return none;
+/// A launch that splits: the split entry, its extra parameters and the blocks to run.
+pub(crate) struct SplitLaunch {
+    pub(crate) function: Arc<LoadedFunction>,
+    pub(crate) slots: [u64; 4],
+    pub(crate) blocks: u32,
+}
+
+/// How a launch of instance `index` of `info` over `grid` splits, if it does. `None` also when
+/// the instance has no split entry here (PTX for another architecture than sm_90a, or built
+/// before split entries existed; remembered per device) or no workspace could be allocated:
+/// the programs then run whole, which is only slower.
+pub(crate) fn split_launch(dev: &CudaDevice, info: &'static KernelInfo, index: usize, inst: &InstanceInfo, grid: [u32; 3]) -> Option<SplitLaunch> {
+    let key = (std::ptr::from_ref(info) as usize, index);
+    if inst.split_bytes == 0 || grid[1] != 1 || grid[2] != 1 || dev.no_split.lock().unwrap_or_else(PoisonError::into_inner).contains(&key) {
+        return None;
     }
-    let p = SplitPolicy::current().plan(grid[0], dev.sm_count.saturating_mul(blocks_per_sm.max(1)));
+    let Ok(function) = ptx::function(dev, info, index, inst, true) else {
+        dev.no_split.lock().unwrap_or_else(PoisonError::into_inner).insert(key);
+        return None;
+    };
+    let p = plan(dev, grid[0], function.blocks_per_sm);
+    if p.parts <= 1 || inst.threads > function.max_threads {
+        return None;
+    }
+    let slots = split_slots(dev, inst, p).ok()?;
+    Some(SplitLaunch { function, slots, blocks: p.blocks })
+}
+
+/// The plan for `programs` programs of an entry with `blocks_per_sm` blocks per SM on `dev`,
+/// within the device's grid limit and the workspace's counters.
+fn plan(dev: &CudaDevice, programs: u32, blocks_per_sm: u32) -> SplitPlan {
+    let p = SplitPolicy::current().plan(programs, dev.sm_count.saturating_mul(blocks_per_sm.max(1)));
     if p.blocks > dev.max_grid[0] || p.split_programs() > MAX_SLOTS {
-        return none;
+        return SplitPlan::none(programs);
     }
     p
 }
@@ -41,7 +66,7 @@ pub(crate) fn plan(dev: &CudaDevice, inst: &InstanceInfo, grid: [u32; 3], blocks
 /// The four extra parameters of an instance's split entry (workspace, counters, whole
 /// programs, parts) for plan `p`, which splits (`p.parts > 1`). A workspace that cannot be
 /// allocated is an error the caller may answer by launching the plain entry.
-pub(crate) fn split_slots(dev: &CudaDevice, inst: &InstanceInfo, p: SplitPlan) -> Result<[u64; 4], DeviceError> {
+fn split_slots(dev: &CudaDevice, inst: &InstanceInfo, p: SplitPlan) -> Result<[u64; 4], DeviceError> {
     let need = COUNTER_BYTES + p.split_programs() as usize * p.parts as usize * inst.split_bytes as usize;
     let mut arena = dev.split.lock().unwrap_or_else(PoisonError::into_inner);
     let base = match arena.buffer {
