@@ -244,7 +244,6 @@ impl<'a> DevGen<'a> {
         g.kinds = g.classify_locals();
         g.layouts = g.assign_layouts();
         g.ptr_roots = g.pointer_roots();
-        g.split = g.split_loop();
         g
     }
 
@@ -1765,14 +1764,16 @@ pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warp
 /// plain version reports in `split_bytes` whether a split one exists.
 fn entry_fn(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps: usize, num_stages: usize, split: bool) -> DeviceEntry {
     let threads = 32 * num_warps;
+    // The loop launches may split is a property of the IR: found once, given to both bodies of
+    // the split entry.
+    let mut g = DevGen::new(k, vals, threads, num_stages, false);
+    let split_loop = g.split_loop();
     let new = |wgmma: bool| {
         let mut g = DevGen::new(k, vals, threads, num_stages, wgmma);
-        if !split {
-            g.split = None;
-        }
+        g.split = split_loop.clone().filter(|_| split);
         g
     };
-    let g = new(false);
+    g.split = split_loop.clone().filter(|_| split);
     let body = g.body(&k.body);
     // The sm_90a lowering, for kernels with a `dot` that `wgmma` can take.
     let hopper = k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Dot { .. })).then(|| new(true));
@@ -1801,11 +1802,7 @@ fn entry_fn(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps
     // Tensor maps (`kernel_runtime`'s `TmaOperand`s): their address and which are valid.
     let tma_params = (!tma.is_empty()).then(|| quote!(__tma: *const u8, __tmask: u32,));
     let params: Vec<TokenStream> = params.chain(lens).collect();
-    // A loop that launches may split (both bodies find the same one: it is a property of the IR).
-    debug_assert!(hopper.as_ref().is_none_or(|h| h.split == g.split));
-    // The plain entry's generators had their split loop removed: ask again.
-    let loop_of = |g: &DevGen<'_>| if split { g.split.clone() } else { g.split_loop() };
-    let split_bytes = loop_of(&g).map_or(0, |sl| 4 * g.split_floats(&sl).max(hopper.as_ref().map_or(0, |h| h.split_floats(&sl))));
+    let split_bytes = split_loop.map_or(0, |sl| 4 * g.split_floats(&sl).max(hopper.as_ref().map_or(0, |h| h.split_floats(&sl))));
     let split_params = split.then(|| quote!(__sk_ws: *mut f32, __sk_cnt: *mut u32, __sk_dp: u32, __sk_parts: u32,));
     let split_block = split.then(|| quote!(let __sk: #d::SplitBlock = #d::split_block(__sk_dp, __sk_parts);));
     // Each tensor map's descriptor is fetched from global memory at the start (one lane per

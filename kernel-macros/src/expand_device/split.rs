@@ -15,9 +15,9 @@ use super::*;
 /// whose body defines values, accumulates `acc = dot(a, b, acc)` into an f32 block that starts
 /// at zero (and is not assigned before the loop), and steps affine pointer blocks by
 /// loop-invariant scalars; nothing before the loop stores. After the loop, anything goes: it
-/// runs once, in the last part. Each run of iterations then gives a partial sum of `acc`, the sum of the parts is
-/// the loop's result, and redoing the statements before the loop in every part changes
-/// nothing.
+/// runs once, in the last part. Each run of iterations then gives a partial sum of `acc`, the
+/// sum of the parts is the loop's result, and redoing the statements before the loop in every
+/// part changes nothing.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct SplitLoop {
     /// The loop variable.
@@ -199,27 +199,29 @@ impl DevGen<'_> {
         let flag = 0usize;
         self.smem_max.set(self.smem_max.get().max(16));
         // Slot `j` of thread `t`: 16 bytes per thread and group of four slots (a warp writes 512
-        // contiguous bytes), or one float per thread and slot.
-        let (write, first, add) = if r.is_multiple_of(4) {
-            let groups = r / 4;
-            let at = (0..groups).map(|g| quote!((#g * #threads + __tid) * 4)).collect::<Vec<_>>();
-            let (j0, j1, j2, j3) = ((0..groups).map(|g| 4 * g), (0..groups).map(|g| 4 * g + 1), (0..groups).map(|g| 4 * g + 2), (0..groups).map(|g| 4 * g + 3));
-            let write = quote!(#(#d::st_cg_v4(__skp.add(#at), [#acc[#j0], #acc[#j1], #acc[#j2], #acc[#j3]]);)*);
-            let (j0, j1, j2, j3) = ((0..groups).map(|g| 4 * g), (0..groups).map(|g| 4 * g + 1), (0..groups).map(|g| 4 * g + 2), (0..groups).map(|g| 4 * g + 3));
-            let first = quote!(#({ let __v: [f32; 4] = #d::ld_cg_v4(__skp.add(#at)); #acc[#j0] = __v[0]; #acc[#j1] = __v[1]; #acc[#j2] = __v[2]; #acc[#j3] = __v[3]; })*);
-            let (j0, j1, j2, j3) = ((0..groups).map(|g| 4 * g), (0..groups).map(|g| 4 * g + 1), (0..groups).map(|g| 4 * g + 2), (0..groups).map(|g| 4 * g + 3));
-            let add = quote!(#({ let __v: [f32; 4] = #d::ld_cg_v4(__skp.add(#at)); #acc[#j0] += __v[0]; #acc[#j1] += __v[1]; #acc[#j2] += __v[2]; #acc[#j3] += __v[3]; })*);
-            (write, first, add)
+        // contiguous bytes), or one float per thread and slot. `read(op)` applies `op` (`=`, `+=`)
+        // to each slot and the value read back from L2.
+        let (write, read): (TokenStream, Box<dyn Fn(TokenStream) -> TokenStream>) = if r.is_multiple_of(4) {
+            let at: Vec<TokenStream> = (0..r / 4).map(|g| quote!((#g * #threads + __tid) * 4)).collect();
+            let quads: Vec<[usize; 4]> = (0..r / 4).map(|g| [4 * g, 4 * g + 1, 4 * g + 2, 4 * g + 3]).collect();
+            let write = at.iter().zip(&quads).map(|(at, [j0, j1, j2, j3])| quote!(#d::st_cg_v4(__skp.add(#at), [#acc[#j0], #acc[#j1], #acc[#j2], #acc[#j3]]);));
+            let write = quote!(#(#write)*);
+            let read = move |op: TokenStream| {
+                let reads = at.iter().zip(&quads).map(|(at, [j0, j1, j2, j3])| quote!({ let __v: [f32; 4] = #d::ld_cg_v4(__skp.add(#at)); #acc[#j0] #op __v[0]; #acc[#j1] #op __v[1]; #acc[#j2] #op __v[2]; #acc[#j3] #op __v[3]; }));
+                quote!(#(#reads)*)
+            };
+            (write, Box::new(read))
         } else {
-            let at = (0..r).map(|j| quote!(#j * #threads + __tid)).collect::<Vec<_>>();
-            let js = 0..r;
-            let write = quote!(#(#d::st_cg(__skp.add(#at), #acc[#js]);)*);
-            let js = 0..r;
-            let first = quote!(#(#acc[#js] = #d::ld_cg(__skp.add(#at));)*);
-            let js = 0..r;
-            let add = quote!(#(#acc[#js] += #d::ld_cg(__skp.add(#at));)*);
-            (write, first, add)
+            let at: Vec<TokenStream> = (0..r).map(|j| quote!(#j * #threads + __tid)).collect();
+            let write = at.iter().enumerate().map(|(j, at)| quote!(#d::st_cg(__skp.add(#at), #acc[#j]);));
+            let write = quote!(#(#write)*);
+            let read = move |op: TokenStream| {
+                let reads = at.iter().enumerate().map(|(j, at)| quote!(#acc[#j] #op #d::ld_cg(__skp.add(#at));));
+                quote!(#(#reads)*)
+            };
+            (write, Box::new(read))
         };
+        let (first, add) = (read(quote!(=)), read(quote!(+=)));
         quote! {
             let __sk: #d::SplitBlock = #d::split_block(__sk_dp, __sk_parts);
             if __sk.parts > 1 {
