@@ -17,6 +17,12 @@ Also times `cublasGemmEx` through ctypes with the exact call of `bench_matmul`'s
 `gemmex`), so both runs have the same baseline; `--ours DIR` (a `bench_matmul --out DIR` run on
 this GPU) adds ours / Triton to the summary.
 
+`--export-kernels DIR` also writes, for every shape and activation, the cubin Triton's autotuner
+chose (`DIR/<M>x<N>x<K>-<activation>.cubin`) and `DIR/index.json` (entry name, threads, shared
+memory, grid, the entry's parameters by name and type, the scalar values it was specialized for),
+so that `bench_matmul --triton-kernels DIR` times Triton's own kernels in its process, interleaved
+with ours and against the same cuBLAS.
+
 Needs a CUDA GPU, torch and triton (written against Triton 3.6). Writes
 `triton-matmul-performance.csv`, `triton-matmul-nonsquare.csv`, `triton-matmul-points.csv`
 and `triton-matmul-summary.txt` to --out (default target/bench-triton), and prints tables.
@@ -26,15 +32,17 @@ autotuning happens during that check, so it is not timed.
 
 import argparse
 import csv
+import json
 import math
 import os
+import re
 import sys
 
 import torch
 import triton
 import triton.language as tl
 
-# Same shapes as examples/src/bin/bench_matmul.rs.
+# Same shapes as examples/src/bin/bench_matmul/main.rs.
 QUICK_SQUARES = [256, 512, 1024, 2048, 4096]
 ALL_SQUARES = [256 * i for i in range(1, 33)]
 NONSQUARE = [
@@ -293,7 +301,63 @@ def do_bench_interleaved(fns, warmup=25, rep=100, quantiles=(0.5, 0.2, 0.8, 0.0,
     return out
 
 
-def bench_shapes(set_name, shapes, rows, seed0, sequential=False):
+# The tutorial kernel's parameters, in order (then its constexprs).
+KERNEL_ARGS = ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K",
+               "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn"]
+
+
+def entry_params(ptx, name):
+    """The parameter types of entry `name` in PTX text, in order (e.g. ['u64', 'u32'])."""
+    m = re.search(r"\.entry\s+" + re.escape(name) + r"\s*\(([^)]*)\)", ptx)
+    if not m:
+        raise RuntimeError(f"entry {name} not found in the PTX")
+    return re.findall(r"\.param\s+\.(\w+)", m.group(1))
+
+
+def export_compiled(out_dir, a, b, c, activation, index):
+    """Compiles (from Triton's cache) the kernel of the config the autotuner chose for this
+    shape, writes its cubin and appends its description to `index`."""
+    M, K = a.shape
+    N = b.shape[1]
+    cfg = matmul_kernel.best_config
+    meta = cfg.all_kwargs()
+    grid = (triton.cdiv(M, meta["BLOCK_SIZE_M"]) * triton.cdiv(N, meta["BLOCK_SIZE_N"]),)
+    values = [a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1)]
+    kern = matmul_kernel.fn[grid](*values, ACTIVATION=activation, **meta)
+    md = kern.metadata
+    name = md.name
+    ptx_types = entry_params(kern.asm["ptx"], name)
+    # The parameters Triton kept: those not turned into constants (constexprs, and integers
+    # specialized because they equal 1); the entry may add scratch pointers after them.
+    signature = kern.src.signature
+    kept = [(arg, ty) for arg, ty in zip(KERNEL_ARGS, [signature[a] for a in KERNEL_ARGS]) if ty != "constexpr"]
+    if len(ptx_types) < len(kept):
+        raise RuntimeError(f"{name}: {len(ptx_types)} PTX parameters for {len(kept)} kept arguments")
+    params = []
+    for i, t in enumerate(ptx_types):
+        if i < len(kept):
+            arg, ty = kept[i]
+            value = values[KERNEL_ARGS.index(arg)]
+            params.append({"name": arg, "type": ty, "ptx": t, "value": None if ty.startswith("*") else int(value)})
+        else:
+            params.append({"name": "scratch", "type": "*i8", "ptx": t, "value": None})
+    for field in ("global_scratch_size", "profile_scratch_size"):
+        if getattr(md, field, 0):
+            raise RuntimeError(f"{name}: {field} = {getattr(md, field)} (scratch memory is not exported)")
+    cluster = tuple(getattr(md, "cluster_dims", (1, 1, 1)) or (1, 1, 1))
+    if cluster != (1, 1, 1):
+        raise RuntimeError(f"{name}: cluster dims {cluster} (not exported)")
+    tag = f"{M}x{N}x{K}-{activation or 'none'}"
+    with open(os.path.join(out_dir, f"{tag}.cubin"), "wb") as f:
+        f.write(kern.asm["cubin"])
+    index.append({
+        "M": M, "N": N, "K": K, "activation": activation or "none",
+        "cubin": f"{tag}.cubin", "name": name, "threads": 32 * md.num_warps, "shared": md.shared,
+        "grid": list(grid), "params": params, "config": str(cfg),
+    })
+
+
+def bench_shapes(set_name, shapes, rows, seed0, sequential=False, export_dir=None, export_index=None):
     """Checks every provider on each (M, N, K), then times those that passed (interleaved, or
     one after the other with `triton.testing.do_bench` when `sequential`); returns
     {provider: [tflops or nan]}."""
@@ -323,6 +387,12 @@ def bench_shapes(set_name, shapes, rows, seed0, sequential=False):
                 point.append((row, fn))
             except Exception as e:  # a failed point is reported and the sweep goes on
                 row["error"] = f"{type(e).__name__}: {e}".replace("\n", " ")[:500]
+                continue
+            if export_dir and provider.startswith("triton"):
+                try:
+                    export_compiled(export_dir, a, b, c, "leaky_relu" if provider.endswith("+relu") else "", export_index)
+                except Exception as e:
+                    print(f"export of {m}x{n}x{k} {provider} failed: {type(e).__name__}: {e}", file=sys.stderr)
         try:
             if sequential:
                 stats = [triton.testing.do_bench(fn, warmup=25, rep=100, quantiles=[0.5, 0.2, 0.8, 0.0, 1.0]) for _, fn in point]
@@ -411,7 +481,12 @@ def main():
     parser.add_argument("--flush", choices=["torch", "memset"], default="torch",
                         help="how do_bench flushes the L2 cache: Triton's default cache.zero_() kernel, or cudaMemsetAsync as bench_matmul")
     parser.add_argument("--ours", help="the --out directory of a bench_matmul run on this GPU: adds ours / Triton to the summary")
+    parser.add_argument("--export-kernels", metavar="DIR",
+                        help="write the cubin of each shape's chosen Triton kernel and DIR/index.json (for bench_matmul --triton-kernels)")
     args = parser.parse_args()
+    export_index = []
+    if args.export_kernels:
+        os.makedirs(args.export_kernels, exist_ok=True)
 
     if not torch.cuda.is_available():
         print("triton_matmul_bench: no CUDA GPU visible to torch; nothing to do")
@@ -427,7 +502,7 @@ def main():
 
     if not args.nonsquare_only:
         sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else (QUICK_SQUARES if args.quick else ALL_SQUARES)
-        series = bench_shapes("square", [(s, s, s) for s in sizes], rows, 1000, args.sequential)
+        series = bench_shapes("square", [(s, s, s) for s in sizes], rows, 1000, args.sequential, args.export_kernels, export_index)
         print_table("triton-matmul-performance", "M", sizes, series)
         write_series_csv(os.path.join(args.out, "triton-matmul-performance.csv"), "M", sizes, series)
         summary.append("square matmul, geometric-mean TFLOPS ratios:")
@@ -445,7 +520,7 @@ def main():
 
     if not args.square_only:
         cases = NONSQUARE[:3] if args.quick else NONSQUARE
-        series = bench_shapes("nonsquare", [(m, n, k) for m, n, k, _ in cases], rows, 5000, args.sequential)
+        series = bench_shapes("nonsquare", [(m, n, k) for m, n, k, _ in cases], rows, 5000, args.sequential, args.export_kernels, export_index)
         print("\nnon-square cases:")
         for i, (m, n, k, what) in enumerate(cases):
             print(f"  case {i + 1}: M={m} N={n} K={k} ({what})")
@@ -471,6 +546,11 @@ def main():
         f.write("\n".join(summary) + "\n")
     print("\n" + "\n".join(summary))
     print(f"wrote {points}, {summary_path} and the tables' CSV in {args.out}")
+    if args.export_kernels:
+        path = os.path.join(args.export_kernels, "index.json")
+        with open(path, "w") as f:
+            json.dump({"triton": triton.__version__, "device": torch.cuda.get_device_name(), "kernels": export_index}, f, indent=1)
+        print(f"exported {len(export_index)} kernels to {args.export_kernels}")
     failed = [r for r in rows if "error" in r]
     for r in failed:
         print(f"failed: {r['set']} {r['M']}x{r['N']}x{r['K']} {r['provider']}: {r['error']}")

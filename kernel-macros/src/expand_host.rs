@@ -442,7 +442,7 @@ pub fn module(
             /// benchmarks every config on scratch copies of the pointer arguments and keeps the
             /// fastest (cached on disk); the CPU backend runs the first config.
             pub fn launch<G: #rt::Grid<Meta>>(__grid: G, #(#args),*) -> ::core::result::Result<(), #rt::LaunchError> {
-                let __config = if #n_configs > 1 {
+                let __tuning = if #n_configs > 1 {
                     let __ptrs: [#rt::PtrArg<'_>; #n_ptrs] = [#(#ptr_args_again),*];
                     let __key: [i64; #n_key] = [#(#key_values),*];
                     let __instance_key = format!("{:?}", (#(#instance_key_parts,)*));
@@ -457,9 +457,9 @@ pub fn module(
                         }
                     })?
                 } else {
-                    0
+                    #rt::Tuning::default()
                 };
-                self::__launch(__config, &__grid, #(#all_arg_names),*)
+                #rt::with_split(__tuning.split, || self::__launch(__tuning.config, &__grid, #(#all_arg_names),*))
             }
 
             /// Launches with the config `CONFIGS[config]`, without autotuning.

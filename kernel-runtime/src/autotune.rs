@@ -47,6 +47,17 @@
 //! process on the GPU) does not decide. When every config fails, the first
 //! config's error is returned.
 //!
+//! # Split launches as a tuning choice
+//!
+//! A config whose launch can split its programs' K loops over several blocks (an entry with
+//! a split version, see [`crate::split_plan`]) is also timed with the wider plan of
+//! [`crate::wide_plan`] (grids under one wave, last waves more than half full) when that plan
+//! differs from the default one for this launch; the decision is a config and a
+//! [`SplitChoice`], stored as `"split": "wide"` or `"auto"` (an entry without it is `auto`), and
+//! the kernel's `launch` runs under that choice ([`crate::with_split`]). Whether splitting
+//! pays at those sizes depends on the hand-over's cost against the shorter loops, which only
+//! a measurement answers.
+//!
 //! `KERNEL_PRINT_AUTOTUNING=1` prints every decision (kernel, key, chosen
 //! config, its time, skipped configs with reasons) to stderr. Tuning that
 //! takes more than a second shows its progress on stderr.
@@ -66,6 +77,7 @@ use crate::cuda::CudaDevice;
 use crate::dtype::DTypeKind;
 use crate::error::LaunchError;
 use crate::launch::{KernelInfo, PtrArg};
+use crate::split::{self, SplitChoice};
 
 /// The `format` field of a cache file.
 const FORMAT: &str = "kernel-rs-autotune";
@@ -208,6 +220,8 @@ pub(crate) struct Entry {
     pub(crate) config_text: String,
     /// Median time of the chosen config, in milliseconds.
     pub(crate) ms: f64,
+    /// The split plan its launches use.
+    pub(crate) split: SplitChoice,
 }
 
 /// The stored config index when `entry` still describes `configs` (index in range, same text).
@@ -294,6 +308,12 @@ impl DiskCache {
             config: usize::try_from(e.get("config")?.as_u64()?).ok()?,
             config_text: e.get("config_text")?.as_str()?.to_string(),
             ms: e.get("ms").and_then(Value::as_f64).unwrap_or(f64::NAN),
+            // Entries written before split choices existed are `auto`; a name this build does
+            // not know is a miss (re-tuned).
+            split: match e.get("split") {
+                None => SplitChoice::Auto,
+                Some(v) => SplitChoice::from_name(v.as_str()?)?,
+            },
         })
     }
 
@@ -337,6 +357,7 @@ impl DiskCache {
                 "config": entry.config,
                 "config_text": entry.config_text,
                 "ms": if entry.ms.is_finite() { json!(entry.ms) } else { Value::Null },
+                "split": entry.split.name(),
                 "key": key.to_json(),
                 "skipped": skipped,
             }),
@@ -403,10 +424,11 @@ impl Timer for CudaTimer {
     }
 }
 
-/// The outcome of timing every config.
+/// The outcome of timing every config. Indices are *candidates*: config `c` is candidate
+/// `c`, and config `c` with [`SplitChoice::Wide`] candidate `configs + c`.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Tuned {
-    /// The fastest config.
+    /// The fastest candidate.
     pub(crate) best: usize,
     /// Its median time in milliseconds.
     pub(crate) best_ms: f64,
@@ -436,8 +458,22 @@ fn median(v: &mut [f64]) -> f64 {
 ///
 /// # Errors
 /// When every config fails: the first config's error.
+#[cfg(test)]
 pub(crate) fn select(
     n: usize,
+    run: &mut dyn FnMut(usize) -> Result<(), LaunchError>,
+    timer: &mut dyn Timer,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Tuned, LaunchError> {
+    select_among(n, &|_| true, run, timer, progress)
+}
+
+/// [`select`] over the candidates `i` in `0..n` for which `applicable(i)` holds when their
+/// turn comes (asked in order, after the earlier candidates ran); the others are neither run
+/// nor listed.
+pub(crate) fn select_among(
+    n: usize,
+    applicable: &dyn Fn(usize) -> bool,
     run: &mut dyn FnMut(usize) -> Result<(), LaunchError>,
     timer: &mut dyn Timer,
     progress: &mut dyn FnMut(usize, usize),
@@ -465,6 +501,10 @@ pub(crate) fn select(
         Ok((median(&mut samples), true))
     };
     for config in 0..n {
+        if !applicable(config) {
+            progress(config + 1, n);
+            continue;
+        }
         match measure(config, best.map(|(_, b)| b)) {
             Ok((ms, full)) => {
                 times[config] = Some(ms);
@@ -517,28 +557,60 @@ fn warn_stderr(msg: String) {
 
 /// The decision line printed with `KERNEL_PRINT_AUTOTUNING=1`.
 pub(crate) fn describe_decision(info: &KernelInfo, key: &CacheKey, tuned: &Tuned, source: &str) -> String {
-    let config = info.configs.get(tuned.best).map(ToString::to_string).unwrap_or_default();
+    let n = info.configs.len();
+    let (best, choice) = candidate(tuned.best, n);
+    let config = info.configs.get(best).map(ToString::to_string).unwrap_or_default();
+    let split = match choice {
+        SplitChoice::Auto => "",
+        SplitChoice::Wide => ", wide split",
+    };
     let mut line = format!(
-        "autotuning {} {} {}: config {} ({config}), {:.4} ms [{source}]",
+        "autotuning {} {} {}: config {best} ({config}){split}, {:.4} ms [{source}]",
         key.kernel,
         key.key_values(),
         key.instance,
-        tuned.best,
         tuned.best_ms
     );
     let timed: Vec<String> = tuned
         .times
         .iter()
         .enumerate()
-        .filter_map(|(i, t)| t.map(|t| format!("{i}: {t:.4}")))
+        .filter_map(|(i, t)| t.map(|t| format!("{}: {t:.4}", candidate_label(i, n))))
         .collect();
     if timed.len() > 1 {
-        line.push_str(&format!("; times (ms) {}", timed.join(", ")));
+        line.push_str(&format!("; times (ms; w: wide split) {}", timed.join(", ")));
     }
     for (i, why) in &tuned.skipped {
-        line.push_str(&format!("; skipped config {i}: {why}"));
+        line.push_str(&format!("; skipped config {}: {why}", candidate_label(*i, n)));
     }
     line
+}
+
+/// The config and split choice of candidate `i` among `n` configs (see [`Tuned`]).
+pub(crate) fn candidate(i: usize, n: usize) -> (usize, SplitChoice) {
+    if i < n {
+        (i, SplitChoice::Auto)
+    } else {
+        (i - n, SplitChoice::Wide)
+    }
+}
+
+/// Candidate `i` as the decision line shows it: `3`, or `3w` with the wide split.
+fn candidate_label(i: usize, n: usize) -> String {
+    match candidate(i, n) {
+        (c, SplitChoice::Auto) => c.to_string(),
+        (c, SplitChoice::Wide) => format!("{c}w"),
+    }
+}
+
+/// The decision of an autotuned kernel's launch: the config, and the split plan its launch
+/// runs under ([`crate::with_split`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tuning {
+    /// Index into the kernel's configs.
+    pub config: usize,
+    /// The split plan of its launches.
+    pub split: SplitChoice,
 }
 
 /// Per-process decisions, by key text.
@@ -561,12 +633,12 @@ pub(crate) fn autotune(
     key_values: &[i64],
     instance_key: &str,
     run: &mut dyn FnMut(usize) -> Result<(), LaunchError>,
-) -> Result<usize, LaunchError> {
+) -> Result<Tuning, LaunchError> {
     if info.configs.len() <= 1 {
-        return Ok(0);
+        return Ok(Tuning::default());
     }
     let Some(dev) = args.first().and_then(|a| a.device.cuda_device()) else {
-        return Ok(0);
+        return Ok(Tuning::default());
     };
     let code_hash = crate::cuda::ptx::code_hash(dev, info)?;
     let gpu = format!("{} (sm_{}{})", dev.name, dev.cc.0, dev.cc.1);
@@ -575,7 +647,7 @@ pub(crate) fn autotune(
     let text = key.to_string();
     let from_memory = |text: &str| {
         let mem = memory().lock().unwrap_or_else(PoisonError::into_inner);
-        mem.get(text).and_then(|e| validate(e, info.configs))
+        mem.get(text).and_then(|e| validate(e, info.configs).map(|config| Tuning { config, split: e.split }))
     };
     if let Some(i) = from_memory(&text) {
         return Ok(i);
@@ -588,12 +660,14 @@ pub(crate) fn autotune(
     let mut warn = warn_stderr;
     if let Some(entry) = disk.as_ref().and_then(|d| d.lookup(&key, &mut warn)) {
         if let Some(i) = validate(&entry, info.configs) {
+            let tuning = Tuning { config: i, split: entry.split };
             if print_autotuning() {
-                let tuned = Tuned { best: i, best_ms: entry.ms, times: Vec::new(), skipped: Vec::new() };
+                let best = if tuning.split == SplitChoice::Wide { i + info.configs.len() } else { i };
+                let tuned = Tuned { best, best_ms: entry.ms, times: Vec::new(), skipped: Vec::new() };
                 eprintln!("{}", describe_decision(info, &key, &tuned, "disk cache"));
             }
             memory().lock().unwrap_or_else(PoisonError::into_inner).insert(text, entry);
-            return Ok(i);
+            return Ok(tuning);
         }
     }
     let start = Instant::now();
@@ -602,20 +676,43 @@ pub(crate) fn autotune(
     let mut progress = |done: usize, n: usize| {
         if shown || start.elapsed() > PROGRESS_AFTER {
             shown = true;
-            eprint!("\r{label}: {done}/{n} configs");
+            eprint!("\r{label}: {done}/{n} candidates");
             if done == n {
                 eprintln!(" ({:.1} s)", start.elapsed().as_secs_f64());
             }
         }
     };
     let mut timer = CudaTimer { dev: Arc::clone(dev) };
-    let tuned = select(info.configs.len(), run, &mut timer, &mut progress)?;
-    let entry = Entry { config: tuned.best, config_text: info.configs[tuned.best].to_string(), ms: tuned.best_ms };
+    // Each config first under the default plan; then, for each config whose launch would have
+    // planned otherwise under the wide one, again with it.
+    let n = info.configs.len();
+    let wide_differs: Vec<std::cell::Cell<bool>> = (0..n).map(|_| std::cell::Cell::new(false)).collect();
+    let mut run_candidate = |i: usize| -> Result<(), LaunchError> {
+        let (config, choice) = candidate(i, n);
+        split::take_wide_differs();
+        let r = split::with_split(choice, || run(config));
+        if choice == SplitChoice::Auto && split::take_wide_differs() {
+            wide_differs[config].set(true);
+        }
+        r
+    };
+    let applicable = |i: usize| i < n || wide_differs[i - n].get();
+    let tuned = select_among(2 * n, &applicable, &mut run_candidate, &mut timer, &mut progress)?;
+    let (best, choice) = candidate(tuned.best, n);
+    let entry = Entry { config: best, config_text: info.configs[best].to_string(), ms: tuned.best_ms, split: choice };
     if print_autotuning() {
         eprintln!("{}", describe_decision(info, &key, &tuned, "tuned"));
     }
     if let Some(disk) = &disk {
-        if let Err(why) = disk.store(&key, &entry, &tuned.skipped, &mut warn) {
+        let skipped: Vec<(usize, String)> = tuned
+            .skipped
+            .iter()
+            .map(|(i, why)| match candidate(*i, n) {
+                (c, SplitChoice::Auto) => (c, why.clone()),
+                (c, SplitChoice::Wide) => (c, format!("with the wide split: {why}")),
+            })
+            .collect();
+        if let Err(why) = disk.store(&key, &entry, &skipped, &mut warn) {
             if WARNED_UNWRITABLE.set(()).is_ok() {
                 warn_stderr(format!(
                     "cannot write the autotuning cache ({why}); decisions are kept for this process only \
@@ -627,7 +724,7 @@ pub(crate) fn autotune(
         warn_stderr("no autotuning cache directory (set KERNEL_CACHE_DIR, XDG_CACHE_HOME or HOME); decisions are kept for this process only".into());
     }
     memory().lock().unwrap_or_else(PoisonError::into_inner).insert(text, entry);
-    Ok(tuned.best)
+    Ok(Tuning { config: best, split: choice })
 }
 
 #[cfg(test)]
@@ -676,7 +773,7 @@ mod tests {
     }
 
     fn entry(config: usize) -> Entry {
-        Entry { config, config_text: CONFIGS[config].to_string(), ms: 1.5 }
+        Entry { config, config_text: CONFIGS[config].to_string(), ms: 1.5, split: if config == 2 { SplitChoice::Wide } else { SplitChoice::Auto } }
     }
 
     #[test]
@@ -784,9 +881,9 @@ mod tests {
     #[test]
     fn stale_entries_are_misses() {
         // The config at the stored index changed (its text differs), or the index is gone.
-        let changed = Entry { config: 1, config_text: "BLOCK=999, num_warps=4, num_stages=4".into(), ms: 1.0 };
+        let changed = Entry { config: 1, config_text: "BLOCK=999, num_warps=4, num_stages=4".into(), ms: 1.0, split: SplitChoice::Auto };
         assert_eq!(validate(&changed, &CONFIGS), None);
-        let gone = Entry { config: 7, config_text: CONFIGS[0].to_string(), ms: 1.0 };
+        let gone = Entry { config: 7, config_text: CONFIGS[0].to_string(), ms: 1.0, split: SplitChoice::Auto };
         assert_eq!(validate(&gone, &CONFIGS), None);
         assert_eq!(validate(&entry(1), &CONFIGS), Some(1));
         // A stale entry in a file reads back as it was stored, and validation rejects it.
@@ -801,7 +898,45 @@ mod tests {
         file["entries"][key(5).to_string()]["config"] = json!("three");
         fs::write(&path, file.to_string()).unwrap();
         assert_eq!(cache.lookup(&key(5), &mut |w| panic!("{w}")), None);
+        // Entries written before split choices existed are `auto`; an unknown choice is a miss.
+        cache.store(&key(6), &entry(2), &[], &mut |w| panic!("{w}")).unwrap();
+        let mut file: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(file["entries"][key(6).to_string()]["split"], "wide");
+        file["entries"][key(6).to_string()].as_object_mut().unwrap().remove("split");
+        fs::write(&path, file.to_string()).unwrap();
+        assert_eq!(cache.lookup(&key(6), &mut |w| panic!("{w}")).map(|e| e.split), Some(SplitChoice::Auto));
+        file["entries"][key(6).to_string()]["split"] = json!("diagonal");
+        fs::write(&path, file.to_string()).unwrap();
+        assert_eq!(cache.lookup(&key(6), &mut |w| panic!("{w}")), None);
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn wide_split_candidates_run_only_where_they_apply_and_can_win() {
+        // Three configs; candidates 3..6 are the same configs with the wide split. Config 1's
+        // launch would split otherwise under the wide plan (and is faster so), config 0's and
+        // 2's would not: candidates 3 and 5 never run.
+        let current = Rc::new(Cell::new(usize::MAX));
+        let mut timer = FakeTimer { current: Rc::clone(&current), ms: vec![2.0, 3.0, 4.0, 0.5, 1.0, 0.5], calls: Sorted::new() };
+        let ran = RefCell::new(Vec::new());
+        let differs = [false, true, false];
+        let mut run = |i: usize| {
+            current.set(i);
+            ran.borrow_mut().push(i);
+            Ok(())
+        };
+        let applicable = |i: usize| i < 3 || differs[i - 3];
+        let mut seen = Vec::new();
+        let tuned = select_among(6, &applicable, &mut run, &mut timer, &mut |d, n| seen.push((d, n))).unwrap();
+        assert_eq!((tuned.best, tuned.best_ms), (4, 1.0));
+        assert_eq!(candidate(tuned.best, 3), (1, SplitChoice::Wide));
+        assert_eq!(tuned.times, vec![Some(2.0), Some(3.0), Some(4.0), None, Some(1.0), None]);
+        assert!(!ran.borrow().contains(&3) && !ran.borrow().contains(&5), "{:?}", ran.borrow());
+        assert_eq!(seen.last(), Some(&(6, 6)));
+        let info = KernelInfo { configs: &CONFIGS, ..INFO };
+        let line = describe_decision(&info, &key(8), &tuned, "tuned");
+        assert!(line.contains("config 1 (BLOCK=128, num_warps=4, num_stages=4), wide split, 1.0000 ms [tuned]"), "{line}");
+        assert!(line.contains("times (ms; w: wide split) 0: 2.0000, 1: 3.0000, 2: 4.0000, 1w: 1.0000"), "{line}");
     }
 
     #[test]
@@ -925,7 +1060,8 @@ mod tests {
         let info = KernelInfo { configs: &CONFIGS, ..INFO };
         let line = describe_decision(&info, &key(8), &Tuned { best: 1, ..tuned }, "tuned");
         assert!(line.starts_with("autotuning mm [M=8, N=64] (None,): config 1 (BLOCK=128, num_warps=4, num_stages=4), 2.0000 ms [tuned]"), "{line}");
-        assert!(line.contains("; skipped config 3: kernel `mm` (entry `mm__c3`) needs 300000 bytes"), "{line}");
+        // Three configs: candidate 3 is config 0 with the wide split.
+        assert!(line.contains("; skipped config 0w: kernel `mm` (entry `mm__c3`) needs 300000 bytes"), "{line}");
     }
 
     #[test]
@@ -1009,7 +1145,7 @@ mod tests {
         let t = crate::Tensor::<crate::f16>::zeros(&crate::Device::cpu(), &[4]).unwrap();
         let args = [crate::launch::ptr_arg("a", &t)];
         let i = autotune(&INFO, &args, &[1, 2], "()", &mut |_| panic!("must not run on the CPU")).unwrap();
-        assert_eq!(i, 0);
-        assert_eq!(autotune(&INFO, &[], &[1, 2], "()", &mut |_| panic!("no device")).unwrap(), 0);
+        assert_eq!(i, Tuning::default());
+        assert_eq!(autotune(&INFO, &[], &[1, 2], "()", &mut |_| panic!("no device")).unwrap().config, 0);
     }
 }

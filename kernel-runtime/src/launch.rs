@@ -213,9 +213,10 @@ impl ScalarArg {
 }
 
 /// Chooses the config of an autotuned kernel for this launch: on the CPU backend the first
-/// config; on a GPU the fastest config for this key (cached in memory and on disk; see
-/// the `autotune` module for the key, the cache files and the environment variables).
-/// `run(config)` launches once on scratch copies of the arguments.
+/// config; on a GPU the fastest config for this key, with the split plan its launch runs
+/// under ([`crate::with_split`]; cached in memory and on disk; see the `autotune` module for
+/// the key, the cache files and the environment variables). `run(config)` launches once on
+/// scratch copies of the arguments.
 ///
 /// # Errors
 /// When the kernel's PTX cannot be found or read, or every config fails to launch (the
@@ -227,7 +228,7 @@ impl ScalarArg {
 ///     name: "noop", params: &[], configs: &[], key: &[], instances: &[],
 ///     module: ModuleInfo { crate_name: "doc", manifest_dir: "." },
 /// };
-/// assert_eq!(autotune(&INFO, &[], &[], "()", &mut |_| Ok(())).unwrap(), 0);
+/// assert_eq!(autotune(&INFO, &[], &[], "()", &mut |_| Ok(())).unwrap().config, 0);
 /// ```
 pub fn autotune(
     info: &'static KernelInfo,
@@ -235,7 +236,7 @@ pub fn autotune(
     key: &[i64],
     instance_key: &str,
     run: &mut dyn FnMut(usize) -> Result<(), LaunchError>,
-) -> Result<usize, LaunchError> {
+) -> Result<crate::autotune::Tuning, LaunchError> {
     crate::autotune::autotune(info, args, key, instance_key, run)
 }
 

@@ -68,6 +68,7 @@ mod error;
 mod grid;
 mod launch;
 mod split;
+pub mod foreign;
 mod tensor;
 pub mod testing;
 
@@ -76,7 +77,7 @@ pub use device::Device;
 pub use dtype::{DType, DTypeKind};
 pub use error::{DeviceError, LaunchError, TensorError};
 pub use grid::{cdiv, Grid, GridDims, GridInt, MAX_GRID_X, MAX_GRID_YZ};
-pub use split::{split_plan, SplitPlan, DEFAULT_MAX_PARTS};
+pub use split::{split_plan, wide_plan, with_split, SplitChoice, SplitPlan, DEFAULT_MAX_PARTS};
 pub use half::{bf16, f16};
 pub use tensor::Tensor;
 
@@ -89,9 +90,10 @@ pub use cudarc;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::cpu;
+    pub use crate::autotune::Tuning;
     pub use crate::launch::{autotune, launch, launch_cpu, ptr_arg, InstanceInfo, KernelInfo, ModuleInfo, ParamInfo, ParamKind, PtrArg, ScalarArg, TmaOperand};
     pub use crate::{
-        Config, DType, DTypeKind, Device, Func, Grid, GridDims, LaunchError, MetaValue, Tensor,
+        with_split, Config, DType, DTypeKind, Device, Func, Grid, GridDims, LaunchError, MetaValue, Tensor,
     };
     pub use half::{bf16, f16};
 }

@@ -15,6 +15,7 @@
 //! `off` or `0` (never split), `force` (for tests: half the programs whole, the others in 3
 //! parts each, whatever the waves).
 
+use std::cell::Cell;
 use std::sync::OnceLock;
 
 /// How a launch runs the programs of a 1-D grid: the first `whole` programs on one block each,
@@ -82,6 +83,120 @@ pub fn split_plan(programs: u32, wave: u32, max_parts: u32) -> SplitPlan {
     }
 }
 
+/// The plan [`SplitChoice::Wide`] asks for: the programs of the last wave (all of them when
+/// the grid is less than one wave) run on `p` blocks each, `p` in `2..=max_parts` the count
+/// that makes those blocks take the fewest waves of one part's length
+/// (`ceil(r p / wave) / p` of a whole program's time for `r` programs), fewer parts on a tie;
+/// nothing is split when no count beats running them whole. Unlike [`split_plan`] it also
+/// splits a grid of less than one wave and a last wave more than half full (on 132 SMs, 84
+/// programs left run in 3 parts: 252 blocks, two waves of a third of a program each). Whether
+/// that pays depends on the hand-over's cost, so only autotuning uses it, where it measured
+/// faster (see [`with_split`]).
+///
+/// ```
+/// use kernel_runtime::{split_plan, wide_plan, SplitPlan};
+/// // 216 programs on 132 SMs: 132 whole, the last 84 on 3 blocks each.
+/// assert_eq!(wide_plan(216, 132, 4), SplitPlan { whole: 132, parts: 3, blocks: 384 });
+/// // Less than one wave: every program on 4 blocks.
+/// assert_eq!(wide_plan(32, 132, 4), SplitPlan { whole: 0, parts: 4, blocks: 128 });
+/// // Where split_plan splits, the wide plan is the same.
+/// assert_eq!(wide_plan(162, 132, 4), split_plan(162, 132, 4));
+/// ```
+pub fn wide_plan(programs: u32, wave: u32, max_parts: u32) -> SplitPlan {
+    if wave == 0 || programs == 0 {
+        return SplitPlan::none(programs);
+    }
+    let rem = programs % wave;
+    if rem == 0 {
+        return SplitPlan::none(programs);
+    }
+    let (rem, wave64) = (u64::from(rem), u64::from(wave));
+    // Cost of the last wave in units of one whole program: waves(p) / p, compared exactly as
+    // waves(p) * best_p < best_waves * p.
+    let (mut best_p, mut best_waves) = (1u64, 1u64);
+    for p in 2..=u64::from(max_parts) {
+        let waves = (rem * p).div_ceil(wave64);
+        if waves * best_p < best_waves * p {
+            (best_p, best_waves) = (p, waves);
+        }
+    }
+    if best_p == 1 {
+        return SplitPlan::none(programs);
+    }
+    let (parts, rem) = (best_p as u32, rem as u32);
+    let whole = programs - rem;
+    match rem.checked_mul(parts).and_then(|b| b.checked_add(whole)) {
+        Some(blocks) => SplitPlan { whole, parts, blocks },
+        None => SplitPlan::none(programs),
+    }
+}
+
+/// Which plan the launches inside [`with_split`] use when `KERNEL_SPLIT` is `auto` or a part
+/// count (`off` and `force` apply whatever the choice).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SplitChoice {
+    /// [`split_plan`]: only a last wave at most half full (the default).
+    #[default]
+    Auto,
+    /// [`wide_plan`]: also grids under one wave and last waves more than half full.
+    Wide,
+}
+
+impl SplitChoice {
+    /// The name stored in the autotuning cache.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            SplitChoice::Auto => "auto",
+            SplitChoice::Wide => "wide",
+        }
+    }
+
+    /// The choice a cache entry names (`None`: not a choice this build knows).
+    pub(crate) fn from_name(name: &str) -> Option<SplitChoice> {
+        [SplitChoice::Auto, SplitChoice::Wide].into_iter().find(|c| c.name() == name)
+    }
+}
+
+thread_local! {
+    static CHOICE: Cell<SplitChoice> = const { Cell::new(SplitChoice::Auto) };
+    static WIDE_DIFFERS: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` with the kernel launches it makes on this thread using `choice`'s plan (the
+/// previous choice is restored afterwards, also when `f` panics). An autotuned kernel's
+/// `launch` runs under the choice its tuning kept.
+///
+/// ```
+/// use kernel_runtime::{with_split, SplitChoice};
+/// assert_eq!(with_split(SplitChoice::Wide, || 1 + 1), 2);
+/// ```
+pub fn with_split<R>(choice: SplitChoice, f: impl FnOnce() -> R) -> R {
+    struct Restore(SplitChoice);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            CHOICE.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(CHOICE.with(|c| c.replace(choice)));
+    f()
+}
+
+/// The choice of the launches on this thread now.
+pub(crate) fn current_choice() -> SplitChoice {
+    CHOICE.with(Cell::get)
+}
+
+/// Records whether the last launch on this thread would have run another plan under
+/// [`SplitChoice::Wide`] than under [`SplitChoice::Auto`] (autotuning then times both).
+pub(crate) fn note_wide_differs(differs: bool) {
+    WIDE_DIFFERS.with(|c| c.set(differs));
+}
+
+/// What [`note_wide_differs`] recorded since the last call (false when nothing was).
+pub(crate) fn take_wide_differs() -> bool {
+    WIDE_DIFFERS.with(|c| c.replace(false))
+}
+
 /// The `KERNEL_SPLIT` policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum SplitPolicy {
@@ -118,10 +233,13 @@ impl SplitPolicy {
         })
     }
 
-    /// The plan for `programs` programs when `wave` blocks run at once.
-    pub(crate) fn plan(self, programs: u32, wave: u32) -> SplitPlan {
+    /// The plan for `programs` programs when `wave` blocks run at once, under `choice`.
+    pub(crate) fn plan(self, programs: u32, wave: u32, choice: SplitChoice) -> SplitPlan {
         match self {
-            SplitPolicy::Auto(max) => split_plan(programs, wave, max),
+            SplitPolicy::Auto(max) => match choice {
+                SplitChoice::Auto => split_plan(programs, wave, max),
+                SplitChoice::Wide => wide_plan(programs, wave, max),
+            },
             SplitPolicy::Off => SplitPlan::none(programs),
             SplitPolicy::Force => {
                 let whole = programs / 2;
@@ -168,6 +286,72 @@ mod tests {
     }
 
     #[test]
+    fn wide_plans_take_the_fewest_part_waves() {
+        // Last waves more than half full: 84 left on 132 SMs in 3 parts (two waves of a third),
+        // 68 left (2560² in 128x256 tiles) in 3 parts too; 124 left gain nothing.
+        assert_eq!(wide_plan(216, 132, 4), SplitPlan { whole: 132, parts: 3, blocks: 384 });
+        assert_eq!(wide_plan(200, 132, 4), SplitPlan { whole: 132, parts: 3, blocks: 336 });
+        assert_eq!(wide_plan(256, 132, 4), SplitPlan::none(256));
+        // Less than one wave: as many parts as fit, at most max_parts.
+        assert_eq!(wide_plan(32, 132, 4), SplitPlan { whole: 0, parts: 4, blocks: 128 });
+        assert_eq!(wide_plan(8, 132, 8), SplitPlan { whole: 0, parts: 8, blocks: 64 });
+        assert_eq!(wide_plan(60, 132, 4), SplitPlan { whole: 0, parts: 2, blocks: 120 });
+        // 100 programs: 2 parts take 2 waves of a half (no gain), 4 parts 4 waves of a quarter.
+        assert_eq!(wide_plan(100, 132, 4), SplitPlan::none(100));
+        // Full waves are never split.
+        assert_eq!(wide_plan(264, 132, 4), SplitPlan::none(264));
+        assert_eq!(wide_plan(0, 132, 4), SplitPlan::none(0));
+        assert_eq!(wide_plan(7, 0, 4), SplitPlan::none(7));
+        for programs in 0..1000 {
+            for wave in [1, 2, 7, 132, 264, 528] {
+                let w = wide_plan(programs, wave, 4);
+                assert!(covers(w, programs), "{programs} programs, wave {wave}: {w:?}");
+                assert!(w.parts <= 4);
+                // Wherever the half-full rule splits, the wide plan is the same plan.
+                let s = split_plan(programs, wave, 4);
+                if s.parts > 1 {
+                    assert_eq!(w, s, "{programs} programs, wave {wave}");
+                }
+                // A split never makes the last wave's blocks take longer than running whole.
+                if w.parts > 1 {
+                    let split = w.blocks - w.whole;
+                    assert!(split.div_ceil(wave) < w.parts, "{programs} programs, wave {wave}: {w:?}");
+                }
+            }
+        }
+        assert_eq!(wide_plan(u32::MAX, 1 << 31, 4), SplitPlan::none(u32::MAX));
+    }
+
+    #[test]
+    fn with_split_sets_the_choice_for_its_closure_only() {
+        assert_eq!(current_choice(), SplitChoice::Auto);
+        let inner = with_split(SplitChoice::Wide, || {
+            let nested = with_split(SplitChoice::Auto, current_choice);
+            (current_choice(), nested)
+        });
+        assert_eq!(inner, (SplitChoice::Wide, SplitChoice::Auto));
+        assert_eq!(current_choice(), SplitChoice::Auto);
+        // Restored when the closure panics.
+        let r = std::panic::catch_unwind(|| with_split(SplitChoice::Wide, || panic!("boom")));
+        assert!(r.is_err());
+        assert_eq!(current_choice(), SplitChoice::Auto);
+        // The wide-differs note is read once.
+        note_wide_differs(true);
+        assert!(take_wide_differs());
+        assert!(!take_wide_differs());
+        assert_eq!(SplitChoice::from_name("wide"), Some(SplitChoice::Wide));
+        assert_eq!(SplitChoice::from_name(SplitChoice::Auto.name()), Some(SplitChoice::Auto));
+        assert_eq!(SplitChoice::from_name("sideways"), None);
+    }
+
+    #[test]
+    fn the_choice_applies_only_to_the_auto_policy() {
+        assert_eq!(SplitPolicy::Auto(4).plan(216, 132, SplitChoice::Auto), SplitPlan::none(216));
+        assert_eq!(SplitPolicy::Auto(4).plan(216, 132, SplitChoice::Wide), wide_plan(216, 132, 4));
+        assert_eq!(SplitPolicy::Off.plan(32, 132, SplitChoice::Wide), SplitPlan::none(32));
+    }
+
+    #[test]
     fn kernel_split_values() {
         assert_eq!(SplitPolicy::parse(None), Ok(SplitPolicy::Auto(DEFAULT_MAX_PARTS)));
         assert_eq!(SplitPolicy::parse(Some("auto")), Ok(SplitPolicy::Auto(DEFAULT_MAX_PARTS)));
@@ -182,11 +366,11 @@ mod tests {
 
     #[test]
     fn forced_plans_split_half_the_programs_in_three() {
-        let p = SplitPolicy::Force.plan(10, 132);
+        let p = SplitPolicy::Force.plan(10, 132, SplitChoice::Auto);
         assert_eq!(p, SplitPlan { whole: 5, parts: 3, blocks: 20 });
         assert!(covers(p, 10));
-        assert_eq!(SplitPolicy::Force.plan(1, 132), SplitPlan { whole: 0, parts: 3, blocks: 3 });
-        assert_eq!(SplitPolicy::Force.plan(0, 132), SplitPlan::none(0));
-        assert_eq!(SplitPolicy::Off.plan(162, 132), SplitPlan::none(162));
+        assert_eq!(SplitPolicy::Force.plan(1, 132, SplitChoice::Wide), SplitPlan { whole: 0, parts: 3, blocks: 3 });
+        assert_eq!(SplitPolicy::Force.plan(0, 132, SplitChoice::Auto), SplitPlan::none(0));
+        assert_eq!(SplitPolicy::Off.plan(162, 132, SplitChoice::Wide), SplitPlan::none(162));
     }
 }

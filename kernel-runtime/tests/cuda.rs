@@ -357,3 +357,41 @@ fn interleaved_bench_times_each_function_on_the_gpu() {
     let expected: f64 = (0..2048).map(|k| xs[5 * 2048 + k] * ys[k * 2048 + 7]).sum();
     assert!((zs[5 * 2048 + 7] - expected).abs() <= 0.05 + 0.01 * expected.abs(), "{} vs {expected}", zs[5 * 2048 + 7]);
 }
+
+#[test]
+fn foreign_kernels_load_check_their_arguments_and_run() {
+    use kernel_runtime::foreign::{ForeignArg, ForeignError, ForeignKernel, ForeignParam};
+    let Some(dev) = gpu("foreign_kernels_load_check_their_arguments_and_run") else { return };
+    let params = [ForeignParam::Ptr, ForeignParam::I32, ForeignParam::Ptr, ForeignParam::F32, ForeignParam::Ptr];
+    // 100 KiB of dynamic shared memory: the load opts in (the kernel does not use it).
+    let k = ForeignKernel::load(&dev, PTX.as_bytes(), "axpy", &params, 128, 100 * 1024).unwrap();
+    assert_eq!(k.name(), "axpy");
+    let n = 1000usize;
+    let xs = Tensor::from_vec(&dev, &[n + 3], (0..n + 3).map(|i| i as f32).collect()).unwrap();
+    let x = xs.narrow(0, 3, n).unwrap();
+    let y = Tensor::full(&dev, &[n], 0.25f32).unwrap();
+    let out = Tensor::<f32>::full(&dev, &[n], f32::NAN).unwrap();
+    let args = [
+        ForeignArg::tensor(&x).unwrap(),
+        ForeignArg::I32(n as i32),
+        ForeignArg::tensor(&y).unwrap(),
+        ForeignArg::F32(2.0),
+        ForeignArg::tensor(&out).unwrap(),
+    ];
+    // SAFETY: axpy touches x, y and out at indices below n, which all three hold.
+    unsafe { k.launch([cdiv(n as u32, 128), 1, 1], &args) }.unwrap();
+    let want: Vec<f32> = (0..n).map(|i| 2.0 * (i + 3) as f32 + 0.25).collect();
+    assert_eq!(out.to_vec(), want);
+    // Wrong arguments and grids are errors before anything runs.
+    let err = unsafe { k.launch([1, 1, 1], &args[..4]) }.unwrap_err();
+    assert!(matches!(err, ForeignError::Arguments { .. }), "{err}");
+    let err = unsafe { k.launch([0, 1, 1], &args) }.unwrap_err();
+    assert!(matches!(err, ForeignError::Launch { .. }), "{err}");
+    // A missing entry, a broken image and an oversized block are load errors.
+    let err = ForeignKernel::load(&dev, PTX.as_bytes(), "nope", &params, 128, 0).unwrap_err();
+    assert!(err.to_string().contains("cuModuleGetFunction(nope)"), "{err}");
+    let err = ForeignKernel::load(&dev, b"not an image", "axpy", &params, 128, 0).unwrap_err();
+    assert!(matches!(err, ForeignError::Device(_)), "{err}");
+    let err = ForeignKernel::load(&dev, PTX.as_bytes(), "axpy", &params, 4096, 0).unwrap_err();
+    assert!(matches!(err, ForeignError::Launch { .. }), "{err}");
+}

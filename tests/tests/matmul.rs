@@ -184,6 +184,30 @@ fn split_last_waves_match_the_reference() {
     }
 }
 
+/// The wide split plan (`kernel_runtime::wide_plan`, which autotuning may choose): a grid of
+/// less than one wave with every program split (1024² × 1000 in 128x256 tiles: 32 programs on 4
+/// blocks each on an H100), and a last wave more than half full (2304² in 128x192 tiles: 216
+/// programs, the last 84 on 3 blocks each), with a K tail, against the float64 reference.
+#[test]
+fn wide_split_plans_match_the_reference() {
+    let dev = tests::test_device();
+    let shapes: &[(usize, usize, usize, usize)] =
+        if dev.is_cuda() { &[(1024, 1024, 1000, 0), (2304, 2304, 1000, 11), (512, 512, 512, 13)] } else { &[(130, 260, 100, 0)] };
+    for &(m, n, k, cfg) in shapes {
+        let (a, av) = randn_f16(&dev, m, k, 50);
+        let (b, bv) = randn_f16(&dev, k, n, 51);
+        let want = matmul_ref(&av, &bv, m, n, k, identity);
+        let c = Tensor::<f16>::full(&dev, &[m, n], f16::NAN).unwrap();
+        kernel_runtime::with_split(kernel_runtime::SplitChoice::Wide, || launch_config(cfg, &a, &b, &c));
+        let first = c.to_f64_vec();
+        let r = worst_ratio(&first, &want, ATOL, RTOL);
+        assert!(r <= 1.0, "{m}x{n}x{k}, config {cfg} ({}), wide split: worst error ratio {r}", kernels::matmul_kernel::CONFIGS[cfg]);
+        let c2 = Tensor::<f16>::full(&dev, &[m, n], f16::NAN).unwrap();
+        kernel_runtime::with_split(kernel_runtime::SplitChoice::Wide, || launch_config(cfg, &a, &b, &c2));
+        assert!(c2.to_f64_vec().iter().zip(&first).all(|(x, y)| x.to_bits() == y.to_bits()), "config {cfg}: a second launch differs");
+    }
+}
+
 #[test]
 fn transposed_views_use_strides() {
     let dev = tests::test_device();

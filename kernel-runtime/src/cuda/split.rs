@@ -11,7 +11,7 @@ use super::ptx::{self, LoadedFunction};
 use super::CudaDevice;
 use crate::error::DeviceError;
 use crate::launch::{InstanceInfo, KernelInfo};
-use crate::split::{SplitPlan, SplitPolicy};
+use crate::split::{self, SplitChoice, SplitPlan, SplitPolicy};
 
 /// Split programs one launch may have (the counters' region is fixed, so that growing the
 /// partials never leaves a counter in memory that held partials).
@@ -53,12 +53,18 @@ pub(crate) fn split_launch(dev: &CudaDevice, info: &'static KernelInfo, index: u
     Some(SplitLaunch { function, slots, blocks: p.blocks })
 }
 
-/// The plan for `programs` programs of an entry with `blocks_per_sm` blocks per SM on `dev`,
-/// within the device's grid limit and the workspace's counters.
+/// The plan for `programs` programs of an entry with `blocks_per_sm` blocks per SM on `dev`
+/// under this thread's [`SplitChoice`], within the device's grid limit and the workspace's
+/// counters. Under [`SplitChoice::Auto`] it also notes whether [`SplitChoice::Wide`] would
+/// plan otherwise (autotuning then times both).
 fn plan(dev: &CudaDevice, programs: u32, blocks_per_sm: u32) -> SplitPlan {
-    let p = SplitPolicy::current().plan(programs, dev.sm_count.saturating_mul(blocks_per_sm.max(1)));
-    if p.blocks > dev.max_grid[0] || p.split_programs() > MAX_SLOTS {
-        return SplitPlan::none(programs);
+    let policy = SplitPolicy::current();
+    let wave = dev.sm_count.saturating_mul(blocks_per_sm.max(1));
+    let fits = |p: SplitPlan| if p.blocks > dev.max_grid[0] || p.split_programs() > MAX_SLOTS { SplitPlan::none(programs) } else { p };
+    let choice = split::current_choice();
+    let p = fits(policy.plan(programs, wave, choice));
+    if choice == SplitChoice::Auto {
+        split::note_wide_differs(fits(policy.plan(programs, wave, SplitChoice::Wide)) != p);
     }
     p
 }

@@ -4,6 +4,7 @@
 //! ```text
 //! bench_matmul [--quick] [--out DIR] [--square-only | --nonsquare-only] [--sizes 512,1024,...]
 //!              [--warmup-ms 25] [--rep-ms 100] [--no-flush] [--sequential] [--progress]
+//!              [--triton-kernels DIR]
 //! ```
 //!
 //! Square sizes 256..=8192 step 256 (`--quick`: 256, 512, 1024, 2048, 4096), then non-square
@@ -19,6 +20,11 @@
 //! after the other instead (`do_bench_gpu` per provider, Triton's `perf_report` order).
 //! Autotuning happens during the check, so it is not timed (`KERNEL_PRINT_AUTOTUNING=1`
 //! shows it).
+//!
+//! `--triton-kernels DIR` adds Triton's own kernels (the cubins its autotuner chose on this GPU,
+//! exported by `scripts/triton_matmul_bench.py --export-kernels DIR`) as providers `triton` and
+//! `triton+relu`, loaded and launched in this process (see `triton.rs`): checked and timed like
+//! the others, interleaved with them, against the same cuBLAS.
 //!
 //! Output: tables on stdout; `matmul-performance.{csv,svg,png}`,
 //! `matmul-nonsquare.{csv,svg,png}`, `matmul-points.csv` (every measurement with its
@@ -37,12 +43,23 @@ use kernel_runtime::baseline::{cublas_available, cublas_matmul_f16};
 use kernel_runtime::testing::{assert_close, do_bench_gpu, do_bench_gpu_interleaved, matmul_ref_f64, BenchFn, BenchOptions, BenchResult};
 use kernel_runtime::{f16, Device, Tensor};
 
-/// Providers, in the seeds' order: (value, label, style).
-const PROVIDERS: [(&str, &str, (Color, LineStyle)); 4] = [
+mod triton;
+
+/// A provider: (value, label, style).
+type Provider = (&'static str, &'static str, (Color, LineStyle));
+
+/// Providers, in the seeds' order.
+const PROVIDERS: [Provider; 4] = [
     ("cublas", "cuBLAS", (Color::GREEN, LineStyle::Solid)),
     ("cublas+relu", "cuBLAS (+ separate LeakyReLU)", (Color::GREEN, LineStyle::Dashed)),
     ("ours", "Ours", (Color::BLUE, LineStyle::Solid)),
     ("ours+relu", "Ours (+ fused LeakyReLU)", (Color::BLUE, LineStyle::Dashed)),
+];
+
+/// Triton's exported kernels, with `--triton-kernels`.
+const TRITON_PROVIDERS: [Provider; 2] = [
+    ("triton", "Triton (same process)", (Color::RED, LineStyle::Solid)),
+    ("triton+relu", "Triton (+ fused LeakyReLU, same process)", (Color::RED, LineStyle::Dashed)),
 ];
 
 /// Non-square shapes (M, N, K) and what each exercises.
@@ -65,10 +82,11 @@ struct Args {
     opts: BenchOptions,
     sequential: bool,
     progress: bool,
+    triton: Option<PathBuf>,
 }
 
 const USAGE: &str = "usage: bench_matmul [--quick] [--out DIR] [--square-only | --nonsquare-only] \
-                     [--sizes 512,1024,...] [--warmup-ms MS] [--rep-ms MS] [--no-flush] [--sequential] [--progress]";
+                     [--sizes 512,1024,...] [--warmup-ms MS] [--rep-ms MS] [--no-flush] [--sequential] [--progress] [--triton-kernels DIR]";
 
 fn parse_args() -> Result<Args> {
     let mut a = Args {
@@ -80,6 +98,7 @@ fn parse_args() -> Result<Args> {
         opts: BenchOptions::default(),
         sequential: false,
         progress: false,
+        triton: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -99,6 +118,7 @@ fn parse_args() -> Result<Args> {
             "--no-flush" => a.opts.flush_l2 = false,
             "--sequential" => a.sequential = true,
             "--progress" => a.progress = true,
+            "--triton-kernels" => a.triton = Some(PathBuf::from(value("--triton-kernels")?)),
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -120,6 +140,9 @@ fn leaky(x: f64) -> f64 {
 
 /// The inputs of one shape and the result of checking each provider on them.
 struct Point {
+    /// Triton's kernels for this shape (without and with LeakyReLU), when exported. First, so
+    /// that they are dropped (waiting for the stream) before the tensors they use.
+    triton: [Option<triton::Loaded>; 2],
     a: Tensor<f16>,
     b: Tensor<f16>,
     c: Tensor<f16>,
@@ -140,6 +163,8 @@ struct Row {
 
 struct Bench {
     dev: Device,
+    providers: Vec<Provider>,
+    triton: Option<triton::TritonKernels>,
     cublas: bool,
     opts: BenchOptions,
     sequential: bool,
@@ -170,8 +195,14 @@ impl Bench {
                 None => Ok("unchecked (no cuBLAS, too large for the host reference)".into()),
             }
         };
+        let load_triton = |activation: &str| -> std::result::Result<triton::Loaded, String> {
+            let kernels = self.triton.as_ref().ok_or("no --triton-kernels")?;
+            let e = kernels.find((m, n, k), activation).ok_or_else(|| format!("no exported Triton kernel for {m}x{n}x{k} ({activation})"))?;
+            triton::Loaded::new(&self.dev, e, &a, &b, &c).map_err(|e| format!("{e:#}"))
+        };
+        let triton = [load_triton("none"), load_triton("leaky_relu")];
         let mut checks = Vec::new();
-        for (provider, _, _) in PROVIDERS {
+        for &(provider, _, _) in &self.providers {
             let r = match provider {
                 "cublas" if self.cublas => Ok("reference".to_string()),
                 "cublas" | "cublas+relu" if !self.cublas => Err(cublas_available().unwrap_err().to_string()),
@@ -184,11 +215,20 @@ impl Bench {
                 ),
                 "ours" => check(&|c| Ok(matmul_into(&a, &b, c, None)?), &reference),
                 "ours+relu" => check(&|c| Ok(matmul_into(&a, &b, c, Some(leaky_relu))?), &reference_relu),
+                // Triton's kernels write into the point's `c`, which `check` fills with NaN first.
+                "triton" | "triton+relu" => {
+                    let (i, expected) = if provider == "triton" { (0, &reference) } else { (1, &reference_relu) };
+                    match &triton[i] {
+                        Ok(t) => check(&|_| t.call(), expected).map(|ok| format!("{ok} ({})", t.config)),
+                        Err(e) => Err(e.clone()),
+                    }
+                }
                 _ => unreachable!(),
             };
             checks.push(r);
         }
-        Ok(Point { a, b, c, checks, times: None })
+        let [t0, t1] = triton;
+        Ok(Point { a, b, c, checks, times: None, triton: [t0.ok(), t1.ok()] })
     }
 
     /// One call of `provider` on `p`, queued on the device's stream.
@@ -202,6 +242,10 @@ impl Bench {
             }
             "ours" => Ok(matmul_into(a, b, c, None)?),
             "ours+relu" => Ok(matmul_into(a, b, c, Some(leaky_relu))?),
+            "triton" | "triton+relu" => match &p.triton[usize::from(provider == "triton+relu")] {
+                Some(t) => t.call(),
+                None => bail!("no Triton kernel loaded for this point"),
+            },
             other => bail!("unknown provider {other}"),
         }
     }
@@ -214,7 +258,7 @@ impl Bench {
     /// Times every provider of `p` whose check passed, their calls interleaved; the others
     /// get why they were not timed.
     fn time_all(&self, p: &Point) -> Vec<std::result::Result<BenchResult, String>> {
-        let timed: Vec<&str> = PROVIDERS.iter().zip(&p.checks).filter(|(_, c)| c.is_ok()).map(|((v, _, _), _)| *v).collect();
+        let timed: Vec<&str> = self.providers.iter().zip(&p.checks).filter(|(_, c)| c.is_ok()).map(|((v, _, _), _)| *v).collect();
         let mut calls: Vec<_> = timed.iter().map(|&v| move || Self::call(p, v)).collect();
         let mut fs: Vec<BenchFn<'_, anyhow::Error>> = calls.iter_mut().map(|f| f as BenchFn<'_, anyhow::Error>).collect();
         // One result per timed provider, in order.
@@ -242,7 +286,7 @@ impl Bench {
         let names: Vec<&str> = if set == "square" { vec!["M", "N", "K"] } else { vec![x_name] };
         let mut bench =
             Benchmark::new(plot_name).x_names(names).x_vals(xs).line_arg("provider").ylabel("TFLOPS").progress(progress);
-        for (val, name, style) in PROVIDERS {
+        for &(val, name, style) in &self.providers {
             bench = bench.line(val, name, style);
         }
         let current: RefCell<Option<(usize, std::result::Result<Point, String>)>> = RefCell::new(None);
@@ -265,8 +309,8 @@ impl Bench {
             let Some((_, prepared)) = cur.as_ref() else { unreachable!() };
             let point = prepared.as_ref().map_err(Clone::clone)?;
             let provider = pt.provider();
-            let index = PROVIDERS.iter().position(|(v, _, _)| *v == provider).unwrap_or(0);
-            let provider_static = PROVIDERS[index].0;
+            let index = this.providers.iter().position(|(v, _, _)| *v == provider).unwrap_or(0);
+            let provider_static = this.providers[index].0;
             let check = point.checks[index].clone();
             let result = match (&point.times, &check) {
                 (Some(times), _) => times[index].clone(),
@@ -353,7 +397,18 @@ fn main() -> Result<()> {
         if args.opts.flush_l2 { "on" } else { "off" }
     );
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
-    let mut bench = Bench { dev, cublas, opts: args.opts, sequential: args.sequential, rows: Vec::new() };
+    let mut providers = PROVIDERS.to_vec();
+    let triton = match &args.triton {
+        Some(dir) => {
+            let kernels = triton::TritonKernels::open(dir)?;
+            println!("triton: {} kernels exported by Triton {} from {}", kernels.kernels.len(), kernels.triton_version, dir.display());
+            providers.extend(TRITON_PROVIDERS);
+            Some(kernels)
+        }
+        None => None,
+    };
+    let with_triton = triton.is_some();
+    let mut bench = Bench { dev, providers, triton, cublas, opts: args.opts, sequential: args.sequential, rows: Vec::new() };
     let mut summary = String::new();
 
     if args.square {
@@ -377,6 +432,16 @@ fn main() -> Result<()> {
                 ratio(&report, "ours+relu", "cublas+relu", lo, hi),
                 ratio(&report, "ours+relu", "cublas", lo, hi),
             );
+            if with_triton {
+                let _ = writeln!(
+                    summary,
+                    "  {lo}-{hi}: Triton (same process) / cuBLAS = {}, ours / Triton = {}, Triton+fused / cuBLAS+separate = {}, ours+fused / Triton+fused = {}",
+                    ratio(&report, "triton", "cublas", lo, hi),
+                    ratio(&report, "ours", "triton", lo, hi),
+                    ratio(&report, "triton+relu", "cublas+relu", lo, hi),
+                    ratio(&report, "ours+relu", "triton+relu", lo, hi),
+                );
+            }
         }
     }
 
@@ -400,6 +465,14 @@ fn main() -> Result<()> {
             ratio(&report, "ours", "cublas", 1, last),
             ratio(&report, "ours+relu", "cublas+relu", 1, last),
         );
+        if with_triton {
+            let _ = writeln!(
+                summary,
+                "  Triton (same process) / cuBLAS = {}, ours / Triton = {}",
+                ratio(&report, "triton", "cublas", 1, last),
+                ratio(&report, "ours", "triton", 1, last),
+            );
+        }
     }
 
     let points = args.out.join("matmul-points.csv");
