@@ -52,7 +52,8 @@
 //! A config whose launch can split its programs' K loops over several blocks (an entry with
 //! a split version, see [`crate::split_plan`]) is also timed with the wider plan of
 //! [`crate::wide_plan`] (grids under one wave, last waves more than half full) when that plan
-//! differs from the default one for this launch; the decision is a config and a
+//! differs from the default one for this launch and the config's time is within
+//! [`RECHECK_FACTOR`] of the best; the decision is a config and a
 //! [`SplitChoice`], stored as `"split": "wide"` or `"auto"` (an entry without it is `auto`), and
 //! the kernel's `launch` runs under that choice ([`crate::with_split`]). Whether splitting
 //! pays at those sizes depends on the hand-over's cost against the shorter loops, which only
@@ -465,15 +466,18 @@ pub(crate) fn select(
     timer: &mut dyn Timer,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Tuned, LaunchError> {
-    select_among(n, &|_| true, run, timer, progress)
+    select_among(n, &|_, _, _| true, run, timer, progress)
 }
 
-/// [`select`] over the candidates `i` in `0..n` for which `applicable(i)` holds when their
-/// turn comes (asked in order, after the earlier candidates ran); the others are neither run
-/// nor listed.
+/// Whether a candidate runs, given the times so far and the best median (see [`select_among`]).
+pub(crate) type Applicable<'a> = dyn Fn(usize, &[Option<f64>], Option<f64>) -> bool + 'a;
+
+/// [`select`] over the candidates `i` in `0..n` for which `applicable(i, times, best)` holds
+/// when their turn comes (asked in order, after the earlier candidates ran; `times` are theirs,
+/// `best` the best median so far); the others are neither run nor listed.
 pub(crate) fn select_among(
     n: usize,
-    applicable: &dyn Fn(usize) -> bool,
+    applicable: &Applicable<'_>,
     run: &mut dyn FnMut(usize) -> Result<(), LaunchError>,
     timer: &mut dyn Timer,
     progress: &mut dyn FnMut(usize, usize),
@@ -501,7 +505,7 @@ pub(crate) fn select_among(
         Ok((median(&mut samples), true))
     };
     for config in 0..n {
-        if !applicable(config) {
+        if !applicable(config, &times, best.map(|(_, b)| b)) {
             progress(config + 1, n);
             continue;
         }
@@ -684,7 +688,8 @@ pub(crate) fn autotune(
     };
     let mut timer = CudaTimer { dev: Arc::clone(dev) };
     // Each config first under the default plan; then, for each config whose launch would have
-    // planned otherwise under the wide one, again with it.
+    // planned otherwise under the wide one and whose time is within RECHECK_FACTOR of the best,
+    // again with it (on an H100 the wide plan never won a matmul decision: see BENCHMARKS.md).
     let n = info.configs.len();
     let wide_differs: Vec<std::cell::Cell<bool>> = (0..n).map(|_| std::cell::Cell::new(false)).collect();
     let mut run_candidate = |i: usize| -> Result<(), LaunchError> {
@@ -696,7 +701,9 @@ pub(crate) fn autotune(
         }
         r
     };
-    let applicable = |i: usize| i < n || wide_differs[i - n].get();
+    let applicable = |i: usize, times: &[Option<f64>], best: Option<f64>| {
+        i < n || (wide_differs[i - n].get() && matches!((times[i - n], best), (Some(t), Some(b)) if t <= RECHECK_FACTOR * b))
+    };
     let tuned = select_among(2 * n, &applicable, &mut run_candidate, &mut timer, &mut progress)?;
     let (best, choice) = candidate(tuned.best, n);
     let entry = Entry { config: best, config_text: info.configs[best].to_string(), ms: tuned.best_ms, split: choice };
@@ -914,29 +921,34 @@ mod tests {
     #[test]
     fn wide_split_candidates_run_only_where_they_apply_and_can_win() {
         // Three configs; candidates 3..6 are the same configs with the wide split. Config 1's
-        // launch would split otherwise under the wide plan (and is faster so), config 0's and
-        // 2's would not: candidates 3 and 5 never run.
+        // launch would split otherwise under the wide plan (and is faster so), config 0's would
+        // not, config 2's would but it is too slow to matter: candidates 3 and 5 never run.
         let current = Rc::new(Cell::new(usize::MAX));
-        let mut timer = FakeTimer { current: Rc::clone(&current), ms: vec![2.0, 3.0, 4.0, 0.5, 1.0, 0.5], calls: Sorted::new() };
+        let mut timer = FakeTimer { current: Rc::clone(&current), ms: vec![2.0, 2.5, 4.0, 0.5, 1.0, 0.5], calls: Sorted::new() };
         let ran = RefCell::new(Vec::new());
-        let differs = [false, true, false];
+        // Config 2's plan differs too, but it is more than RECHECK_FACTOR slower than the best.
+        let differs = [false, true, true];
         let mut run = |i: usize| {
             current.set(i);
             ran.borrow_mut().push(i);
             Ok(())
         };
-        let applicable = |i: usize| i < 3 || differs[i - 3];
+        let applicable = |i: usize, times: &[Option<f64>], best: Option<f64>| {
+            // As `autotune` asks: the config's plan differs, and it is close to the best.
+            i < 3 || (differs[i - 3] && times[i - 3].zip(best).is_some_and(|(t, b)| t <= RECHECK_FACTOR * b))
+        };
         let mut seen = Vec::new();
         let tuned = select_among(6, &applicable, &mut run, &mut timer, &mut |d, n| seen.push((d, n))).unwrap();
         assert_eq!((tuned.best, tuned.best_ms), (4, 1.0));
         assert_eq!(candidate(tuned.best, 3), (1, SplitChoice::Wide));
-        assert_eq!(tuned.times, vec![Some(2.0), Some(3.0), Some(4.0), None, Some(1.0), None]);
+        assert_eq!(tuned.times, vec![Some(2.0), Some(2.5), Some(4.0), None, Some(1.0), None]);
         assert!(!ran.borrow().contains(&3) && !ran.borrow().contains(&5), "{:?}", ran.borrow());
+        assert!(ran.borrow().contains(&4));
         assert_eq!(seen.last(), Some(&(6, 6)));
         let info = KernelInfo { configs: &CONFIGS, ..INFO };
         let line = describe_decision(&info, &key(8), &tuned, "tuned");
         assert!(line.contains("config 1 (BLOCK=128, num_warps=4, num_stages=4), wide split, 1.0000 ms [tuned]"), "{line}");
-        assert!(line.contains("times (ms; w: wide split) 0: 2.0000, 1: 3.0000, 2: 4.0000, 1w: 1.0000"), "{line}");
+        assert!(line.contains("times (ms; w: wide split) 0: 2.0000, 1: 2.5000, 2: 4.0000, 1w: 1.0000"), "{line}");
     }
 
     #[test]
