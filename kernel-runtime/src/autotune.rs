@@ -629,6 +629,19 @@ static TUNING: Mutex<()> = Mutex::new(());
 /// Whether the unwritable-directory warning was printed (once per process).
 static WARNED_UNWRITABLE: OnceLock<()> = OnceLock::new();
 
+/// What a launch's decision depends on within one process: the kernel, the GPU, the instance
+/// key, the key values and the pointer dtypes (the GPU's name and the PTX a process loaded do
+/// not change while it runs).
+type FastKey = (usize, usize, String, Vec<i64>, Vec<DTypeKind>);
+
+/// Decisions already made in this process, by [`FastKey`]: a launch that finds its decision
+/// here builds no [`CacheKey`], looks for no PTX file and hashes nothing (a launch's host
+/// time at small sizes is mostly this bookkeeping).
+fn fast_memory() -> &'static Mutex<HashMap<FastKey, Tuning>> {
+    static FAST: OnceLock<Mutex<HashMap<FastKey, Tuning>>> = OnceLock::new();
+    FAST.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
 /// The config for a launch of `info` (see the module docs). CPU arguments, kernels without
 /// pointer arguments and kernels with a single config get config 0 without benchmarking.
 pub(crate) fn autotune(
@@ -644,6 +657,31 @@ pub(crate) fn autotune(
     let Some(dev) = args.first().and_then(|a| a.device.cuda_device()) else {
         return Ok(Tuning::default());
     };
+    let fast: FastKey = (
+        std::ptr::from_ref(info) as usize,
+        dev.ordinal,
+        instance_key.to_string(),
+        key_values.to_vec(),
+        args.iter().map(|a| a.kind).collect(),
+    );
+    if let Some(t) = fast_memory().lock().unwrap_or_else(PoisonError::into_inner).get(&fast) {
+        return Ok(*t);
+    }
+    let tuning = decide(info, dev, args, key_values, instance_key, run)?;
+    fast_memory().lock().unwrap_or_else(PoisonError::into_inner).insert(fast, tuning);
+    Ok(tuning)
+}
+
+/// [`autotune`]'s decision when this process has not made it yet: from the in-memory or
+/// on-disk cache by [`CacheKey`], else by timing the candidates.
+fn decide(
+    info: &'static KernelInfo,
+    dev: &Arc<CudaDevice>,
+    args: &[PtrArg<'_>],
+    key_values: &[i64],
+    instance_key: &str,
+    run: &mut dyn FnMut(usize) -> Result<(), LaunchError>,
+) -> Result<Tuning, LaunchError> {
     let code_hash = crate::cuda::ptx::code_hash(dev, info)?;
     let gpu = format!("{} (sm_{}{})", dev.name, dev.cc.0, dev.cc.1);
     let dtypes: Vec<DTypeKind> = args.iter().map(|a| a.kind).collect();

@@ -20,12 +20,39 @@ const MAP_BYTES: usize = 128;
 /// Maps the per-device buffer holds (the entry's mask has 32 bits).
 const MAX_MAPS: usize = 32;
 
-/// The global-memory buffer a device's launches pass their maps in, and what was last written
-/// to it (a launch with the same maps copies nothing).
+/// Encoded maps a device keeps: launches that repeat their operands' views (a benchmark, a
+/// model's layers) reuse them instead of calling the driver.
+const ENCODED_MAX: usize = 64;
+
+/// The global-memory buffer a device's launches pass their maps in, what was last written
+/// to it (a launch with the same maps copies nothing), and the maps encoded lately.
 #[derive(Default)]
 pub(crate) struct TmaArena {
     buffer: Option<u64>,
     last: Vec<u8>,
+    /// (operand, dtype, view) and its map, or `None` where the driver refused it; most recent
+    /// last.
+    encoded: Vec<((TmaOperand, DTypeKind, View), Option<[u8; MAP_BYTES]>)>,
+}
+
+impl TmaArena {
+    /// The map of `op` over `v`, from the recent ones or encoded now (`None`: refused).
+    fn map(&mut self, dev: &CudaDevice, op: &TmaOperand, kind: DTypeKind, v: View) -> Option<[u8; MAP_BYTES]> {
+        self.map_with((*op, kind, v), || encode(dev, op, kind, v).ok())
+    }
+
+    /// [`TmaArena::map`] with the encoder given.
+    fn map_with(&mut self, key: (TmaOperand, DTypeKind, View), encode: impl FnOnce() -> Option<[u8; MAP_BYTES]>) -> Option<[u8; MAP_BYTES]> {
+        if let Some(i) = self.encoded.iter().rposition(|(k, _)| *k == key) {
+            return self.encoded[i].1;
+        }
+        let m = encode();
+        if self.encoded.len() >= ENCODED_MAX {
+            self.encoded.remove(0);
+        }
+        self.encoded.push((key, m));
+        m
+    }
 }
 
 /// A 2-D view of an operand's buffer for a tensor map.
@@ -152,6 +179,7 @@ pub(crate) fn tma_slots(dev: &CudaDevice, info: &KernelInfo, ops: &[TmaOperand],
     }
     let mut bytes = vec![0u8; ops.len().min(MAX_MAPS) * MAP_BYTES];
     let mut mask = 0u32;
+    let mut arena = dev.tma.lock().unwrap_or_else(PoisonError::into_inner);
     for (i, op) in ops.iter().take(MAX_MAPS).enumerate() {
         let Ok(v) = view(info, op, args, scalars) else { continue };
         let kind = match info.params[op.ptr].kind {
@@ -160,7 +188,7 @@ pub(crate) fn tma_slots(dev: &CudaDevice, info: &KernelInfo, ops: &[TmaOperand],
         };
         // A map the driver refuses (a box larger than the view, say) is one the entry does
         // without.
-        if let Ok(m) = encode(dev, op, kind, v) {
+        if let Some(m) = arena.map(dev, op, kind, v) {
             bytes[i * MAP_BYTES..(i + 1) * MAP_BYTES].copy_from_slice(&m);
             mask |= 1 << i;
         }
@@ -168,7 +196,6 @@ pub(crate) fn tma_slots(dev: &CudaDevice, info: &KernelInfo, ops: &[TmaOperand],
     if mask == 0 {
         return Ok([0, 0]);
     }
-    let mut arena = dev.tma.lock().unwrap_or_else(PoisonError::into_inner);
     let buffer = match arena.buffer {
         Some(b) => b,
         None => {
@@ -214,6 +241,32 @@ mod tests {
         let a = PtrArg { name: "a", kind: DTypeKind::F16, device: &dev, mem: ArgMem::Cuda { ptr, len }, offset };
         let x = PtrArg { name: "x", kind: DTypeKind::F32, device: &dev, mem: ArgMem::Cuda { ptr: 0x10_0000, len: 4 }, offset: 0 };
         view(&INFO, &OP, &[a, x], &[ScalarArg::I32(sr), ScalarArg::I32(sc)])
+    }
+
+    #[test]
+    fn encoded_maps_are_reused_and_the_oldest_dropped() {
+        let mut arena = TmaArena::default();
+        let v = |addr: u64| View { addr, width: 64, height: 16, elem_bytes: 2 };
+        let mut calls = 0;
+        let mut get = |arena: &mut TmaArena, addr: u64, ok: bool| {
+            arena.map_with((OP, DTypeKind::F16, v(addr)), || {
+                calls += 1;
+                ok.then_some([addr as u8; MAP_BYTES])
+            })
+        };
+        assert_eq!(get(&mut arena, 0x100, true), Some([0u8; MAP_BYTES]));
+        assert_eq!(get(&mut arena, 0x100, true), Some([0u8; MAP_BYTES]));
+        // A refused view is remembered as refused.
+        assert_eq!(get(&mut arena, 0x200, false), None);
+        assert_eq!(get(&mut arena, 0x200, true), None);
+        for i in 0..ENCODED_MAX as u64 {
+            get(&mut arena, 0x1000 + 0x100 * i, true);
+        }
+        assert_eq!(arena.encoded.len(), ENCODED_MAX);
+        // 0x100 was pushed out: encoded again.
+        get(&mut arena, 0x100, true);
+        drop(get);
+        assert_eq!(calls, 2 + ENCODED_MAX + 1);
     }
 
     #[test]

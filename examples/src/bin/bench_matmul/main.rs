@@ -4,7 +4,7 @@
 //! ```text
 //! bench_matmul [--quick] [--out DIR] [--square-only | --nonsquare-only] [--sizes 512,1024,...]
 //!              [--warmup-ms 25] [--rep-ms 100] [--no-flush] [--sequential] [--progress]
-//!              [--triton-kernels DIR]
+//!              [--triton-kernels DIR] [--launch-overhead]
 //! ```
 //!
 //! Square sizes 256..=8192 step 256 (`--quick`: 256, 512, 1024, 2048, 4096), then non-square
@@ -25,6 +25,11 @@
 //! exported by `scripts/triton_matmul_bench.py --export-kernels DIR`) as providers `triton` and
 //! `triton+relu`, loaded and launched in this process (see `triton.rs`): checked and timed like
 //! the others, interleaved with them, against the same cuBLAS.
+//!
+//! `--launch-overhead` measures, instead, the host time of one call of each provider at each
+//! square size (2000 calls queued back to back without waiting, after a warm-up; then the
+//! device is synchronized): what a caller pays per launch when the GPU keeps up
+//! (`matmul-launch-overhead.csv`).
 //!
 //! Output: tables on stdout; `matmul-performance.{csv,svg,png}`,
 //! `matmul-nonsquare.{csv,svg,png}`, `matmul-points.csv` (every measurement with its
@@ -83,10 +88,11 @@ struct Args {
     sequential: bool,
     progress: bool,
     triton: Option<PathBuf>,
+    launch_overhead: bool,
 }
 
 const USAGE: &str = "usage: bench_matmul [--quick] [--out DIR] [--square-only | --nonsquare-only] \
-                     [--sizes 512,1024,...] [--warmup-ms MS] [--rep-ms MS] [--no-flush] [--sequential] [--progress] [--triton-kernels DIR]";
+                     [--sizes 512,1024,...] [--warmup-ms MS] [--rep-ms MS] [--no-flush] [--sequential] [--progress] [--triton-kernels DIR] [--launch-overhead]";
 
 fn parse_args() -> Result<Args> {
     let mut a = Args {
@@ -99,6 +105,7 @@ fn parse_args() -> Result<Args> {
         sequential: false,
         progress: false,
         triton: None,
+        launch_overhead: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -118,6 +125,7 @@ fn parse_args() -> Result<Args> {
             "--no-flush" => a.opts.flush_l2 = false,
             "--sequential" => a.sequential = true,
             "--progress" => a.progress = true,
+            "--launch-overhead" => a.launch_overhead = true,
             "--triton-kernels" => a.triton = Some(PathBuf::from(value("--triton-kernels")?)),
             "-h" | "--help" => {
                 println!("{USAGE}");
@@ -273,6 +281,32 @@ impl Bench {
             .collect()
     }
 
+    /// Host microseconds per call of each provider whose check passed on `p` (`calls` calls
+    /// queued without waiting, after `calls / 10` warm-up calls), and the wall time per call
+    /// once the device has finished them.
+    fn launch_overhead(&self, p: &Point, calls: usize) -> Vec<std::result::Result<(f64, f64), String>> {
+        self.providers
+            .iter()
+            .zip(&p.checks)
+            .map(|(&(provider, _, _), check)| {
+                check.as_ref().map_err(|e| format!("not run: {e}"))?;
+                let run = |n: usize| -> Result<()> {
+                    for _ in 0..n {
+                        Self::call(p, provider)?;
+                    }
+                    Ok(())
+                };
+                run(calls / 10).map_err(|e| format!("{e:#}"))?;
+                self.dev.synchronize().map_err(|e| e.to_string())?;
+                let start = std::time::Instant::now();
+                run(calls).map_err(|e| format!("{e:#}"))?;
+                let host = start.elapsed().as_secs_f64() * 1e6 / calls as f64;
+                self.dev.synchronize().map_err(|e| e.to_string())?;
+                Ok((host, start.elapsed().as_secs_f64() * 1e6 / calls as f64))
+            })
+            .collect()
+    }
+
     /// Runs every provider on `shapes` (x value `x(i)` for shape `i`) as one report.
     fn sweep(
         &mut self,
@@ -410,6 +444,34 @@ fn main() -> Result<()> {
     let with_triton = triton.is_some();
     let mut bench = Bench { dev, providers, triton, cublas, opts: args.opts, sequential: args.sequential, rows: Vec::new() };
     let mut summary = String::new();
+
+    if args.launch_overhead {
+        let sizes = args.sizes.clone().unwrap_or_else(|| vec![256, 512, 1024, 2048]);
+        let mut csv = String::from("M,N,K,provider,host_us_per_call,wall_us_per_call,error\n");
+        println!("\nlaunch overhead: host µs per call (2000 calls queued back to back) / wall µs per call");
+        for (i, &s) in sizes.iter().enumerate() {
+            eprintln!("square {s}x{s}x{s}: checking against the reference");
+            let p = bench.prepare((s, s, s), 1000 + 7 * i as u64)?;
+            let mut line = format!("  {s:>5}:");
+            for (&(provider, _, _), r) in bench.providers.iter().zip(bench.launch_overhead(&p, 2000)) {
+                match r {
+                    Ok((host, wall)) => {
+                        let _ = write!(line, "  {provider} {host:.1} / {wall:.1}");
+                        let _ = writeln!(csv, "{s},{s},{s},{provider},{host:.3},{wall:.3},");
+                    }
+                    Err(e) => {
+                        let _ = write!(line, "  {provider} n/a");
+                        let _ = writeln!(csv, "{s},{s},{s},{provider},,,\"{}\"", e.replace('"', "'"));
+                    }
+                }
+            }
+            println!("{line}");
+        }
+        let path = args.out.join("matmul-launch-overhead.csv");
+        std::fs::write(&path, csv).with_context(|| format!("writing {}", path.display()))?;
+        println!("wrote {}", path.display());
+        return Ok(());
+    }
 
     if args.square {
         let sizes: Vec<usize> = match (&args.sizes, args.quick) {
