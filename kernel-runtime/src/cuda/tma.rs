@@ -24,6 +24,9 @@ const MAX_MAPS: usize = 32;
 /// model's layers) reuse them instead of calling the driver.
 const ENCODED_MAX: usize = 64;
 
+/// What a map is encoded from.
+type MapKey = (TmaOperand, DTypeKind, View);
+
 /// The global-memory buffer a device's launches pass their maps in, what was last written
 /// to it (a launch with the same maps copies nothing), and the maps encoded lately.
 #[derive(Default)]
@@ -32,7 +35,7 @@ pub(crate) struct TmaArena {
     last: Vec<u8>,
     /// (operand, dtype, view) and its map, or `None` where the driver refused it; most recent
     /// last.
-    encoded: Vec<((TmaOperand, DTypeKind, View), Option<[u8; MAP_BYTES]>)>,
+    encoded: Vec<(MapKey, Option<[u8; MAP_BYTES]>)>,
 }
 
 impl TmaArena {
@@ -42,7 +45,7 @@ impl TmaArena {
     }
 
     /// [`TmaArena::map`] with the encoder given.
-    fn map_with(&mut self, key: (TmaOperand, DTypeKind, View), encode: impl FnOnce() -> Option<[u8; MAP_BYTES]>) -> Option<[u8; MAP_BYTES]> {
+    fn map_with(&mut self, key: MapKey, encode: impl FnOnce() -> Option<[u8; MAP_BYTES]>) -> Option<[u8; MAP_BYTES]> {
         if let Some(i) = self.encoded.iter().rposition(|(k, _)| *k == key) {
             return self.encoded[i].1;
         }
@@ -265,7 +268,6 @@ mod tests {
         assert_eq!(arena.encoded.len(), ENCODED_MAX);
         // 0x100 was pushed out: encoded again.
         get(&mut arena, 0x100, true);
-        drop(get);
         assert_eq!(calls, 2 + ENCODED_MAX + 1);
     }
 
