@@ -599,6 +599,15 @@ pub(crate) fn candidate(i: usize, n: usize) -> (usize, SplitChoice) {
     }
 }
 
+/// The candidate of config `config` under `choice` among `n` configs (inverse of
+/// [`candidate`]).
+fn candidate_index(config: usize, choice: SplitChoice, n: usize) -> usize {
+    match choice {
+        SplitChoice::Auto => config,
+        SplitChoice::Wide => n + config,
+    }
+}
+
 /// Candidate `i` as the decision line shows it: `3`, or `3w` with the wide split.
 fn candidate_label(i: usize, n: usize) -> String {
     match candidate(i, n) {
@@ -667,7 +676,7 @@ pub(crate) fn autotune(
     if let Some(t) = fast_memory().lock().unwrap_or_else(PoisonError::into_inner).get(&fast) {
         return Ok(*t);
     }
-    let tuning = decide(info, dev, args, key_values, instance_key, run)?;
+    let tuning = decide(info, dev, &fast.4, key_values, instance_key, run)?;
     fast_memory().lock().unwrap_or_else(PoisonError::into_inner).insert(fast, tuning);
     Ok(tuning)
 }
@@ -677,15 +686,14 @@ pub(crate) fn autotune(
 fn decide(
     info: &'static KernelInfo,
     dev: &Arc<CudaDevice>,
-    args: &[PtrArg<'_>],
+    dtypes: &[DTypeKind],
     key_values: &[i64],
     instance_key: &str,
     run: &mut dyn FnMut(usize) -> Result<(), LaunchError>,
 ) -> Result<Tuning, LaunchError> {
     let code_hash = crate::cuda::ptx::code_hash(dev, info)?;
     let gpu = format!("{} (sm_{}{})", dev.name, dev.cc.0, dev.cc.1);
-    let dtypes: Vec<DTypeKind> = args.iter().map(|a| a.kind).collect();
-    let key = CacheKey::new(info, instance_key, key_values, &dtypes, &gpu, code_hash);
+    let key = CacheKey::new(info, instance_key, key_values, dtypes, &gpu, code_hash);
     let text = key.to_string();
     let from_memory = |text: &str| {
         let mem = memory().lock().unwrap_or_else(PoisonError::into_inner);
@@ -704,7 +712,7 @@ fn decide(
         if let Some(i) = validate(&entry, info.configs) {
             let tuning = Tuning { config: i, split: entry.split };
             if print_autotuning() {
-                let best = if tuning.split == SplitChoice::Wide { i + info.configs.len() } else { i };
+                let best = candidate_index(i, entry.split, info.configs.len());
                 let tuned = Tuned { best, best_ms: entry.ms, times: Vec::new(), skipped: Vec::new() };
                 eprintln!("{}", describe_decision(info, &key, &tuned, "disk cache"));
             }
@@ -732,12 +740,16 @@ fn decide(
     let wide_differs: Vec<std::cell::Cell<bool>> = (0..n).map(|_| std::cell::Cell::new(false)).collect();
     let mut run_candidate = |i: usize| -> Result<(), LaunchError> {
         let (config, choice) = candidate(i, n);
-        split::take_wide_differs();
-        let r = split::with_split(choice, || run(config));
-        if choice == SplitChoice::Auto && split::take_wide_differs() {
-            wide_differs[config].set(true);
+        match choice {
+            SplitChoice::Auto => {
+                let (r, differs) = split::probe_wide(|| split::with_split(choice, || run(config)));
+                if differs {
+                    wide_differs[config].set(true);
+                }
+                r
+            }
+            SplitChoice::Wide => split::with_split(choice, || run(config)),
         }
-        r
     };
     let applicable = |i: usize, times: &[Option<f64>], best: Option<f64>| {
         i < n || (wide_differs[i - n].get() && matches!((times[i - n], best), (Some(t), Some(b)) if t <= RECHECK_FACTOR * b))

@@ -35,8 +35,8 @@ use cudarc::cublas::{result as blas, sys as blas_sys, CudaBlas};
 
 use crate::cuda::{panic_text, CudaDevice};
 use crate::error::DeviceError;
-use crate::tensor::{StorageRef, Tensor};
-use crate::{f16, DType};
+use crate::tensor::Tensor;
+use crate::f16;
 
 /// Why a baseline could not run.
 ///
@@ -226,10 +226,7 @@ pub(crate) fn layout(shape: (usize, usize), strides: (usize, usize)) -> Option<(
 
 /// The device address of a tensor's first element, or `NotOnGpu`.
 fn device_ptr(t: &Tensor<f16>, arg: &'static str) -> Result<u64, BaselineError> {
-    match t.storage() {
-        StorageRef::Cuda(buf) => Ok(buf.device_ptr() + (t.storage_offset() * f16::KIND.size_bytes()) as u64),
-        StorageRef::Cpu(_) => Err(BaselineError::NotOnGpu { arg, device: t.device().to_string() }),
-    }
+    t.device_addr().ok_or_else(|| BaselineError::NotOnGpu { arg, device: t.device().to_string() })
 }
 
 /// `c = a @ b` for f16 matrices on one GPU, by `cublasGemmEx` (f16 in and out, f32

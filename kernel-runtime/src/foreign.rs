@@ -25,7 +25,7 @@ use cudarc::driver::sys::{self, CUfunction_attribute as FnAttr};
 
 use crate::cuda::CudaDevice;
 use crate::error::DeviceError;
-use crate::tensor::{StorageRef, Tensor};
+use crate::tensor::Tensor;
 use crate::{DType, Device};
 
 /// The kind of one parameter of a foreign kernel's entry.
@@ -68,10 +68,8 @@ impl ForeignArg {
     /// # Errors
     /// [`ForeignError::NotOnGpu`] for a tensor in host memory.
     pub fn tensor<T: DType>(t: &Tensor<T>) -> Result<ForeignArg, ForeignError> {
-        match (t.storage(), t.device().cuda_device()) {
-            (StorageRef::Cuda(buf), Some(dev)) => {
-                Ok(ForeignArg::Ptr { addr: buf.device_ptr() + (t.storage_offset() * T::KIND.size_bytes()) as u64, ordinal: dev.ordinal })
-            }
+        match (t.device_addr(), t.device().cuda_device()) {
+            (Some(addr), Some(dev)) => Ok(ForeignArg::Ptr { addr, ordinal: dev.ordinal }),
             _ => Err(ForeignError::NotOnGpu { device: t.device().to_string() }),
         }
     }

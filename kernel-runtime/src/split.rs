@@ -72,7 +72,12 @@ pub fn split_plan(programs: u32, wave: u32, max_parts: u32) -> SplitPlan {
     if programs < wave || rem == 0 || u64::from(rem) * 2 > u64::from(wave) {
         return SplitPlan::none(programs);
     }
-    let parts = (wave / rem).min(max_parts);
+    last_programs_split(programs, rem, (wave / rem).min(max_parts))
+}
+
+/// The plan that runs the last `rem` of `programs` programs on `parts` blocks each and the
+/// others whole (none when `parts < 2` or the block count overflows).
+fn last_programs_split(programs: u32, rem: u32, parts: u32) -> SplitPlan {
     if parts < 2 {
         return SplitPlan::none(programs);
     }
@@ -120,15 +125,7 @@ pub fn wide_plan(programs: u32, wave: u32, max_parts: u32) -> SplitPlan {
             (best_p, best_waves) = (p, waves);
         }
     }
-    if best_p == 1 {
-        return SplitPlan::none(programs);
-    }
-    let (parts, rem) = (best_p as u32, rem as u32);
-    let whole = programs - rem;
-    match rem.checked_mul(parts).and_then(|b| b.checked_add(whole)) {
-        Some(blocks) => SplitPlan { whole, parts, blocks },
-        None => SplitPlan::none(programs),
-    }
+    last_programs_split(programs, rem as u32, best_p as u32)
 }
 
 /// Which plan the launches inside [`with_split`] use when `KERNEL_SPLIT` is `auto` or a part
@@ -159,7 +156,9 @@ impl SplitChoice {
 
 thread_local! {
     static CHOICE: Cell<SplitChoice> = const { Cell::new(SplitChoice::Auto) };
-    static WIDE_DIFFERS: Cell<bool> = const { Cell::new(false) };
+    /// `Some` while [`probe_wide`] runs: whether a launch would have planned otherwise under
+    /// [`SplitChoice::Wide`].
+    static WIDE_DIFFERS: Cell<Option<bool>> = const { Cell::new(None) };
 }
 
 /// Runs `f` with the kernel launches it makes on this thread using `choice`'s plan (the
@@ -186,15 +185,31 @@ pub(crate) fn current_choice() -> SplitChoice {
     CHOICE.with(Cell::get)
 }
 
-/// Records whether the last launch on this thread would have run another plan under
-/// [`SplitChoice::Wide`] than under [`SplitChoice::Auto`] (autotuning then times both).
-pub(crate) fn note_wide_differs(differs: bool) {
-    WIDE_DIFFERS.with(|c| c.set(differs));
+/// Inside [`probe_wide`], records whether a launch would have run another plan under
+/// [`SplitChoice::Wide`] than under [`SplitChoice::Auto`] (`differs` is evaluated only there:
+/// launches outside autotuning do not plan twice).
+pub(crate) fn note_wide_differs(differs: impl FnOnce() -> bool) {
+    WIDE_DIFFERS.with(|c| {
+        if c.get().is_some() {
+            c.set(Some(differs()));
+        }
+    });
 }
 
-/// What [`note_wide_differs`] recorded since the last call (false when nothing was).
-pub(crate) fn take_wide_differs() -> bool {
-    WIDE_DIFFERS.with(|c| c.replace(false))
+/// Runs `f` and says whether a launch in it noted that the wide plan differs (autotuning then
+/// times both).
+pub(crate) fn probe_wide<R>(f: impl FnOnce() -> R) -> (R, bool) {
+    struct End(Option<bool>);
+    impl Drop for End {
+        fn drop(&mut self) {
+            WIDE_DIFFERS.with(|c| c.set(self.0));
+        }
+    }
+    let end = End(WIDE_DIFFERS.with(|c| c.replace(Some(false))));
+    let r = f();
+    let differs = WIDE_DIFFERS.with(Cell::get) == Some(true);
+    drop(end);
+    (r, differs)
 }
 
 /// The `KERNEL_SPLIT` policy.
@@ -335,10 +350,12 @@ mod tests {
         let r = std::panic::catch_unwind(|| with_split(SplitChoice::Wide, || panic!("boom")));
         assert!(r.is_err());
         assert_eq!(current_choice(), SplitChoice::Auto);
-        // The wide-differs note is read once.
-        note_wide_differs(true);
-        assert!(take_wide_differs());
-        assert!(!take_wide_differs());
+        // The wide-differs note counts only inside a probe, and is evaluated only there.
+        note_wide_differs(|| panic!("evaluated outside a probe"));
+        assert_eq!(probe_wide(|| note_wide_differs(|| true)), ((), true));
+        assert_eq!(probe_wide(|| 7), (7, false));
+        assert_eq!(probe_wide(|| note_wide_differs(|| false)), ((), false));
+        note_wide_differs(|| panic!("evaluated after a probe"));
         assert_eq!(SplitChoice::from_name("wide"), Some(SplitChoice::Wide));
         assert_eq!(SplitChoice::from_name(SplitChoice::Auto.name()), Some(SplitChoice::Auto));
         assert_eq!(SplitChoice::from_name("sideways"), None);

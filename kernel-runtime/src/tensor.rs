@@ -679,6 +679,15 @@ impl<T: DType> Tensor<T> {
         }
     }
 
+    /// The device address of the view's first element (storage offset included), or `None`
+    /// for a tensor in host memory.
+    pub(crate) fn device_addr(&self) -> Option<u64> {
+        match &self.storage {
+            Buffer::Cpu(_) => None,
+            Buffer::Cuda(b) => Some(b.device_ptr() + (self.offset * T::KIND.size_bytes()) as u64),
+        }
+    }
+
     /// The whole shared storage (for passing the tensor to a kernel).
     pub(crate) fn storage(&self) -> StorageRef<'_, T> {
         match &self.storage {

@@ -64,7 +64,7 @@ fn plan(dev: &CudaDevice, programs: u32, blocks_per_sm: u32) -> SplitPlan {
     let choice = split::current_choice();
     let p = fits(policy.plan(programs, wave, choice));
     if choice == SplitChoice::Auto {
-        split::note_wide_differs(fits(policy.plan(programs, wave, SplitChoice::Wide)) != p);
+        split::note_wide_differs(|| fits(policy.plan(programs, wave, SplitChoice::Wide)) != p);
     }
     p
 }
