@@ -385,8 +385,10 @@ fn foreign_kernels_load_check_their_arguments_and_run() {
     // Wrong arguments and grids are errors before anything runs.
     let err = unsafe { k.launch([1, 1, 1], &args[..4]) }.unwrap_err();
     assert!(matches!(err, ForeignError::Arguments { .. }), "{err}");
+    assert_eq!(err.to_string(), "kernel `axpy`: 4 arguments given, the entry declares 5 parameters");
     let err = unsafe { k.launch([0, 1, 1], &args) }.unwrap_err();
     assert!(matches!(err, ForeignError::Launch { .. }), "{err}");
+    assert!(err.to_string().starts_with("kernel `axpy`: grid [0, 1, 1] (the device allows 1..="), "{err}");
     // A missing entry, a broken image and an oversized block are load errors.
     let err = ForeignKernel::load(&dev, PTX.as_bytes(), "nope", &params, 128, 0).unwrap_err();
     assert!(err.to_string().contains("cuModuleGetFunction(nope)"), "{err}");
@@ -394,4 +396,7 @@ fn foreign_kernels_load_check_their_arguments_and_run() {
     assert!(matches!(err, ForeignError::Device(_)), "{err}");
     let err = ForeignKernel::load(&dev, PTX.as_bytes(), "axpy", &params, 4096, 0).unwrap_err();
     assert!(matches!(err, ForeignError::Launch { .. }), "{err}");
+    assert!(err.to_string().starts_with("kernel `axpy`: 4096 threads per block (the device allows 1..="), "{err}");
+    let err = ForeignKernel::load(&dev, PTX.as_bytes(), "axpy", &params, 128, 1 << 30).unwrap_err();
+    assert!(err.to_string().starts_with("kernel `axpy`: 1073741824 bytes of shared memory per block (the device allows "), "{err}");
 }
