@@ -683,6 +683,16 @@ pub unsafe fn cp_async_16(saddr: u32, gptr: *const u8) {
 
 /// `cp.async.wait_all`: this thread's outstanding `cp.async` copies are complete (a barrier
 /// afterwards makes them visible to the whole block).
+/// Runs `f` in a function of its own, never inlined: the device lowering puts a K loop's rarely
+/// taken `cp.async` version (with the rest of the kernel after it) there, so that the entry's
+/// hot path, the tensor-map version, its prologue and epilogue, is laid out in one piece (ptxas
+/// places the join of two branches after both, so an inline fallback of some 15k instructions
+/// sat between the K loop and the epilogue) and is a fraction of the size.
+#[inline(never)]
+pub fn outline<F: FnOnce()>(f: F) {
+    f()
+}
+
 #[inline(always)]
 pub fn cp_async_wait_all() {
     unsafe { asm!("cp.async.wait_all;", options(nostack)) };

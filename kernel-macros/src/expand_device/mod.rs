@@ -180,6 +180,11 @@ struct DevGen<'a> {
     /// Whether the statement being generated is the last one of the kernel's body (a store
     /// then needs no barrier after it: nothing follows).
     last: Cell<bool>,
+    /// The code of the kernel's body after the loop being generated, when that loop is a
+    /// top-level statement with no loop after it: the tensor-map version's `cp.async` fallback
+    /// then runs it itself, out of line (`pipeline.rs`), and returns.
+    /// (The loop's variable: no loop inside it takes the code.)
+    tail: RefCell<Option<(LocalId, TokenStream)>>,
     /// The loop a launch may split over several blocks per program (`split.rs`).
     split: Option<split::SplitLoop>,
 }
@@ -239,6 +244,7 @@ impl<'a> DevGen<'a> {
             synced: Cell::new(false),
             pipelined: Cell::new(false),
             last: Cell::new(false),
+            tail: RefCell::new(None),
             split: None,
         };
         g.kinds = g.classify_locals();
@@ -1433,11 +1439,44 @@ impl<'a> DevGen<'a> {
         self.synced.set(false);
         let mut out = TokenStream::new();
         for (i, s) in stmts.iter().enumerate() {
+            // The last loop of a `wgmma` body gets the code after it, for its fallback.
+            if let Stmt::For { var, .. } = s {
+                // (Not in a split entry: there ptxas spilled in the 128x128x32 instance.)
+                if self.wgmma && self.split.is_none() && !stmts[i + 1..].iter().any(Self::has_loop) {
+                    let rest = self.after_loop(&stmts[i + 1..]);
+                    self.tail.replace(Some((*var, rest)));
+                }
+            }
             let last = i + 1 == stmts.len();
             self.last.set(last);
             self.gen_stmt(s, &mut out);
+            self.tail.replace(None);
         }
         self.last.set(false);
+        out
+    }
+
+    fn has_loop(s: &Stmt) -> bool {
+        match s {
+            Stmt::For { .. } => true,
+            Stmt::If { then, els, .. } => then.iter().chain(els).any(Self::has_loop),
+            _ => false,
+        }
+    }
+
+    /// The code of `stmts`, the rest of the kernel's body after a software-pipelined loop (which
+    /// ends past a block barrier), generated as `body` generates it there; the generator's state
+    /// is left as it was.
+    fn after_loop(&self, stmts: &[Stmt]) -> TokenStream {
+        let (synced, last) = (self.synced.get(), self.last.get());
+        self.synced.set(true);
+        let mut out = TokenStream::new();
+        for (i, s) in stmts.iter().enumerate() {
+            self.last.set(i + 1 == stmts.len());
+            self.gen_stmt(s, &mut out);
+        }
+        self.synced.set(synced);
+        self.last.set(last);
         out
     }
 

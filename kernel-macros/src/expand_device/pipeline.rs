@@ -778,11 +778,15 @@ impl DevGen<'_> {
             let neg = if *sub { quote!(-) } else { quote!() };
             quote!(let #name: i64 = #neg #d::cast::<#t, i64>(#v);)
         });
-        let step_final = plan.steps.iter().map(|(l, _, _)| {
-            let name = format_ident!("__st{}", l);
-            let lo = format_ident!("{}_off", crate::expand_cpu::local_ident(k, *l));
-            quote!(#lo += __n * #name;)
-        });
+        let step_final: Vec<TokenStream> = plan
+            .steps
+            .iter()
+            .map(|(l, _, _)| {
+                let name = format_ident!("__st{}", l);
+                let lo = format_ident!("{}_off", crate::expand_cpu::local_ident(k, *l));
+                quote!(#lo += __n * #name;)
+            })
+            .collect();
         let acc = crate::expand_cpu::local_ident(k, plan.acc);
         // `wgmma` runs asynchronously: it is issued before the next stage's copies and waited
         // for after them, so the tensor cores work while the threads issue the copies. Its
@@ -894,6 +898,8 @@ impl DevGen<'_> {
                 }
             }
         };
+        // A part of a split loop runs its own run of iterations (`split.rs`).
+        let (split_range, split_after) = self.split_of(var).map(|sl| self.split_range_code(sl, &var_t)).unzip();
         let body = if use_tma {
             // Reader barriers (see `tma_loop`) where they measured faster than a block barrier per
             // iteration: blocks of two or more warpgroups, or K tiles of 128 and more (H100,
@@ -912,6 +918,37 @@ impl DevGen<'_> {
             });
             inval = quote!(if __tid == 0 { #(#invals)* });
             let cp_async = versions(flag, main(&fast_ops), main(&issue_ops));
+            let fallback = quote! {
+                if #d::load(__smem.add(#flag + 12) as *mut u32) != 0 {
+                    let mut __pi: i64 = 0;
+                    while __pi < #filled && __pi < __n {
+                        #d::mbarrier_wait(#d::smem_addr() + (#bars + (__pi as usize) * 8) as u32, 0);
+                        __pi += 1;
+                    }
+                }
+                #(#pre)*
+                #cp_async
+            };
+            // The `cp.async` versions are cold. Inline, ptxas lays them out between the K loop
+            // and the epilogue whatever the hints (the join of two branches comes after both),
+            // so when this loop is the body's last, its fallback runs, out of line, the rest of
+            // the loop's block and of the kernel itself, and returns: the entry's hot path is
+            // one contiguous piece of code.
+            let fallback = match self.tail.borrow_mut().take_if(|(v, _)| *v == var) {
+                Some((_, rest)) => quote! {
+                    #d::outline(move || {
+                        #fallback
+                        #d::cp_async_wait_all();
+                        #d::bar_sync();
+                        #inval
+                        #(#step_final)*
+                        #split_after
+                        #rest
+                    });
+                    return;
+                },
+                None => fallback,
+            };
             let checks: Vec<&TokenStream> = tma_ops.iter().map(|t| &t.check).collect();
             let warps = (threads / 32) as u32;
             let inits = (0..nbars).map(|b| {
@@ -975,18 +1012,8 @@ impl DevGen<'_> {
                 if __tma_go {
                     #tma_main
                 } else {
-                    // The fallbacks are cold (a layout hint only: ptxas 13 still places the
-                    // epilogue after them).
                     ::core::hint::cold_path();
-                    if #d::load(__smem.add(#flag + 12) as *mut u32) != 0 {
-                        let mut __pi: i64 = 0;
-                        while __pi < #filled && __pi < __n {
-                            #d::mbarrier_wait(#d::smem_addr() + (#bars + (__pi as usize) * 8) as u32, 0);
-                            __pi += 1;
-                        }
-                    }
-                    #(#pre)*
-                    #cp_async
+                    #fallback
                 }
             }
         } else if all_proven && !proofs.is_empty() {
@@ -1003,8 +1030,6 @@ impl DevGen<'_> {
         } else {
             main(&issue_ops)
         };
-        // A part of a split loop runs its own run of iterations (`split.rs`).
-        let (split_range, split_after) = self.split_of(var).map(|sl| self.split_range_code(sl, &var_t)).unzip();
         Some(quote! {{
             let __start: #var_t = #s;
             let __end: #var_t = #e;
