@@ -683,11 +683,12 @@ pub unsafe fn cp_async_16(saddr: u32, gptr: *const u8) {
 
 /// `cp.async.wait_all`: this thread's outstanding `cp.async` copies are complete (a barrier
 /// afterwards makes them visible to the whole block).
-/// Runs `f` in a function of its own, never inlined: the device lowering puts a K loop's rarely
-/// taken `cp.async` version (with the rest of the kernel after it) there, so that the entry's
-/// hot path, the tensor-map version, its prologue and epilogue, is laid out in one piece (ptxas
-/// places the join of two branches after both, so an inline fallback of some 15k instructions
-/// sat between the K loop and the epilogue) and is a fraction of the size.
+/// Runs `f` in a function of its own, never inlined: the device lowering puts rarely taken code
+/// there (the checked stores of a block whose fast path failed, the rest of a kernel after a K
+/// loop's `cp.async` fallback), so that an entry's hot path, the tensor-map K loop, its prologue
+/// and epilogue, is laid out in one piece (ptxas places the join of two branches after both, so
+/// inline cold code sat between the K loop and the epilogue). The code it runs must not contain
+/// `wgmma`: ptxas then serializes every `wgmma` of the calling entry.
 #[inline(never)]
 pub fn outline<F: FnOnce()>(f: F) {
     f()

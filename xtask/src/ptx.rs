@@ -232,21 +232,10 @@ fn build_one(root: &Path, tc: &Toolchain, ptxas: &Ptxas, krate: &Path, arch: &st
     if !spills.is_empty() {
         bail!("ptxas -arch={arch} spills registers in {}: {}", ptx_path.display(), spills.join(", "));
     }
-    // A serialized `wgmma` pipeline runs at a fraction of the tensor cores' rate: in an entry, a
-    // build error, like a spill. In a function an entry calls (the out-of-line `cp.async`
-    // fallback of a K loop, `kernel_std::device::outline`, taken only by blocks whose operands
-    // the tensor maps cannot copy) it is reported and accepted.
-    let (entry_losses, callee_losses): (Vec<_>, Vec<_>) = report.perf_losses.iter().partition(|(f, _)| rows.iter().any(|(e, _)| e.name == *f));
-    if !callee_losses.is_empty() {
-        eprintln!(
-            "build-ptx: note: ptxas serializes `wgmma` in {} function(s) called from entries (out-of-line fallbacks), e.g. `{}`: {}",
-            callee_losses.len(),
-            callee_losses[0].0,
-            callee_losses[0].1
-        );
-    }
-    if !entry_losses.is_empty() {
-        let losses: Vec<String> = entry_losses.iter().map(|(f, m)| format!("`{f}`: {m}")).collect();
+    // A serialized `wgmma` pipeline runs at a fraction of the tensor cores' rate: a build error,
+    // like a spill.
+    if !report.perf_losses.is_empty() {
+        let losses: Vec<String> = report.perf_losses.iter().map(|(f, m)| format!("`{f}`: {m}")).collect();
         bail!("ptxas -arch={arch} reports performance losses in {}: {}", ptx_path.display(), losses.join("; "));
     }
 

@@ -182,7 +182,7 @@ struct DevGen<'a> {
     last: Cell<bool>,
     /// The code of the kernel's body after the loop being generated, when that loop is a
     /// top-level statement with no loop after it: the tensor-map version's `cp.async` fallback
-    /// then runs it itself, out of line (`pipeline.rs`), and returns.
+    /// then runs it itself, out of line, and returns (`pipeline.rs`).
     /// (The loop's variable: no loop inside it takes the code.)
     tail: RefCell<Option<(LocalId, TokenStream)>>,
     /// The loop a launch may split over several blocks per program (`split.rs`).

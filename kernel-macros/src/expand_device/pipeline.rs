@@ -929,22 +929,20 @@ impl DevGen<'_> {
                 #(#pre)*
                 #cp_async
             };
-            // The `cp.async` versions are cold. Inline, ptxas lays them out between the K loop
-            // and the epilogue whatever the hints (the join of two branches comes after both),
-            // so when this loop is the body's last, its fallback runs, out of line, the rest of
-            // the loop's block and of the kernel itself, and returns: the entry's hot path is
-            // one contiguous piece of code.
+            // The `cp.async` versions are cold, but ptxas lays out the join of two branches after
+            // both, so the epilogue would follow some 15k instructions of them whatever the
+            // hints. When this loop is the body's last, the fallback does not join: it runs the
+            // rest of the kernel itself, out of line (`outline`: no `wgmma` there), and returns;
+            // the hot path, prologue, tensor-map loop and epilogue, is one piece of code.
             let fallback = match self.tail.borrow_mut().take_if(|(v, _)| *v == var) {
                 Some((_, rest)) => quote! {
-                    #d::outline(move || {
-                        #fallback
-                        #d::cp_async_wait_all();
-                        #d::bar_sync();
-                        #inval
-                        #(#step_final)*
-                        #split_after
-                        #rest
-                    });
+                    #fallback
+                    #d::cp_async_wait_all();
+                    #d::bar_sync();
+                    #inval
+                    #(#step_final)*
+                    #split_after
+                    #d::outline(move || { #rest });
                     return;
                 },
                 None => fallback,

@@ -274,9 +274,10 @@ fn pipelined_loops_count_buffers_round_and_build_descriptors_once() {
 #[test]
 fn f16_casts_of_accumulators_convert_column_pairs_at_once() {
     // `let c = acc.to::<f16>()` (materialized): each pair of adjacent columns is converted by one
-    // `cvt.rn.f16x2.f32`, in both bodies (64x64 over 4 warps: 32 slots per thread, 16 pairs).
+    // `cvt.rn.f16x2.f32`, in both bodies (64x64 over 4 warps: 32 slots per thread, 16 pairs),
+    // and in the sm_90a body's out-of-line copy of the epilogue (after the `cp.async` fallback).
     let (out, _) = expand("", &matmul(3, 32, ""));
-    assert_eq!(out.matches("pack_f16x2").count(), 2 * 16, "{}", out.matches("pack_f16x2").count());
+    assert_eq!(out.matches("pack_f16x2").count(), 3 * 16, "{}", out.matches("pack_f16x2").count());
     // An f32 result has nothing to pack.
     let f32_out = matmul(3, 32, "").replace("c_ptr: Ptr<f16>", "c_ptr: Ptr<f32>").replace("let c = acc.to::<f16>();", "let c = acc;");
     let (out, _) = expand("", &f32_out);
@@ -332,7 +333,8 @@ fn hopper_k_loops_of_two_warpgroups_or_deep_tiles_use_reader_barriers() {
         assert_eq!(out.matches(":: mbarrier_init (").count(), 8);
         assert_eq!(out.matches("as u32 , 1u32) ;").count(), 4);
         assert_eq!(out.matches(&format!("as u32 , {warps}u32) ;")).count(), 4);
-        assert_eq!(out.matches(":: mbarrier_inval (").count(), 8);
+        // (After the loop, and at the end of the `cp.async` fallback, which does not join it.)
+        assert_eq!(out.matches(":: mbarrier_inval (").count(), 2 * 8);
         // No block barrier in the loop: after `wgmma_wait::<1>` each warp's lane 0 arrives on the
         // reader barrier of the buffer whose `wgmma` group it finished, and thread 0 waits for all
         // of them before refilling it with the iteration four ahead (the prologue fills all four).
@@ -480,16 +482,17 @@ fn mma_epilogue_stores_skip_per_pair_tests_when_rows_are_proven_contiguous() {
     );
     let seed = seed.replace("store(c_ptrs, c);", "store(c_ptrs, c, (cm.as_col() < M) & (cn.as_row() < N));");
     let (out, _) = expand("", &seed);
-    // Both bodies (mma.sync and wgmma) get the per-thread row test and the untested stores.
-    assert_eq!(out.matches("let __sfast : bool").count(), 2, "one fast path per body");
+    // Both bodies (mma.sync and wgmma) get the per-thread row test and the untested stores (the
+    // wgmma body twice: its `cp.async` fallback runs its own copy of the epilogue).
+    assert_eq!(out.matches("let __sfast : bool").count(), 3, "one fast path per epilogue");
     // f16 results in groups of four 8-column tiles: quads exchange pairs, 16-byte stores.
-    assert_eq!(out.matches("warp_all").count(), 2, "one warp-wide test per body");
+    assert_eq!(out.matches("warp_all").count(), 3, "one warp-wide test per epilogue");
     assert!(out.contains("quad_transpose"));
     assert!(out.contains("store_vec :: < u32 , 4 >"));
     // f32 results keep one 8-byte store per column pair (no exchange), still untested.
     let f32_out = seed.replace("c_ptr: Ptr<f16>", "c_ptr: Ptr<f32>").replace("let c = acc.to::<f16>();", "let c = acc;");
     let (out, _) = expand("", &f32_out);
-    assert_eq!(out.matches("let __sfast : bool").count(), 2);
+    assert_eq!(out.matches("let __sfast : bool").count(), 3);
     assert!(!out.contains("quad_transpose"));
     assert!(out.contains("store_vec :: < f32 , 2usize >"));
     // Columns wrapped with `% N` (the test kernel's own epilogue) are not affine along a row,
@@ -561,7 +564,8 @@ fn hopper_epilogues_store_whole_rows_through_shared_memory() {
     let (out, _) = expand("", &src);
     let hopper = &out[..out.find("cfg (not (target_feature = \"sm_90a\"))").unwrap()];
     let other = &out[out.find("cfg (not (target_feature = \"sm_90a\"))").unwrap()..];
-    assert_eq!(hopper.matches("stmatrix_x4 (").count(), 4);
+    // (Twice: the hot path's epilogue and the `cp.async` fallback's out-of-line copy.)
+    assert_eq!(hopper.matches("stmatrix_x4 (").count(), 2 * 4);
     assert!(hopper.contains("ld_shared_v4") && hopper.contains("warp_sync ()"));
     assert!(!hopper.contains("quad_transpose"), "no lane exchange on sm_90");
     // Rows of 64 f16 (128 bytes) padded by 16: 144 bytes; four warps of 16 rows.
@@ -632,4 +636,36 @@ fn loops_that_cannot_be_split_are_not() {
     // After the loop anything goes: it runs once, in the last part.
     let (out, _) = expand_all("", &seed.replace("let c_ptrs", "acc = where_(acc >= 0.0, acc, 0.01 * acc);\n let c_ptrs"));
     assert!(splits(&out));
+}
+
+#[test]
+fn hopper_cold_paths_run_out_of_line() {
+    let (out, _) = expand("", &matmul(3, 64, ""));
+    let at = |s: &str| out.find(s).unwrap_or_else(|| panic!("`{s}` in the expansion"));
+    let hopper = &out[at("cfg (target_feature = \"sm_90a\")")..at("cfg (not (target_feature = \"sm_90a\"))")];
+    let other = &out[at("cfg (not (target_feature = \"sm_90a\"))")..];
+    // The `cp.async` fallback of the tensor-map loop (the last loop) does not join the hot path:
+    // it runs the rest of the body (the epilogue) in a never-inlined function and returns.
+    let rest = hopper.find(":: outline (move || {").expect("the fallback runs the rest out of line");
+    assert!(hopper[rest..].contains("}) ; return ;"), "the fallback returns after the rest");
+    // In the out-of-line rest: the epilogue's stores, and no `wgmma` (ptxas would serialize every
+    // `wgmma` of the entry).
+    let closure = &hopper[rest..rest + hopper[rest..].find("}) ; return ;").unwrap()];
+    assert!(closure.contains("store_vec") && !closure.contains("wgmma"));
+    assert_eq!(hopper.matches(":: outline (move ||").count(), 1);
+    // With a masked epilogue (the seeds' `c_mask`), the checked stores run out of line too, in
+    // the rest and in the hot path's epilogue.
+    let masked = matmul(3, 64, "")
+        .replace("let c_ptrs = c_ptr + offs_m.as_col() * N + offs_n.as_row();", "let offs_cm = program_id(0) * BM + arange(0, BM); let offs_cn = program_id(1) * BN + arange(0, BN); let c_ptrs = c_ptr + offs_cm.as_col() * N + offs_cn.as_row();")
+        .replace("store(c_ptrs, c);", "store(c_ptrs, c, (offs_cm.as_col() < M) & (offs_cn.as_row() < N));");
+    let (out_m, _) = expand("", &masked);
+    let hopper_m = &out_m[..out_m.find("cfg (not (target_feature = \"sm_90a\"))").unwrap()];
+    assert!(hopper_m.contains("__sfast"));
+    assert_eq!(hopper_m.matches(":: outline (move ||").count(), 3);
+    // Bodies without `wgmma` keep everything inline.
+    assert!(!other.contains("outline"));
+    // Split entries too (ptxas spilled there).
+    let (all, _) = expand_all("", &matmul(3, 64, ""));
+    let split = &all[all.find("__split (").expect("a split entry")..];
+    assert!(!split[..split.find("__KERNEL_META").unwrap_or(split.len())].contains("outline"));
 }
