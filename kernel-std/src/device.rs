@@ -681,8 +681,6 @@ pub unsafe fn cp_async_16(saddr: u32, gptr: *const u8) {
     };
 }
 
-/// `cp.async.wait_all`: this thread's outstanding `cp.async` copies are complete (a barrier
-/// afterwards makes them visible to the whole block).
 /// Runs `f` in a function of its own, never inlined: the device lowering puts rarely taken code
 /// there (the checked stores of a block whose fast path failed, the rest of a kernel after a K
 /// loop's `cp.async` fallback), so that an entry's hot path, the tensor-map K loop, its prologue
@@ -694,6 +692,8 @@ pub fn outline<F: FnOnce()>(f: F) {
     f()
 }
 
+/// `cp.async.wait_all`: this thread's outstanding `cp.async` copies are complete (a barrier
+/// afterwards makes them visible to the whole block).
 #[inline(always)]
 pub fn cp_async_wait_all() {
     unsafe { asm!("cp.async.wait_all;", options(nostack)) };
