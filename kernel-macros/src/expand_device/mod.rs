@@ -1439,10 +1439,9 @@ impl<'a> DevGen<'a> {
         self.synced.set(false);
         let mut out = TokenStream::new();
         for (i, s) in stmts.iter().enumerate() {
-            // The last loop of a `wgmma` body gets the code after it, for its fallback.
+            // The last loop gets the code after it, for its fallback.
             if let Stmt::For { var, .. } = s {
-                // (Not in a split entry: there ptxas spilled in the 128x128x32 instance.)
-                if self.wgmma && self.split.is_none() && !stmts[i + 1..].iter().any(Self::has_loop) {
+                if self.outlines_cold_code() && split::count_loops(&stmts[i + 1..]) == 0 {
                     let rest = self.after_loop(&stmts[i + 1..]);
                     self.tail.replace(Some((*var, rest)));
                 }
@@ -1456,12 +1455,11 @@ impl<'a> DevGen<'a> {
         out
     }
 
-    fn has_loop(s: &Stmt) -> bool {
-        match s {
-            Stmt::For { .. } => true,
-            Stmt::If { then, els, .. } => then.iter().chain(els).any(Self::has_loop),
-            _ => false,
-        }
+    /// Whether this body runs its cold paths out of line (`kernel_std::device::outline`): the
+    /// `wgmma` bodies of plain entries (in split entries ptxas spilled with the calls: up to 12
+    /// bytes in the 128x128x32 instance).
+    fn outlines_cold_code(&self) -> bool {
+        self.wgmma && self.split.is_none()
     }
 
     /// The code of `stmts`, the rest of the kernel's body after a software-pipelined loop (which

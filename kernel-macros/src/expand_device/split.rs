@@ -32,7 +32,7 @@ pub(super) struct SplitLoop {
 }
 
 /// Loops anywhere in `stmts`.
-fn count_loops(stmts: &[Stmt]) -> usize {
+pub(super) fn count_loops(stmts: &[Stmt]) -> usize {
     stmts
         .iter()
         .map(|s| match s {

@@ -226,10 +226,8 @@ impl DevGen<'_> {
         let slow = self.phase_chunks_in(numel, layout, &roots, body, decls, after);
         match self.mma_store_fast(numel, layout, ptr, value, mask) {
             Some((setup, fast)) => {
-                // In a `wgmma` body the checked stores run out of line (see `outline`; not in a
-                // split entry, where ptxas then spilled 4 bytes in three instances): inline,
-                // ptxas lays them out between the K loop and the fast stores.
-                let slow = if self.wgmma && self.split.is_none() { quote!(#d::outline(move || { #slow });) } else { slow };
+                // Inline, ptxas lays the checked stores out between the K loop and the fast ones.
+                let slow = if self.outlines_cold_code() { quote!(#d::outline(move || { #slow });) } else { slow };
                 quote! {{
                     #setup
                     if __sfast { #fast } else { ::core::hint::cold_path(); #slow }
