@@ -47,6 +47,25 @@ pub fn bar_sync() {
     unsafe { core::arch::nvptx::_syncthreads() };
 }
 
+unsafe extern "C" {
+    #[link_name = "llvm.nvvm.barrier0.and"]
+    fn barrier0_and(p: i32) -> i32;
+}
+
+/// `bar.red.and.pred`: a block barrier (as [`bar_sync`]) that also returns whether `p` holds in
+/// every thread of the block: a vote in one barrier. LLVM's convergent intrinsic, for the reason
+/// given at [`bar_sync`].
+#[inline(always)]
+pub fn bar_and(p: bool) -> bool {
+    let v = unsafe { barrier0_and(p as i32) } as u32;
+    // Through a register that LLVM cannot see into: a branch on the barrier's own predicate is
+    // emitted as a branch to the next block plus a jump, which ptxas lays out with the jump's
+    // target first (a cold `else` before the hot `then`).
+    let r: u32;
+    unsafe { asm!("mov.b32 {r}, {v};", r = out(reg32) r, v = in(reg32) v, options(pure, nomem, nostack)) };
+    r != 0
+}
+
 #[inline(always)]
 pub fn thread_idx() -> u32 {
     let v: u32;

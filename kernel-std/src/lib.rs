@@ -21,7 +21,7 @@
 //! }
 //! ```
 #![no_std]
-#![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch, stdarch_nvptx, core_intrinsics))]
+#![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch, stdarch_nvptx, core_intrinsics, link_llvm_intrinsics))]
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 
 pub mod lang;

@@ -284,6 +284,7 @@ impl DevGen<'_> {
         if !tma_cands.iter().all(Option::is_some) {
             tma_cands.clear();
         }
+        let mut rows_before = 0usize;
         for (oi, op) in plan.ops.iter().enumerate() {
             let e = self.elem(&k.exprs[op.x].ty);
             let chunks = op.numel / 8;
@@ -547,10 +548,14 @@ impl DevGen<'_> {
                 let (inner, rows_n) = (op.inner, op.numel / op.inner);
                 // A rolled loop over this thread's rows of the tile (`tid, tid + threads, ...`),
                 // `__f0` the row's first element.
+                // Rows go to the threads after warp 0 (which issues the first copies) and after
+                // the previous operands' rows, so that each thread checks few rows.
+                let rot = if threads > 32 { (threads - (32 + rows_before) % threads) % threads } else { 0 };
+                rows_before += rows_n;
                 let over_rows = |body: TokenStream| {
                     quote! {
                         let __nr: usize = #d::opaque_usize(#rows_n);
-                        let mut __r: usize = __tid;
+                        let mut __r: usize = (__tid + #rot) % #threads;
                         while __r < __nr {
                             let __f0: usize = __r * #inner;
                             #body
@@ -984,29 +989,20 @@ impl DevGen<'_> {
                     #(#checks)*
                 }
                 let __mmid: bool = __mall || __mmid;
-                // Word 1: every operand can be copied with its tensor map; word 2: bit 0, no
-                // masked element in any iteration (no fix-up), bit 1, none before the last
-                // iteration (fix-up in the last one only); word 0 (voted only when the tensor
-                // maps are not used, after the chunk set-up): every access proven in bounds.
+                // Whether every operand can be copied with its tensor map; whether no element
+                // is masked in any iteration (no fix-up), or in none before the last one (fix-up
+                // in the last one only). Word 0 of `flag` (voted only when the tensor maps are not
+                // used, after the chunk set-up): every access proven in bounds; word 3: whether
+                // thread 0 issued the first copies.
                 let __w: u32 = #d::smem_addr() + #flag as u32;
-                let (__tma_go, __nofix, __fixlast): (bool, bool, bool) = {
-                    if __tid == 0 {
-                        #d::store(__smem.add(#flag) as *mut u32, 1u32);
-                        #d::store(__smem.add(#flag + 4) as *mut u32, 1u32);
-                        #d::store(__smem.add(#flag + 8) as *mut u32, 3u32);
-                        #d::store(__smem.add(#flag + 12) as *mut u32, __spec as u32);
-                    }
-                    #d::bar_sync();
-                    #d::smem_and(__w + 4, (true #(&& #tma_oks)*) as u32);
-                    #d::smem_and(__w + 8, (__mall as u32) | ((__mmid as u32) << 1));
-                    #d::bar_sync();
-                    let __fx: u32 = #d::load(__smem.add(#flag + 8) as *mut u32);
-                    (
-                        #d::load(__smem.add(#flag + 4) as *mut u32) != 0,
-                        __fx & 1 != 0,
-                        __fx & 2 != 0,
-                    )
-                };
+                if __tid == 0 {
+                    #d::store(__smem.add(#flag) as *mut u32, 1u32);
+                    #d::store(__smem.add(#flag + 12) as *mut u32, __spec as u32);
+                }
+                // Three votes (`bar.red.and`): only the first waits for the slowest warp.
+                let __tma_go: bool = #d::bar_and(true #(&& #tma_oks)*);
+                let __nofix: bool = #d::bar_and(__mall);
+                let __fixlast: bool = #d::bar_and(__mmid);
                 if __tma_go {
                     #tma_main
                 } else {

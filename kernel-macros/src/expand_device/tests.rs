@@ -404,7 +404,14 @@ fn hopper_k_loops_copy_tiles_with_tensor_maps() {
     assert_eq!(out.matches("__mmid = __mmid &&").count(), 2 * 2);
     assert_eq!(out.matches("if ! __mall && __n >= 2").count(), 2);
     assert!(out.contains("let __fix : bool = ! __nofix && (! __fixlast || __ci + 1 == __n) ;"));
-    assert!(out.contains("smem_and (__w + 8 , (__mall as u32) | ((__mmid as u32) << 1))"));
+    // The votes are block-wide ANDs, one barrier each (`bar.red.and`), no shared-memory words.
+    assert!(out.contains("let __tma_go : bool = :: kernel_std :: __private :: device :: bar_and (true && __tok0 && __tok1) ;"));
+    assert!(out.contains("let __nofix : bool = :: kernel_std :: __private :: device :: bar_and (__mall) ;"));
+    assert!(out.contains("let __fixlast : bool = :: kernel_std :: __private :: device :: bar_and (__mmid) ;"));
+    // Rows are checked by the threads after warp 0 (which issues the first copies): A's 64 rows
+    // by threads 32..96, B's 32 by threads 96..128 (a rotation of the thread index).
+    assert!(out.contains("let mut __r : usize = (__tid + 96usize) % 128usize ;"), "A's rows start at thread 32");
+    assert!(out.contains("let mut __r : usize = (__tid + 32usize) % 128usize ;"), "B's rows start at thread 96");
     // The last box may reach past the operand's view (a K tail that ends the buffer): allowed
     // when every element out there is masked in the last iteration (each thread its rows, from
     // the view's last column or, for rows below the view, from the row's start).
