@@ -924,7 +924,7 @@ impl DevGen<'_> {
             inval = quote!(if __tid == 0 { #(#invals)* });
             let cp_async = versions(flag, main(&fast_ops), main(&issue_ops));
             let fallback = quote! {
-                if #d::load(__smem.add(#flag + 12) as *mut u32) != 0 {
+                if __spec {
                     let mut __pi: i64 = 0;
                     while __pi < #filled && __pi < __n {
                         #d::mbarrier_wait(#d::smem_addr() + (#bars + (__pi as usize) * 8) as u32, 0);
@@ -975,9 +975,9 @@ impl DevGen<'_> {
                 // filled, and still delivers all its bytes), and a map lies inside its operand's
                 // buffer, so a copy that is not used reads nothing else; if the vote fails every
                 // thread waits for those copies before the `cp.async` version reuses the buffers
-                // (word 3 of `flag` says whether).
-                let __spec: bool = __tid == 0 && __n > 0 #(&& #tma_maps)*;
-                if __spec {
+                // (`__spec`: the same in every thread, as the maps' validity and `__n` are).
+                let __spec: bool = __n > 0 #(&& #tma_maps)*;
+                if __tid == 0 && __spec {
                     #tma_fill
                 }
                 #(#tma_post)*
@@ -992,12 +992,10 @@ impl DevGen<'_> {
                 // Whether every operand can be copied with its tensor map; whether no element
                 // is masked in any iteration (no fix-up), or in none before the last one (fix-up
                 // in the last one only). Word 0 of `flag` (voted only when the tensor maps are not
-                // used, after the chunk set-up): every access proven in bounds; word 3: whether
-                // thread 0 issued the first copies.
+                // used, after the chunk set-up): every access proven in bounds.
                 let __w: u32 = #d::smem_addr() + #flag as u32;
                 if __tid == 0 {
                     #d::store(__smem.add(#flag) as *mut u32, 1u32);
-                    #d::store(__smem.add(#flag + 12) as *mut u32, __spec as u32);
                 }
                 // Three votes (`bar.red.and`): only the first waits for the slowest warp.
                 let __tma_go: bool = #d::bar_and(true #(&& #tma_oks)*);

@@ -388,14 +388,15 @@ fn hopper_k_loops_copy_tiles_with_tensor_maps() {
     // are given `other` after the copy.
     assert!(out.contains("__tma_go") && out.contains("let __tok0 : bool = __tin0 &&") && out.contains("__fx = true"));
     // Thread 0 issues the first stages' copies as soon as the box coordinates are known (valid
-    // maps), before the rows are checked and the vote; whether it did is published (flag word 3)
-    // so that a block taking a `cp.async` version waits for those copies (phase 0 of each filled
-    // buffer's barrier) first.
-    assert!(out.contains("let __spec : bool = __tid == 0 && __n > 0 && __tmo0 && __tmo1"));
-    let (spec, rows) = (out.find("if __spec").unwrap(), out.find("let __tok0 : bool = __tin0 &&").expect("row checks"));
+    // maps), before the rows are checked and the vote; whether it did follows from values every
+    // thread has (`__spec`, uniform), so that a block taking a `cp.async` version waits for those
+    // copies (phase 0 of each filled buffer's barrier) first.
+    assert!(out.contains("let __spec : bool = __n > 0 && __tmo0 && __tmo1"));
+    let (spec, rows) = (out.find("if __tid == 0 && __spec").unwrap(), out.find("let __tok0 : bool = __tin0 &&").expect("row checks"));
     assert!(spec < rows, "the row checks come after the speculative copies");
-    assert!(out.contains("__spec as u32"));
-    assert!(out.contains(", 0) ; __pi += 1 ;"), "the wait loop over the filled buffers");
+    let wait = out.find(", 0) ; __pi += 1 ;").expect("the wait loop over the filled buffers");
+    let guard = out[..wait].rfind("if __spec {").expect("the wait is guarded by `__spec`");
+    assert!(out[guard..wait].contains("while __pi < 2i64 && __pi < __n"), "{}", &out[guard..wait]);
     // The seed's masks are linear in `k`: tested at the first and last iteration before the loop
     // (two rolled loops per operand), so that the K loop skips the fix-up when nothing is masked.
     assert_eq!(out.matches("__mall = __mall &&").count(), 2 * 2);
