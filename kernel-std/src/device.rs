@@ -337,8 +337,9 @@ macro_rules! float_num {
             #[inline(always)] fn div(a: Self, b: Self) -> Self { a / b }
             #[inline(always)] fn rem(a: Self, b: Self) -> Self { a % b }
             #[inline(always)] fn neg(a: Self) -> Self { -a }
-            #[inline(always)] fn min(a: Self, b: Self) -> Self { if a.is_nan() || b.is_nan() { <$t>::NAN } else if a < b { a } else { b } }
-            #[inline(always)] fn max(a: Self, b: Self) -> Self { if a.is_nan() || b.is_nan() { <$t>::NAN } else if a > b { a } else { b } }
+            // A NaN operand is ignored (`min.f32`/`max.f32`, Triton's default), as on the CPU.
+            #[inline(always)] fn min(a: Self, b: Self) -> Self { a.min(b) }
+            #[inline(always)] fn max(a: Self, b: Self) -> Self { a.max(b) }
             #[inline(always)] fn lt(a: Self, b: Self) -> bool { a < b }
             #[inline(always)] fn le(a: Self, b: Self) -> bool { a <= b }
             #[inline(always)] fn gt(a: Self, b: Self) -> bool { a > b }
@@ -389,8 +390,14 @@ macro_rules! int_bits {
             #[inline(always)] fn or(a: Self, b: Self) -> Self { a | b }
             #[inline(always)] fn xor(a: Self, b: Self) -> Self { a ^ b }
             #[inline(always)] fn not(a: Self) -> Self { !a }
-            #[inline(always)] fn shl(a: Self, b: Self) -> Self { a.wrapping_shl(b as u32) }
-            #[inline(always)] fn shr(a: Self, b: Self) -> Self { a.wrapping_shr(b as u32) }
+            // PTX semantics, as on the CPU: an amount at or above the width (or negative)
+            // shifts everything out (0, or the sign bits for `shr` of a negative value).
+            #[inline(always)] fn shl(a: Self, b: Self) -> Self {
+                if (b as u64) < <$t>::BITS as u64 { a << (b as u32) } else { 0 }
+            }
+            #[inline(always)] fn shr(a: Self, b: Self) -> Self {
+                if (b as u64) < <$t>::BITS as u64 { a >> (b as u32) } else { a >> (<$t>::BITS - 1) >> 1 }
+            }
         }
     )*};
 }
@@ -401,8 +408,9 @@ impl Int for bool {
     #[inline(always)] fn or(a: Self, b: Self) -> Self { a | b }
     #[inline(always)] fn xor(a: Self, b: Self) -> Self { a ^ b }
     #[inline(always)] fn not(a: Self) -> Self { !a }
-    #[inline(always)] fn shl(a: Self, _b: Self) -> Self { a }
-    #[inline(always)] fn shr(a: Self, _b: Self) -> Self { a }
+    // A 1-bit value: shifting by 1 (`true`) clears it, as on the CPU.
+    #[inline(always)] fn shl(a: Self, b: Self) -> Self { a & !b }
+    #[inline(always)] fn shr(a: Self, b: Self) -> Self { a & !b }
 }
 
 #[inline(always)]
@@ -438,8 +446,8 @@ unary_asm!(cos_approx, "cos.approx.f32");
 unary_asm!(floor_f32, "cvt.rmi.f32.f32");
 unary_asm!(ceil_f32, "cvt.rpi.f32.f32");
 
-/// Float math: f32 instructions (the `.approx` ones as Triton uses them); half precision and
-/// f64 go through f32.
+/// Float math: f32 instructions (the `.approx` ones as Triton uses them) for f32 and half
+/// precision (computed in f32, rounded once); f64 is computed in f64 (see `impl Float for f64`).
 pub trait Float: Elem {
     #[inline(always)] fn exp(x: Self) -> Self { Self::from_f32(ex2(x.to_f32() * core::f32::consts::LOG2_E)) }
     #[inline(always)] fn exp2(x: Self) -> Self { Self::from_f32(ex2(x.to_f32())) }
@@ -454,7 +462,36 @@ pub trait Float: Elem {
     #[inline(always)] fn ceil(x: Self) -> Self { Self::from_f32(ceil_f32(x.to_f32())) }
 }
 impl Float for f32 {}
-impl Float for f64 {}
+
+macro_rules! unary_asm_f64 {
+    ($name:ident, $ins:literal) => {
+        #[inline(always)]
+        fn $name(x: f64) -> f64 {
+            let v: f64;
+            unsafe { asm!(concat!($ins, " {v}, {x};"), v = out(reg64) v, x = in(reg64) x, options(pure, nomem, nostack)) };
+            v
+        }
+    };
+}
+unary_asm_f64!(sqrt_rn_f64, "sqrt.rn.f64");
+unary_asm_f64!(floor_f64, "cvt.rmi.f64.f64");
+unary_asm_f64!(ceil_f64, "cvt.rpi.f64.f64");
+
+/// f64 in f64: the hardware's correctly rounded square root and roundings, and `libm`'s
+/// functions (within 1 ulp) for the rest, so results agree with the CPU backend's `f64`.
+impl Float for f64 {
+    #[inline(always)] fn exp(x: Self) -> Self { libm::exp(x) }
+    #[inline(always)] fn exp2(x: Self) -> Self { libm::exp2(x) }
+    #[inline(always)] fn log(x: Self) -> Self { libm::log(x) }
+    #[inline(always)] fn log2(x: Self) -> Self { libm::log2(x) }
+    #[inline(always)] fn sqrt(x: Self) -> Self { sqrt_rn_f64(x) }
+    #[inline(always)] fn rsqrt(x: Self) -> Self { 1.0 / sqrt_rn_f64(x) }
+    #[inline(always)] fn abs(x: Self) -> Self { f64::from_bits(x.to_bits() & 0x7fff_ffff_ffff_ffff) }
+    #[inline(always)] fn sin(x: Self) -> Self { libm::sin(x) }
+    #[inline(always)] fn cos(x: Self) -> Self { libm::cos(x) }
+    #[inline(always)] fn floor(x: Self) -> Self { floor_f64(x) }
+    #[inline(always)] fn ceil(x: Self) -> Self { ceil_f64(x) }
+}
 impl Float for F16 {}
 impl Float for BF16 {}
 

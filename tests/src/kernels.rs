@@ -126,3 +126,42 @@ pub fn blocks_of_48<const B: i32>(a: Ptr<f16>, b: Ptr<f16>, c: Ptr<f32>, row_sum
     let m = r < n;
     store(v + r, load(v + r, m, 0.0) * 2.0, m);
 }
+
+/// Every float math function on an f64 block, written to `out[f * n + i]` for function `f`
+/// (exp, exp2, log, log2, sqrt, rsqrt, abs, sin, cos, floor, ceil): computed in f64 on both
+/// backends.
+#[kernel(B = [64])]
+pub fn math_f64<const B: i32>(x: Ptr<f64>, out: Ptr<f64>, n: i32) {
+    let i = program_id(0) * B + arange(0, B);
+    let m = i < n;
+    let v = load(x + i, m, 1.0);
+    store(out + i, exp(v), m);
+    store(out + n + i, exp2(v), m);
+    store(out + 2 * n + i, log(v), m);
+    store(out + 3 * n + i, log2(v), m);
+    store(out + 4 * n + i, sqrt(v), m);
+    store(out + 5 * n + i, rsqrt(v), m);
+    store(out + 6 * n + i, abs(v), m);
+    store(out + 7 * n + i, sin(v), m);
+    store(out + 8 * n + i, cos(v), m);
+    store(out + 9 * n + i, floor(v), m);
+    store(out + 10 * n + i, ceil(v), m);
+}
+
+/// Elementwise `minimum`/`maximum` with NaN operands and the block reductions `min`/`max`
+/// over values with NaNs (a NaN operand is ignored, as by PTX `min.f32`/`max.f32`), and the
+/// shifts `<<`/`>>` by amounts at or above the width and negative ones (everything shifted out).
+#[kernel(B = [16])]
+pub fn nan_minmax_shifts<const B: i32>(a: Ptr<f32>, b: Ptr<f32>, lo: Ptr<f32>, hi: Ptr<f32>, red: Ptr<f32>, v: Ptr<i32>, s: Ptr<i32>, shifted: Ptr<i32>) {
+    let i = arange(0, B);
+    let x = load(a + i);
+    let y = load(b + i);
+    store(lo + i, minimum(x, y));
+    store(hi + i, maximum(x, y));
+    store(red, x.min(0));
+    store(red + 1, x.max(0));
+    let w = load(v + i);
+    let k = load(s + i);
+    store(shifted + i, w << k);
+    store(shifted + B + i, w >> k);
+}

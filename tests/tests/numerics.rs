@@ -72,3 +72,72 @@ fn zero_sized_dimensions() {
         assert_eq!(c.shape(), &[m, n]);
     }
 }
+
+/// f64 math is computed in f64 on both backends: every function within a few ulp of Rust's
+/// own f64 functions (the GPU uses the hardware's `sqrt.rn.f64` and roundings and `libm`).
+#[test]
+fn f64_math_is_computed_in_f64() {
+    use tests::kernels::math_f64;
+    let dev = test_device();
+    let n = 100usize;
+    // Positive inputs across several magnitudes (logs and roots defined), some exact integers.
+    let xs: Vec<f64> = (0..n).map(|i| if i % 10 == 0 { (i / 10 + 1) as f64 } else { 0.001 + (i as f64).powf(1.7) * 0.0371 }).collect();
+    let x = Tensor::<f64>::from_vec(&dev, &[n], xs.clone()).unwrap();
+    let out = Tensor::<f64>::full(&dev, &[11 * n], f64::NAN).unwrap();
+    math_f64::launch((n.div_ceil(64),), &x, &out, n as i32, 64).unwrap();
+    let got = out.to_vec();
+    let fns: [(&str, fn(f64) -> f64); 11] = [
+        ("exp", f64::exp),
+        ("exp2", f64::exp2),
+        ("log", f64::ln),
+        ("log2", f64::log2),
+        ("sqrt", f64::sqrt),
+        ("rsqrt", |v| 1.0 / v.sqrt()),
+        ("abs", f64::abs),
+        ("sin", f64::sin),
+        ("cos", f64::cos),
+        ("floor", f64::floor),
+        ("ceil", f64::ceil),
+    ];
+    for (f, (name, reference)) in fns.iter().enumerate() {
+        for (i, &v) in xs.iter().enumerate() {
+            let (g, w) = (got[f * n + i], reference(v));
+            // 1e-14 relative: f32 math would be off by about 1e-7.
+            assert!((g - w).abs() <= 1e-14 * w.abs().max(1e-300), "{name}({v}) = {g}, want {w} (rel {:e})", ((g - w) / w).abs());
+        }
+    }
+}
+
+/// `minimum`/`maximum` and the `min`/`max` reductions ignore a NaN operand (a block of NaNs
+/// gives NaN); shifts by the width or more, or by a negative amount, shift everything out.
+#[test]
+fn nan_operands_of_min_max_and_out_of_range_shifts() {
+    use tests::kernels::nan_minmax_shifts;
+    let dev = test_device();
+    let nan = f32::NAN;
+    let a: Vec<f32> = vec![1.0, nan, 3.0, nan, -2.0, 0.5, 7.0, -1.0, 2.0, 2.0, nan, 4.0, -5.0, 6.0, 0.0, 1.5];
+    let b: Vec<f32> = vec![2.0, 5.0, nan, nan, -3.0, 0.25, 8.0, -0.5, 2.0, 1.0, -9.0, nan, 5.0, -6.0, 0.0, 2.5];
+    let v: Vec<i32> = vec![1, -16, 5, -1, 1, 1, -8, 3, 12345, -12345, 7, 1, i32::MIN, i32::MAX, 2, 64];
+    let s: Vec<i32> = vec![4, 2, 31, 31, 32, 33, 40, -1, 0, 1, 100, i32::MIN, 1, 30, 3, 5];
+    let t = |d: Vec<f32>| Tensor::<f32>::from_vec(&dev, &[16], d).unwrap();
+    let (at, bt) = (t(a.clone()), t(b.clone()));
+    let (lo, hi, red) = (t(vec![-7.0; 16]), t(vec![-7.0; 16]), t(vec![-7.0; 16]));
+    let vt = Tensor::<i32>::from_vec(&dev, &[16], v.clone()).unwrap();
+    let st = Tensor::<i32>::from_vec(&dev, &[16], s.clone()).unwrap();
+    let shifted = Tensor::<i32>::full(&dev, &[32], -7).unwrap();
+    nan_minmax_shifts::launch((1,), &at, &bt, &lo, &hi, &red, &vt, &st, &shifted, 16).unwrap();
+    let same = |x: f32, y: f32| x == y || (x.is_nan() && y.is_nan());
+    let (lo, hi, red, shifted) = (lo.to_vec(), hi.to_vec(), red.to_vec(), shifted.to_vec());
+    for i in 0..16 {
+        assert!(same(lo[i], a[i].min(b[i])), "minimum({}, {}) = {}", a[i], b[i], lo[i]);
+        assert!(same(hi[i], a[i].max(b[i])), "maximum({}, {}) = {}", a[i], b[i], hi[i]);
+    }
+    assert_eq!((red[0], red[1]), (-5.0, 7.0), "min/max reductions over a block with NaNs");
+    for i in 0..16 {
+        let (w, k) = (v[i], s[i]);
+        let want_shl = if (0..32).contains(&k) { w << k } else { 0 };
+        let want_shr = if (0..32).contains(&k) { w >> k } else if w < 0 { -1 } else { 0 };
+        assert_eq!(shifted[i], want_shl, "{w} << {k}");
+        assert_eq!(shifted[16 + i], want_shr, "{w} >> {k}");
+    }
+}

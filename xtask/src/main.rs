@@ -2,6 +2,7 @@
 //! which first installs the pinned toolchain).
 
 mod bundle;
+mod difftest;
 mod ptx;
 mod ptxas;
 mod toolchain;
@@ -34,6 +35,12 @@ commands:
   gpu-bundle   build release test and example binaries plus sm_90a PTX into target/gpu-bundle,
                for a GPU machine without Rust (run scripts/gpu-check.sh there); benchmark
                binaries go to target/gpu-bundle/bench (bench_matmul, not run by gpu-check.sh)
+  difftest     the CPU and GPU backends on random valid kernels: generates them into
+               target/difftest/, builds them (PTX too when a GPU is present or with --ptx),
+               runs each on the CPU backend and, with a GPU, on the GPU, and compares
+               [--kernels N] (default 40) [--seed S] (default 1) [--batch B] (kernels per
+               crate, default 400) [--ptx] [--no-run] [--bundle] (runners and PTX into
+               target/difftest/bundle for scripts/gpu-check.sh on a GPU machine)
   help         print this text
 
 build-ptx uses the pinned nightly (installed with rust-src and llvm-tools when missing)
@@ -84,6 +91,7 @@ fn run() -> Result<()> {
             ptx::build_ptx(&root(), &ptx::Options::parse(&root(), &archs)?)?;
             cargo(&["test", "--workspace"], rest)
         }
+        "difftest" => difftest::difftest(&root(), &difftest::Options::parse(rest)?, gpu_arch()),
         "help" | "--help" | "-h" => {
             print!("{HELP}");
             Ok(())
