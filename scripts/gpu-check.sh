@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine from the repository root, with target/gpu-bundle and target/ptx
-# present (cargo xtask gpu-bundle; the PTX is in target/gpu-bundle/ptx): the GPU test suite, the examples, and compute-sanitizer.
+# present (cargo xtask gpu-bundle; the PTX is in target/gpu-bundle/ptx): the GPU test suite, the
+# differential test when target/difftest/bundle is there, the examples, and compute-sanitizer.
 # Logs go to $OUT (or ./gpu-logs).
 set -uo pipefail
 out=${OUT:-gpu-logs}
@@ -32,6 +33,11 @@ done
 if [ -x target/gpu-bundle/tests/matmul ]; then
     run "test-matmul-split-force" env KERNEL_SPLIT=force target/gpu-bundle/tests/matmul --test-threads=1
 fi
+# The differential test (cargo xtask difftest --bundle): random valid kernels on the CPU
+# backend and on the GPU, compared; each runner prints its kernel and mismatch counts.
+for d in target/difftest/bundle/difftest_*; do
+    [ -x "$d" ] && run "difftest-$(basename "$d")" env KERNEL_PTX_DIR="$PWD/target/difftest/bundle/ptx" "$d"
+done
 for b in target/gpu-bundle/bin/*; do
     run "example-$(basename "$b")" "$b"
 done

@@ -30,6 +30,7 @@ commands:
   build-ptx    build device crates to PTX, check them with ptxas, write manifests
                [--arch sm_80|sm_90|sm_90a|all]... (default sm_90a)
                [--crate PATH]... (default: xtask/ptx-smoke) [--release] (always release)
+               [--lenient] (spills and ptxas performance advisories warn instead of failing)
                output: target/ptx/<arch>/<crate>.{ptx,cubin,manifest.json}
   ci           same as test
   gpu-bundle   build release test and example binaries plus sm_90a PTX into target/gpu-bundle,

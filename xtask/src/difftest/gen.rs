@@ -210,7 +210,7 @@ impl Exprs<'_> {
     }
 
     fn leaf(&mut self, ty: Ty) -> Option<Val> {
-        match self.rng.below(6) {
+        match self.rng.below(8) {
             0 => {
                 let c = if ty.is_float() { self.rng.pick(&["0.0", "1.0", "2.0", "-3.0", "0.5"]) } else { self.rng.pick(&["0", "1", "2", "3", "7"]) };
                 let exact = !c.contains(".5");
@@ -372,24 +372,35 @@ fn map_kernel(rng: &mut Rng, name: String) -> Case {
         let ty = if exact { rng.pick(&ALL) } else { rng.pick(&[Ty::F32, Ty::F32, Ty::F16, Ty::Bf16, Ty::F64]) };
         let (fill, bound) = input_fill(rng, ty, exact);
         let x = format!("x{i}");
-        let (idx, len) = match rng.below(4) {
-            0 => ("n - 1 - offs".to_string(), "n"),
-            1 => (format!("(offs * {}) % n", rng.pick(&[3, 7, 2])), "n"),
-            _ => ("offs".to_string(), "n"),
+        // Affine, reversed or gathered offsets (all inside `0..n` where `m` holds).
+        let idx = match rng.below(4) {
+            0 => "n - 1 - offs".to_string(),
+            1 => format!("(offs * {}) % n", rng.pick(&[3, 7, 2])),
+            _ => "offs".to_string(),
         };
-        let _ = len;
         body += &format!("    let v{i} = load({x} + {idx}, m, {});\n", ty.zero());
         pool.push(Val { code: format!("v{i}"), ty, bound, exact: exact || !ty.is_float() });
         bufs.push(Buf { name: x, ty, len: if loop_iters > 0 && i == 0 { "n * l".into() } else { "n".into() }, fill, output: false });
     }
     let mut ex = Exprs { rng, exact, pool, shape: "[B]".into(), index: "offs".into(), index_bound: 4096.0 };
-    let compute = if exact { ex.rng.pick(&ALL) } else { ex.rng.pick(&FLOATS) };
+    let compute = if exact { ex.rng.pick(&ALL) } else { ex.rng.pick(&[Ty::F32, Ty::F32, Ty::F16, Ty::Bf16, Ty::F64]) };
     let t0 = ex.value(compute, 2);
     body += &format!("    let mut t0 = {};\n", t0.code);
     let mut t0 = Val { code: "t0".into(), ..t0 };
-    ex.pool.push(t0.clone());
     let mut args = vec!["n as i32".to_string()];
     let mut params = String::new();
+    if ex.rng.chance(15) {
+        // One program returns before storing: its outputs keep the poison on both backends.
+        body = body.replacen("    let m = offs < n;\n", "    let m = offs < n;\n    if program_id(0) == 1 {\n        return;\n    }\n", 1);
+    }
+    if compute == Ty::F32 && ex.rng.chance(40) {
+        // A strong f32 scalar argument.
+        let scale = ex.rng.pick(&[2.0, -1.0, 3.0]);
+        body += "    t0 = t0 * a;\n";
+        t0.bound *= f64::abs(scale);
+        params += ", a: f32";
+        args.push(format!("{scale:?}f32"));
+    }
     if ex.rng.chance(40) {
         // A uniform branch on a scalar argument.
         let alt = ex.value(compute, 1);
@@ -400,10 +411,11 @@ fn map_kernel(rng: &mut Rng, name: String) -> Case {
         params += ", s: i32";
         args.push(format!("{}", ex.rng.below(10)));
     }
+    t0.exact &= t0.bound <= compute.exact_limit();
+    ex.pool.push(t0.clone());
     if loop_iters > 0 {
         // An accumulation over `l` slices of x0 (exact ints stay small enough in f32).
         let x0 = &ex.pool[0];
-        let acc_ty = if exact { Ty::F32 } else { Ty::F32 };
         let bound = x0.bound * loop_iters as f64 + 1.0;
         body += &format!(
             "    let mut acc = zeros::<f32>([B]);\n    for k in 0..l {{\n        let w = load(x0 + k * n + offs, m, {});\n        acc += w.to::<f32>() * 2.0 - 1.0;\n    }}\n",
@@ -411,7 +423,7 @@ fn map_kernel(rng: &mut Rng, name: String) -> Case {
         );
         params += ", l: i32";
         args.push(format!("{loop_iters}"));
-        ex.pool.push(Val { code: "acc".into(), ty: acc_ty, bound: bound * 2.0 + 1.0, exact: exact || !x0.ty.is_float() });
+        ex.pool.push(Val { code: "acc".into(), ty: Ty::F32, bound: bound * 2.0 + 1.0, exact: exact || !x0.ty.is_float() });
     }
     let outs = 1 + ex.rng.below(2);
     let mut tol = Vec::new();
@@ -526,6 +538,16 @@ fn dot_kernel(rng: &mut Rng, name: String) -> Case {
     let (sam, sak) = if a_rows { ("k", "1") } else { ("1", "m") };
     let (sbk, sbn) = if b_rows { ("n", "1") } else { ("1", "k") };
     let acc_form = rng.pick(&["acc += dot(x, y);", "acc = dot(x, y, acc);"]);
+    // B read as a [BN, BK] block and transposed in the kernel (`b.trans()`), or read as is.
+    let trans_b = rng.chance(35);
+    let (y_load, acc_form) = if trans_b {
+        (
+            "load(b + rn.as_col() * sbn + ka.as_row() * sbk, (rn.as_col() < N) & (ka.as_row() < K), 0.0)",
+            acc_form.replace("dot(x, y", "dot(x, y.trans()"),
+        )
+    } else {
+        ("load(b + ka.as_col() * sbk + rn.as_row() * sbn, (ka.as_col() < K) & (rn.as_row() < N), 0.0)", acc_form.to_string())
+    };
     let mut ex_rng = Rng::new(rng.next());
     let pool = vec![Val { code: "acc".into(), ty: Ty::F32, bound: (16 * 160) as f64, exact: true }];
     let mut ex = Exprs { rng: &mut ex_rng, exact: true, pool, shape: "[BM, BN]".into(), index: "(rm.as_col() + rn.as_row())".into(), index_bound: 512.0 };
@@ -544,7 +566,7 @@ pub fn {name}<const BM: i32, const BN: i32, const BK: i32>(a: Ptr<{t}>, b: Ptr<{
     for k0 in (0..K).step_by(BK) {{
         let ka = k0 + rk;
         let x = load(a + rm.as_col() * sam + ka.as_row() * sak, (rm.as_col() < M) & (ka.as_row() < K), 0.0);
-        let y = load(b + ka.as_col() * sbk + rn.as_row() * sbn, (ka.as_col() < K) & (rn.as_row() < N), 0.0);
+        let y = {y_load};
         {acc_form}
     }}
     store(o + rm.as_col() * N + rn.as_row(), {}, (rm.as_col() < M) & (rn.as_row() < N));
