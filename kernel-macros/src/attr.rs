@@ -1,7 +1,7 @@
 //! Parsing of the kernel attributes: `#[kernel(NAME = [values], num_warps = 4)]` and
 //! `#[autotune(configs = [config(BLOCK_M = 128, num_warps = 8, num_stages = 3), ...], key = [M, N])]`.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Delimiter, TokenStream, TokenTree};
 use syn::parse::{Parse, ParseStream, Parser};
 use syn::punctuated::Punctuated;
 use crate::diag::{Sp, SpanRange};
@@ -187,4 +187,39 @@ impl AutotuneAttr {
 /// The span of an attribute's path, for errors about the attribute as a whole.
 pub fn attr_span(a: &syn::Attribute) -> Sp {
     a.path().sp()
+}
+
+/// The meta-parameter names every `config(NAME = ...)` of an autotune attribute assigns, read
+/// from the tokens without parsing them, so that they are known even when the attribute has an
+/// error (the error stub's `launch` leaves them out of its arguments, as the real one does).
+pub fn config_meta_names(tokens: &TokenStream) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut prev_config = false;
+    for t in tokens.clone() {
+        if let TokenTree::Group(g) = &t {
+            if prev_config && g.delimiter() == Delimiter::Parenthesis {
+                assigned_names(g.stream(), &mut out);
+            } else {
+                out.extend(config_meta_names(&g.stream()));
+            }
+        }
+        prev_config = matches!(&t, TokenTree::Ident(i) if i.to_string().eq_ignore_ascii_case("config"));
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The `NAME` of each top-level `NAME = ...` in a comma-separated list, except `num_warps`
+/// and `num_stages`.
+fn assigned_names(tokens: TokenStream, out: &mut Vec<String>) {
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+    for part in tokens.split(|t| matches!(t, TokenTree::Punct(p) if p.as_char() == ',')) {
+        if let [TokenTree::Ident(name), TokenTree::Punct(eq), ..] = part {
+            let n = name.to_string();
+            if eq.as_char() == '=' && n != "num_warps" && n != "num_stages" {
+                out.push(n);
+            }
+        }
+    }
 }

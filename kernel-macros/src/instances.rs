@@ -41,7 +41,7 @@ pub struct Instances {
     pub autotuned: bool,
 }
 
-const MAX_INSTANCES: usize = 4096;
+pub const MAX_INSTANCES: usize = 4096;
 
 /// One compiled instance: a config, a function-meta variant and launch-time meta values.
 pub struct InstanceKey {
@@ -63,6 +63,13 @@ fn val_name(v: &MetaVal) -> String {
 }
 
 impl Instances {
+    /// How many instances are declared, counted without enumerating them (a few long value
+    /// lists multiply beyond what fits in memory).
+    pub fn count(&self) -> u128 {
+        let lens = self.launch_metas.iter().map(|(_, v)| v.len()).chain(self.fn_metas.iter().map(|(_, v)| v.len()));
+        lens.fold(self.configs.len() as u128, |n, l| n.saturating_mul(l as u128))
+    }
+
     /// Each assignment of the function meta-parameters: one IR variant each.
     pub fn variants(&self) -> Vec<Vec<(String, Option<String>)>> {
         let mut out: Vec<Vec<(String, Option<String>)>> = vec![vec![]];
@@ -332,14 +339,14 @@ pub fn collect_instances(
             match sig.params.iter().find(|p| p.name == ks) {
                 Some(p) if matches!(p.kind, ParamKind::Scalar(_)) => key.push(ks),
                 Some(_) => diag.error(k.sp(), format!("autotune key `{ks}` must be a scalar parameter, not a pointer")),
+                // A parameter of an unsupported type: reported already.
+                None if sig.api_params.iter().any(|p| p.name == ks) => {}
                 None => diag.error(k.sp(), format!("autotune key `{ks}` is not a parameter of this kernel")),
             }
         }
     }
     let inst = Instances { configs, launch_metas, fn_metas, key, autotuned: autotune.is_some() };
-    // Counted, not enumerated: a few long value lists multiply beyond what fits in memory.
-    let lens = inst.launch_metas.iter().map(|(_, v)| v.len()).chain(inst.fn_metas.iter().map(|(_, v)| v.len()));
-    let count = lens.fold(inst.configs.len() as u128, |n, l| n.saturating_mul(l as u128));
+    let count = inst.count();
     if count > MAX_INSTANCES as u128 {
         diag.error(fn_span, format!("this kernel declares {count} instances; the limit is {MAX_INSTANCES}"));
     }

@@ -2,12 +2,14 @@
 //! variant per function-meta assignment (lowered and checked) → host + CPU expansion. On any
 //! error: every diagnostic, plus a stub with the kernel's API so call sites do not cascade.
 
-use crate::attr::{attr_span, AutotuneAttr, KernelAttr};
+use crate::attr::{attr_span, config_meta_names, AutotuneAttr, KernelAttr};
 use crate::diag::Diagnostics;
 use crate::{expand_device, expand_host};
-use crate::instances::collect_instances;
+use crate::instances::{collect_instances, Instances, MAX_INSTANCES};
+use crate::ir::MetaKind;
 use crate::lower::{lower_variant, LowerCtx};
-use crate::signature::parse_signature;
+use crate::recover::filter_body;
+use crate::signature::{parse_signature, Signature};
 use proc_macro2::TokenStream;
 use std::collections::HashMap;
 use crate::diag::SpanRange;
@@ -23,51 +25,61 @@ pub fn is_attr(a: &syn::Attribute, name: &str) -> bool {
     a.path().segments.last().is_some_and(|s| s.ident == name)
 }
 
-pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn::ItemFn>) -> TokenStream {
-    let mut diag = Diagnostics::default();
-    let mut attrs_failed = false;
+/// What a kernel's attributes declare.
+struct Attrs {
+    kattr: KernelAttr,
+    autotune: Option<AutotuneAttr>,
+    docs: Vec<syn::Attribute>,
+    /// Whether an attribute failed to parse (its declarations are then missing).
+    failed: bool,
+    /// The meta-parameters the autotune configs assign, read from the tokens even when the
+    /// attribute has an error: they are not `launch` arguments, in the error stub either.
+    tuned: Vec<String>,
+}
+
+fn read_attrs(attr: TokenStream, f: &syn::ItemFn, diag: &mut Diagnostics) -> Attrs {
+    let mut failed = false;
     let kattr = KernelAttr::parse(attr).unwrap_or_else(|e| {
         diag.push(e);
-        attrs_failed = true;
+        failed = true;
         KernelAttr::default()
     });
-    let mut autotune = None;
-    let mut docs = Vec::new();
+    let mut out = Attrs { kattr, autotune: None, docs: Vec::new(), failed, tuned: Vec::new() };
     for a in &f.attrs {
         if is_attr(a, "autotune") {
             let tokens = match &a.meta {
                 syn::Meta::List(l) => l.tokens.clone(),
                 _ => TokenStream::new(),
             };
+            out.tuned = config_meta_names(&tokens);
             match AutotuneAttr::parse(tokens, attr_span(a)) {
-                Ok(at) => autotune = Some(at),
+                Ok(at) => out.autotune = Some(at),
                 Err(e) => {
                     diag.push(e);
-                    attrs_failed = true;
+                    out.failed = true;
                 }
             }
         } else if is_attr(a, "doc") {
-            docs.push(a.clone());
+            out.docs.push(a.clone());
         } else if is_attr(a, "kernel") {
             diag.error(attr_span(a), "`#[kernel]` appears twice on this function");
         } else {
             diag.error(attr_span(a), "unsupported attribute on a kernel: only doc comments and #[autotune(...)] are accepted");
         }
     }
+    out
+}
+
+pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn::ItemFn>) -> TokenStream {
+    let mut diag = Diagnostics::default();
+    let attrs = read_attrs(attr, &f, &mut diag);
     let sig = parse_signature(&f, "kernel", &mut diag);
     let mut helper_names: Vec<String> = helpers.keys().cloned().collect();
     helper_names.sort();
-    let inst = collect_instances(&sig, &kattr, autotune.as_ref(), &helper_names, f.sig.ident.sp(), attrs_failed, &mut diag);
-    // Meta-parameters chosen by autotuning are not `launch` arguments, in the stub either.
-    let tuned: Vec<String> = autotune
-        .as_ref()
-        .and_then(|a| a.configs.first())
-        .map(|c| c.metas.iter().map(|(n, _)| n.to_string()).collect())
-        .unwrap_or_default();
+    let inst = collect_instances(&sig, &attrs.kattr, attrs.autotune.as_ref(), &helper_names, f.sig.ident.sp(), attrs.failed, &mut diag);
     if !diag.is_empty() {
-        let errors = diag.to_compile_errors();
-        let stub = expand_host::stub(&sig, &tuned, &docs);
-        return quote::quote!(#errors #stub);
+        check_body_after_errors(&f.block, &sig, &inst, helpers, &mut diag);
+        return error_output(&diag, &sig, &attrs);
     }
     let concrete = inst.concrete();
     let cx = LowerCtx { sig: &sig, helpers, concrete: &concrete };
@@ -76,9 +88,7 @@ pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn:
         variants.iter().for_each(|v| check_block_sizes(v, &concrete, &mut diag));
     }
     if !diag.is_empty() {
-        let errors = diag.to_compile_errors();
-        let stub = expand_host::stub(&sig, &tuned, &docs);
-        return quote::quote!(#errors #stub);
+        return error_output(&diag, &sig, &attrs);
     }
     let keys = inst.enumerate(&sig.name.to_string());
     #[cfg(test)]
@@ -98,10 +108,46 @@ pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn:
             expand_device::entry(&variants[key.variant], &key.entry, &key.vals, c.num_warps as usize, c.num_stages as usize)
         })
         .collect();
-    let out = expand_host::module(&sig, &inst, &variants, &keys, &entries, &docs);
+    let out = expand_host::module(&sig, &inst, &variants, &keys, &entries, &attrs.docs);
     dump(&sig.name.to_string(), &variants, &out);
     let _ = f.sp();
     out
+}
+
+/// Every error, plus a stub with the launch API the user wrote, so call sites do not cascade.
+fn error_output(diag: &Diagnostics, sig: &Signature, attrs: &Attrs) -> TokenStream {
+    let errors = diag.to_compile_errors();
+    let stub = expand_host::stub(sig, &attrs.tuned, &attrs.docs);
+    quote::quote!(#errors #stub)
+}
+
+/// After an error in the attributes or the signature, lowers and checks the body with what was
+/// declared correctly, so the body's own errors are reported in the same build. Statements that
+/// use a name the error left without a binding are left out (`recover.rs`): their errors would
+/// be cascades. Nothing is lowered when the instance count was already too large.
+fn check_body_after_errors(
+    body: &syn::Block,
+    sig: &Signature,
+    inst: &Instances,
+    helpers: &HashMap<String, &syn::ItemFn>,
+    diag: &mut Diagnostics,
+) {
+    if inst.count() > MAX_INSTANCES as u128 {
+        return;
+    }
+    let mut unusable = sig.unbound.clone();
+    // A function meta-parameter without declared values has no binding in any variant.
+    let undeclared = sig.metas.iter().filter(|m| matches!(m.kind, MetaKind::Func { .. }) && !inst.fn_metas.iter().any(|(n, _)| *n == m.name));
+    unusable.extend(undeclared.map(|m| m.name.clone()));
+    let body = filter_body(body, &unusable);
+    let sig = sig.with_placeholders();
+    let concrete = inst.concrete();
+    let cx = LowerCtx { sig: &sig, helpers, concrete: &concrete };
+    let before = diag.len();
+    let variants: Vec<_> = inst.variants().iter().map(|v| lower_variant(&cx, &body, v, diag)).collect();
+    if diag.len() == before {
+        variants.iter().for_each(|v| check_block_sizes(v, &concrete, diag));
+    }
 }
 
 /// Rule `check_block_elements` for every block shape of a variant in every instance (the

@@ -14,6 +14,7 @@ mod ir;
 mod kernel;
 mod lower;
 mod module;
+mod recover;
 mod shape;
 mod signature;
 
