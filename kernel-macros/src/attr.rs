@@ -95,11 +95,27 @@ fn single_int(a: &Assignment) -> syn::Result<(i64, Sp)> {
     }
 }
 
+/// Rule: an attribute names each argument once (a second one would replace the first).
+fn check_once(seen: &mut Vec<String>, name: &Ident, fix: &str) -> syn::Result<()> {
+    let n = name.to_string();
+    if seen.contains(&n) {
+        return Err(syn::Error::new(name.span(), format!("`{n}` is given twice: {fix}")));
+    }
+    seen.push(n);
+    Ok(())
+}
+
 impl KernelAttr {
     pub fn parse(tokens: TokenStream) -> syn::Result<KernelAttr> {
         let list = Punctuated::<Assignment, Token![,]>::parse_terminated.parse2(tokens)?;
         let mut out = KernelAttr::default();
+        let mut seen = Vec::new();
         for a in list {
+            let fix = match a.name.to_string().as_str() {
+                "num_warps" | "num_stages" => "give it once".to_string(),
+                n => format!("list all its values once, like `{n} = [a, b]`"),
+            };
+            check_once(&mut seen, &a.name, &fix)?;
             if a.name == "num_warps" {
                 out.num_warps = Some(single_int(&a)?);
             } else if a.name == "num_stages" {
@@ -131,7 +147,9 @@ impl Parse for ConfigAttr {
         parenthesized!(content in input);
         let list = Punctuated::<Assignment, Token![,]>::parse_terminated(&content)?;
         let mut c = ConfigAttr { metas: vec![], num_warps: (4, kw.sp()), num_stages: (3, kw.sp()), span: kw.sp() };
+        let mut seen = Vec::new();
         for a in list {
+            check_once(&mut seen, &a.name, "a config gives one value per meta-parameter")?;
             if a.name == "num_warps" {
                 c.num_warps = single_int(&a)?;
             } else if a.name == "num_stages" {
@@ -158,8 +176,10 @@ impl AutotuneAttr {
         let parser = |input: ParseStream| -> syn::Result<AutotuneAttr> {
             let mut configs = None;
             let mut key = Vec::new();
+            let mut seen = Vec::new();
             while !input.is_empty() {
                 let name: Ident = input.parse()?;
+                check_once(&mut seen, &name, "give it once")?;
                 input.parse::<Token![=]>()?;
                 let content;
                 bracketed!(content in input);

@@ -25,6 +25,25 @@ pub fn is_attr(a: &syn::Attribute, name: &str) -> bool {
     a.path().segments.last().is_some_and(|s| s.ident == name)
 }
 
+/// Rule: `#[kernel]` goes on free functions. An attribute cannot see where its item is, so
+/// this recognizes what only a method can be: a function taking `self`, or one without a body
+/// (a trait's). An associated function without `self` looks like a free function here.
+pub fn not_a_free_fn(item: &TokenStream) -> Option<syn::Error> {
+    let (sig, place) = match syn::parse2::<syn::ItemFn>(item.clone()) {
+        Ok(f) => (f.sig, "the impl block"),
+        Err(_) => match syn::parse2::<syn::TraitItemFn>(item.clone()) {
+            Ok(f) if f.default.is_none() => (f.sig, "the trait"),
+            _ => return None,
+        },
+    };
+    let method = sig.inputs.iter().any(|a| matches!(a, syn::FnArg::Receiver(_)));
+    (method || place == "the trait").then(|| {
+        let name = &sig.ident;
+        let msg = format!("#[kernel] goes on free functions only: move `{name}` out of {place}, with its inputs as parameters");
+        syn::Error::new(proc_macro2::Span::call_site(), msg)
+    })
+}
+
 /// What a kernel's attributes declare.
 struct Attrs {
     kattr: KernelAttr,
@@ -91,6 +110,11 @@ pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn:
         return error_output(&diag, &sig, &attrs);
     }
     let keys = inst.enumerate(&sig.name.to_string());
+    if let Some(e) = repeated_entry(&keys) {
+        let msg = format!("two instances of this kernel get the device entry name `{e}`: helper names containing `__` make entry names ambiguous; rename them");
+        diag.error(f.sig.ident.sp(), msg);
+        return error_output(&diag, &sig, &attrs);
+    }
     #[cfg(test)]
     LOWERED.with(|l| {
         *l.borrow_mut() = keys
@@ -112,6 +136,13 @@ pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn:
     dump(&sig.name.to_string(), &variants, &out);
     let _ = f.sp();
     out
+}
+
+/// Rule: instances have distinct device entry names (entry names join the meta values with
+/// `__`; repeated values are rejected before, a helper name with `__` in it can still collide).
+fn repeated_entry(keys: &[crate::instances::InstanceKey]) -> Option<&str> {
+    let mut seen = std::collections::HashSet::new();
+    keys.iter().map(|k| k.entry.as_str()).find(|e| !seen.insert(*e))
 }
 
 /// Every error, plus a stub with the launch API the user wrote, so call sites do not cascade.
@@ -160,6 +191,11 @@ fn check_block_sizes(v: &crate::ir::Kernel, concrete: &[(HashMap<String, i64>, S
         }
         seen.push(&e.ty.shape);
         for (vals, desc) in concrete {
+            // After an attribute error a meta-parameter may have no value: nothing to check.
+            let known = e.ty.shape.iter().all(|d| d.terms().all(|(syms, _)| syms.iter().all(|s| vals.contains_key(s))));
+            if !known {
+                continue;
+            }
             if let Err(m) = crate::check::check_block_elements(&e.ty.shape, &|s| vals.get(s).copied(), desc) {
                 diag.error(e.span, m);
                 return;
