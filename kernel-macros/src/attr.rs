@@ -38,6 +38,9 @@ impl Parse for AttrValue {
                 Some(m) => m.sp().to(lit.sp()),
                 None => lit.sp(),
             };
+            if let Some((p, _)) = input.cursor().punct().filter(|(p, _)| p.as_char() != ',') {
+                return Err(syn::Error::new(p.span(), "meta-parameter values are integer literals, not expressions: write the number"));
+            }
             return Ok(AttrValue::Int(if neg.is_some() { -v } else { v }, sp));
         }
         let id: Ident = input.parse().map_err(|e| {
@@ -241,5 +244,29 @@ fn assigned_names(tokens: TokenStream, out: &mut Vec<String>) {
                 out.push(n);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_meta_names_survive_syntax_errors() {
+        let ts: TokenStream = "configs = [config(BM = 64, num_warps = 4), config(BM = 128 BN = 32, num_stages = 2)], key = [n]"
+            .parse()
+            .expect("tokens");
+        assert!(AutotuneAttr::parse(ts.clone(), proc_macro2::Span::call_site().into()).is_err());
+        assert_eq!(config_meta_names(&ts), vec!["BM".to_string()]);
+        let ts: TokenStream = "configs = [config(num_warps = 4, BN = 1.5), Config(BM = 2)]".parse().expect("tokens");
+        assert_eq!(config_meta_names(&ts), vec!["BM".to_string(), "BN".to_string()]);
+    }
+
+    #[test]
+    fn arguments_given_twice_are_errors() {
+        let err = |s: &str| KernelAttr::parse(s.parse().expect("tokens")).expect_err(s).to_string();
+        assert_eq!(err("B = [16], B = [32]"), "`B` is given twice: list all its values once, like `B = [a, b]`");
+        assert_eq!(err("num_warps = 4, num_warps = 8"), "`num_warps` is given twice: give it once");
+        assert_eq!(err("B = [1 << 4]"), "meta-parameter values are integer literals, not expressions: write the number");
     }
 }

@@ -23,7 +23,7 @@ impl MetaVal {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ConfigData {
     /// (meta name, value) for the autotuned meta-parameters.
     pub metas: Vec<(String, MetaVal)>,
@@ -265,9 +265,9 @@ fn check_distinct_configs(at: &AutotuneAttr, configs: &[ConfigData], diag: &mut 
     let sorted = |c: &ConfigData| {
         let mut m = c.metas.clone();
         m.sort_by(|a, b| a.0.cmp(&b.0));
-        (m, c.num_warps, c.num_stages)
+        ConfigData { metas: m, ..c.clone() }
     };
-    let mut seen: Vec<(usize, (Vec<(String, MetaVal)>, i64, i64))> = Vec::new();
+    let mut seen: Vec<(usize, ConfigData)> = Vec::new();
     for (i, (c, attr)) in configs.iter().zip(&at.configs).enumerate() {
         if c.metas.len() != attr.metas.len() {
             continue;
