@@ -1,6 +1,7 @@
 //! The pipeline for one `#[kernel]` function: attributes → signature → instances → one IR
 //! variant per function-meta assignment (lowered and checked) → host + CPU expansion. On any
-//! error: every diagnostic, plus a stub with the kernel's API so call sites do not cascade.
+//! error: every diagnostic, plus a stub with the launch API as written so call sites do not
+//! cascade; after an attribute or signature error the body is still lowered and checked.
 
 use crate::attr::{attr_span, config_meta_names, AutotuneAttr, KernelAttr};
 use crate::diag::Diagnostics;
