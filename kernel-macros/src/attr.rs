@@ -1,7 +1,7 @@
 //! Parsing of the kernel attributes: `#[kernel(NAME = [values], num_warps = 4)]` and
 //! `#[autotune(configs = [config(BLOCK_M = 128, num_warps = 8, num_stages = 3), ...], key = [M, N])]`.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Delimiter, TokenStream, TokenTree};
 use syn::parse::{Parse, ParseStream, Parser};
 use syn::punctuated::Punctuated;
 use crate::diag::{Sp, SpanRange};
@@ -38,6 +38,9 @@ impl Parse for AttrValue {
                 Some(m) => m.sp().to(lit.sp()),
                 None => lit.sp(),
             };
+            if let Some((p, _)) = input.cursor().punct().filter(|(p, _)| p.as_char() != ',') {
+                return Err(syn::Error::new(p.span(), "meta-parameter values are integer literals, not expressions: write the number"));
+            }
             return Ok(AttrValue::Int(if neg.is_some() { -v } else { v }, sp));
         }
         let id: Ident = input.parse().map_err(|e| {
@@ -95,11 +98,27 @@ fn single_int(a: &Assignment) -> syn::Result<(i64, Sp)> {
     }
 }
 
+/// Rule: an attribute names each argument once (a second one would replace the first).
+fn check_once(seen: &mut Vec<String>, name: &Ident, fix: &str) -> syn::Result<()> {
+    let n = name.to_string();
+    if seen.contains(&n) {
+        return Err(syn::Error::new(name.span(), format!("`{n}` is given twice: {fix}")));
+    }
+    seen.push(n);
+    Ok(())
+}
+
 impl KernelAttr {
     pub fn parse(tokens: TokenStream) -> syn::Result<KernelAttr> {
         let list = Punctuated::<Assignment, Token![,]>::parse_terminated.parse2(tokens)?;
         let mut out = KernelAttr::default();
+        let mut seen = Vec::new();
         for a in list {
+            let fix = match a.name.to_string().as_str() {
+                "num_warps" | "num_stages" => "give it once".to_string(),
+                n => format!("list all its values once, like `{n} = [a, b]`"),
+            };
+            check_once(&mut seen, &a.name, &fix)?;
             if a.name == "num_warps" {
                 out.num_warps = Some(single_int(&a)?);
             } else if a.name == "num_stages" {
@@ -131,7 +150,9 @@ impl Parse for ConfigAttr {
         parenthesized!(content in input);
         let list = Punctuated::<Assignment, Token![,]>::parse_terminated(&content)?;
         let mut c = ConfigAttr { metas: vec![], num_warps: (4, kw.sp()), num_stages: (3, kw.sp()), span: kw.sp() };
+        let mut seen = Vec::new();
         for a in list {
+            check_once(&mut seen, &a.name, "a config gives one value per meta-parameter")?;
             if a.name == "num_warps" {
                 c.num_warps = single_int(&a)?;
             } else if a.name == "num_stages" {
@@ -158,8 +179,10 @@ impl AutotuneAttr {
         let parser = |input: ParseStream| -> syn::Result<AutotuneAttr> {
             let mut configs = None;
             let mut key = Vec::new();
+            let mut seen = Vec::new();
             while !input.is_empty() {
                 let name: Ident = input.parse()?;
+                check_once(&mut seen, &name, "give it once")?;
                 input.parse::<Token![=]>()?;
                 let content;
                 bracketed!(content in input);
@@ -187,4 +210,63 @@ impl AutotuneAttr {
 /// The span of an attribute's path, for errors about the attribute as a whole.
 pub fn attr_span(a: &syn::Attribute) -> Sp {
     a.path().sp()
+}
+
+/// The meta-parameter names every `config(NAME = ...)` of an autotune attribute assigns, read
+/// from the tokens without parsing them, so that they are known even when the attribute has an
+/// error (the error stub's `launch` leaves them out of its arguments, as the real one does).
+pub fn config_meta_names(tokens: &TokenStream) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut prev_config = false;
+    for t in tokens.clone() {
+        if let TokenTree::Group(g) = &t {
+            if prev_config && g.delimiter() == Delimiter::Parenthesis {
+                assigned_names(g.stream(), &mut out);
+            } else {
+                out.extend(config_meta_names(&g.stream()));
+            }
+        }
+        prev_config = matches!(&t, TokenTree::Ident(i) if i.to_string().eq_ignore_ascii_case("config"));
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The `NAME` of each top-level `NAME = ...` in a comma-separated list, except `num_warps`
+/// and `num_stages`.
+fn assigned_names(tokens: TokenStream, out: &mut Vec<String>) {
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+    for part in tokens.split(|t| matches!(t, TokenTree::Punct(p) if p.as_char() == ',')) {
+        if let [TokenTree::Ident(name), TokenTree::Punct(eq), ..] = part {
+            let n = name.to_string();
+            if eq.as_char() == '=' && n != "num_warps" && n != "num_stages" {
+                out.push(n);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_meta_names_survive_syntax_errors() {
+        let ts: TokenStream = "configs = [config(BM = 64, num_warps = 4), config(BM = 128 BN = 32, num_stages = 2)], key = [n]"
+            .parse()
+            .expect("tokens");
+        assert!(AutotuneAttr::parse(ts.clone(), proc_macro2::Span::call_site().into()).is_err());
+        assert_eq!(config_meta_names(&ts), vec!["BM".to_string()]);
+        let ts: TokenStream = "configs = [config(num_warps = 4, BN = 1.5), Config(BM = 2)]".parse().expect("tokens");
+        assert_eq!(config_meta_names(&ts), vec!["BM".to_string(), "BN".to_string()]);
+    }
+
+    #[test]
+    fn arguments_given_twice_are_errors() {
+        let err = |s: &str| KernelAttr::parse(s.parse().expect("tokens")).expect_err(s).to_string();
+        assert_eq!(err("B = [16], B = [32]"), "`B` is given twice: list all its values once, like `B = [a, b]`");
+        assert_eq!(err("num_warps = 4, num_warps = 8"), "`num_warps` is given twice: give it once");
+        assert_eq!(err("B = [1 << 4]"), "meta-parameter values are integer literals, not expressions: write the number");
+    }
 }

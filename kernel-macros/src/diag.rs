@@ -76,6 +76,10 @@ impl Diagnostics {
         }
     }
 
+    pub fn len(&self) -> usize {
+        self.errors.len()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.errors.is_empty()
     }

@@ -62,44 +62,65 @@ struct LaunchSig {
     meta_fields: Vec<TokenStream>,
 }
 
+/// The arguments of `launch` and the fields of `Meta`, from the signature as written: a
+/// parameter or meta-parameter with an unsupported type keeps its place (it was reported), so
+/// the error stub has the API the user wrote and correct call sites type-check.
 fn launch_sig(sig: &Signature, tuned: &[String]) -> LaunchSig {
     let rt = rt();
     let mut args = Vec::new();
     let mut seen: Vec<&str> = Vec::new();
-    for p in &sig.params {
+    for p in &sig.api_params {
         // A duplicate name was already reported; the stub keeps the first.
         if seen.contains(&p.name.as_str()) {
             continue;
         }
         seen.push(&p.name);
         let id = param_ident(&p.name);
-        match p.kind {
-            ParamKind::Ptr(d) => {
+        let t = match p.kind {
+            Some(ParamKind::Ptr(d)) => {
                 let t = dtype_tokens(d, &rt);
-                args.push(quote!(#id: &::kernel_runtime::Tensor<#t>));
+                quote!(&::kernel_runtime::Tensor<#t>)
             }
-            ParamKind::Scalar(d) => {
-                let t = dtype_tokens(d, &rt);
-                args.push(quote!(#id: #t));
-            }
-        }
+            Some(ParamKind::Scalar(d)) => dtype_tokens(d, &rt),
+            None => quote!(impl ::core::marker::Sized),
+        };
+        args.push(quote!(#id: #t));
     }
     let mut meta_fields = Vec::new();
-    for m in &sig.metas {
+    for m in &sig.api_metas {
         if seen.contains(&m.name.as_str()) {
             continue;
         }
         seen.push(&m.name);
         let id = format_ident!("{}", m.name);
-        let t = meta_rust_ty(&m.kind);
-        if !matches!(m.kind, MetaKind::Func { .. }) {
+        let (field, arg) = match &m.kind {
+            Ok(MetaKind::Func { optional }) => (None, meta_rust_ty(&MetaKind::Func { optional: *optional })),
+            Ok(k) => (Some(meta_rust_ty(k)), meta_rust_ty(k)),
+            Err(ty) => unsupported_meta_ty(ty),
+        };
+        if let Some(t) = field {
             meta_fields.push(quote!(pub #id: #t));
         }
         if !tuned.contains(&m.name) {
-            args.push(quote!(#id: #t));
+            args.push(quote!(#id: #arg));
         }
     }
     LaunchSig { args, meta_fields }
+}
+
+/// How the error stub types a meta-parameter declared with an unsupported type: a primitive
+/// type as written (a `Meta` field and an argument of that type), anything else as an argument
+/// of any type and no field.
+fn unsupported_meta_ty(ty: &syn::Type) -> (Option<TokenStream>, TokenStream) {
+    const PRIMITIVES: &[&str] =
+        &["u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize", "f32", "f64", "bool", "char"];
+    match crate::signature::path_last(ty) {
+        Some((id, args)) if args.is_empty() && PRIMITIVES.contains(&id.to_string().as_str()) => {
+            let t = format_ident!("{}", id.to_string());
+            (Some(quote!(#t)), quote!(#t))
+        }
+        _ => (None, quote!(impl ::core::marker::Sized)),
+    }
 }
 
 /// What a kernel with errors expands to: its module with the same API, so call sites type-check.

@@ -23,7 +23,7 @@ impl MetaVal {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ConfigData {
     /// (meta name, value) for the autotuned meta-parameters.
     pub metas: Vec<(String, MetaVal)>,
@@ -41,7 +41,7 @@ pub struct Instances {
     pub autotuned: bool,
 }
 
-const MAX_INSTANCES: usize = 4096;
+pub const MAX_INSTANCES: usize = 4096;
 
 /// One compiled instance: a config, a function-meta variant and launch-time meta values.
 pub struct InstanceKey {
@@ -63,6 +63,13 @@ fn val_name(v: &MetaVal) -> String {
 }
 
 impl Instances {
+    /// How many instances are declared, counted without enumerating them (a few long value
+    /// lists multiply beyond what fits in memory).
+    pub fn count(&self) -> u128 {
+        let lens = self.launch_metas.iter().map(|(_, v)| v.len()).chain(self.fn_metas.iter().map(|(_, v)| v.len()));
+        lens.fold(self.configs.len() as u128, |n, l| n.saturating_mul(l as u128))
+    }
+
     /// Each assignment of the function meta-parameters: one IR variant each.
     pub fn variants(&self) -> Vec<Vec<(String, Option<String>)>> {
         let mut out: Vec<Vec<(String, Option<String>)>> = vec![vec![]];
@@ -215,6 +222,64 @@ fn check_num_stages(num_stages: i64, span: Sp, diag: &mut Diagnostics) {
     }
 }
 
+/// The part of a device entry name a meta value gives (`B_64`: `64`; `ACT = None`: `none`).
+fn entry_part(v: &AttrValue) -> String {
+    match v {
+        AttrValue::Int(x, _) => val_name(&MetaVal::Int(*x)),
+        AttrValue::Bool(b, _) => b.to_string(),
+        AttrValue::Func(f, _) => f.as_ref().map_or("none".to_string(), |f| f.to_string().trim_start_matches("r#").to_string()),
+    }
+}
+
+fn shown(v: &AttrValue) -> String {
+    match v {
+        AttrValue::Int(x, _) => x.to_string(),
+        AttrValue::Bool(b, _) => b.to_string(),
+        AttrValue::Func(f, _) => f.as_ref().map_or("None".to_string(), |f| f.to_string()),
+    }
+}
+
+/// Rule: the declared values of a meta-parameter are distinct: each value is a device entry
+/// named after it, so a repeated value (or two that give the same name) would define one
+/// entry twice. Returns the values without the repeats.
+fn distinct_values<'v>(name: &str, vals: &'v [AttrValue], diag: &mut Diagnostics) -> Vec<&'v AttrValue> {
+    let mut kept: Vec<&AttrValue> = Vec::new();
+    for v in vals {
+        match kept.iter().find(|k| entry_part(k) == entry_part(v)) {
+            Some(k) if shown(k) == shown(v) => {
+                diag.error(v.span(), format!("`{name} = {}` is listed twice: remove the repeat", shown(v)))
+            }
+            Some(k) => diag.error(
+                v.span(),
+                format!("`{name} = {}` gives the same device entry name as `{name} = {}`: rename the helper", shown(v), shown(k)),
+            ),
+            None => kept.push(v),
+        }
+    }
+    kept
+}
+
+/// Rule: autotune configs are distinct (a repeated config would be compiled and timed twice).
+/// Configs with an error in a meta value are not compared.
+fn check_distinct_configs(at: &AutotuneAttr, configs: &[ConfigData], diag: &mut Diagnostics) {
+    let sorted = |c: &ConfigData| {
+        let mut m = c.metas.clone();
+        m.sort_by(|a, b| a.0.cmp(&b.0));
+        ConfigData { metas: m, ..c.clone() }
+    };
+    let mut seen: Vec<(usize, ConfigData)> = Vec::new();
+    for (i, (c, attr)) in configs.iter().zip(&at.configs).enumerate() {
+        if c.metas.len() != attr.metas.len() {
+            continue;
+        }
+        let key = sorted(c);
+        match seen.iter().find(|(_, k)| *k == key) {
+            Some((j, _)) => diag.error(attr.span, format!("this config is the same as config {j}: remove it")),
+            None => seen.push((i, key)),
+        }
+    }
+}
+
 pub fn collect_instances(
     sig: &Signature,
     kattr: &KernelAttr,
@@ -272,6 +337,7 @@ pub fn collect_instances(
             }
             configs.push(ConfigData { metas, num_warps: c.num_warps.0, num_stages: c.num_stages.0 });
         }
+        check_distinct_configs(at, &configs, diag);
     } else {
         configs.push(ConfigData { metas: vec![], num_warps: default_warps, num_stages: default_stages });
     }
@@ -299,6 +365,7 @@ pub fn collect_instances(
         if !ok {
             continue;
         }
+        let vals = distinct_values(&n, vals, diag);
         if let MetaKind::Func { .. } = kind {
             let fs = vals
                 .iter()
@@ -309,7 +376,7 @@ pub fn collect_instances(
                 .collect();
             fn_metas.push((n, fs));
         } else {
-            launch_metas.push((n, vals.iter().map(to_meta_val).collect()));
+            launch_metas.push((n, vals.iter().map(|v| to_meta_val(v)).collect()));
         }
     }
     // Rule: every meta-parameter has declared values (unless an attribute already failed).
@@ -329,17 +396,21 @@ pub fn collect_instances(
     if let Some(at) = autotune {
         for k in &at.key {
             let ks = k.to_string();
+            if key.contains(&ks) {
+                diag.error(k.sp(), format!("autotune key `{ks}` is listed twice: list it once"));
+                continue;
+            }
             match sig.params.iter().find(|p| p.name == ks) {
                 Some(p) if matches!(p.kind, ParamKind::Scalar(_)) => key.push(ks),
                 Some(_) => diag.error(k.sp(), format!("autotune key `{ks}` must be a scalar parameter, not a pointer")),
+                // A parameter of an unsupported type: reported already.
+                None if sig.api_params.iter().any(|p| p.name == ks) => {}
                 None => diag.error(k.sp(), format!("autotune key `{ks}` is not a parameter of this kernel")),
             }
         }
     }
     let inst = Instances { configs, launch_metas, fn_metas, key, autotuned: autotune.is_some() };
-    // Counted, not enumerated: a few long value lists multiply beyond what fits in memory.
-    let lens = inst.launch_metas.iter().map(|(_, v)| v.len()).chain(inst.fn_metas.iter().map(|(_, v)| v.len()));
-    let count = lens.fold(inst.configs.len() as u128, |n, l| n.saturating_mul(l as u128));
+    let count = inst.count();
     if count > MAX_INSTANCES as u128 {
         diag.error(fn_span, format!("this kernel declares {count} instances; the limit is {MAX_INSTANCES}"));
     }

@@ -1,13 +1,16 @@
 //! The pipeline for one `#[kernel]` function: attributes → signature → instances → one IR
 //! variant per function-meta assignment (lowered and checked) → host + CPU expansion. On any
-//! error: every diagnostic, plus a stub with the kernel's API so call sites do not cascade.
+//! error: every diagnostic, plus a stub with the launch API as written so call sites do not
+//! cascade; after an attribute or signature error the body is still lowered and checked.
 
-use crate::attr::{attr_span, AutotuneAttr, KernelAttr};
+use crate::attr::{attr_span, config_meta_names, AutotuneAttr, KernelAttr};
 use crate::diag::Diagnostics;
 use crate::{expand_device, expand_host};
-use crate::instances::collect_instances;
+use crate::instances::{collect_instances, Instances, MAX_INSTANCES};
+use crate::ir::MetaKind;
 use crate::lower::{lower_variant, LowerCtx};
-use crate::signature::parse_signature;
+use crate::recover::filter_body;
+use crate::signature::{parse_signature, Signature};
 use proc_macro2::TokenStream;
 use std::collections::HashMap;
 use crate::diag::SpanRange;
@@ -23,51 +26,80 @@ pub fn is_attr(a: &syn::Attribute, name: &str) -> bool {
     a.path().segments.last().is_some_and(|s| s.ident == name)
 }
 
-pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn::ItemFn>) -> TokenStream {
-    let mut diag = Diagnostics::default();
-    let mut attrs_failed = false;
+/// Rule: `#[kernel]` goes on free functions. An attribute cannot see where its item is, so
+/// this recognizes what only a method can be: a function taking `self`, or one without a body
+/// (a trait's). An associated function without `self` looks like a free function here.
+pub fn not_a_free_fn(item: &TokenStream) -> Option<syn::Error> {
+    let (sig, place) = match syn::parse2::<syn::ItemFn>(item.clone()) {
+        Ok(f) => (f.sig, "the impl block"),
+        Err(_) => match syn::parse2::<syn::TraitItemFn>(item.clone()) {
+            Ok(f) if f.default.is_none() => (f.sig, "the trait"),
+            _ => return None,
+        },
+    };
+    let method = sig.inputs.iter().any(|a| matches!(a, syn::FnArg::Receiver(_)));
+    (method || place == "the trait").then(|| {
+        let name = &sig.ident;
+        let msg = format!("#[kernel] goes on free functions only: move `{name}` out of {place}, with its inputs as parameters");
+        syn::Error::new(proc_macro2::Span::call_site(), msg)
+    })
+}
+
+/// What a kernel's attributes declare.
+struct Attrs {
+    kattr: KernelAttr,
+    autotune: Option<AutotuneAttr>,
+    docs: Vec<syn::Attribute>,
+    /// Whether an attribute failed to parse (its declarations are then missing).
+    failed: bool,
+    /// The meta-parameters the autotune configs assign, read from the tokens even when the
+    /// attribute has an error: they are not `launch` arguments, in the error stub either.
+    tuned: Vec<String>,
+}
+
+fn read_attrs(attr: TokenStream, f: &syn::ItemFn, diag: &mut Diagnostics) -> Attrs {
+    let mut failed = false;
     let kattr = KernelAttr::parse(attr).unwrap_or_else(|e| {
         diag.push(e);
-        attrs_failed = true;
+        failed = true;
         KernelAttr::default()
     });
-    let mut autotune = None;
-    let mut docs = Vec::new();
+    let mut out = Attrs { kattr, autotune: None, docs: Vec::new(), failed, tuned: Vec::new() };
     for a in &f.attrs {
         if is_attr(a, "autotune") {
             let tokens = match &a.meta {
                 syn::Meta::List(l) => l.tokens.clone(),
                 _ => TokenStream::new(),
             };
+            out.tuned = config_meta_names(&tokens);
             match AutotuneAttr::parse(tokens, attr_span(a)) {
-                Ok(at) => autotune = Some(at),
+                Ok(at) => out.autotune = Some(at),
                 Err(e) => {
                     diag.push(e);
-                    attrs_failed = true;
+                    out.failed = true;
                 }
             }
         } else if is_attr(a, "doc") {
-            docs.push(a.clone());
+            out.docs.push(a.clone());
         } else if is_attr(a, "kernel") {
             diag.error(attr_span(a), "`#[kernel]` appears twice on this function");
         } else {
             diag.error(attr_span(a), "unsupported attribute on a kernel: only doc comments and #[autotune(...)] are accepted");
         }
     }
+    out
+}
+
+pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn::ItemFn>) -> TokenStream {
+    let mut diag = Diagnostics::default();
+    let attrs = read_attrs(attr, &f, &mut diag);
     let sig = parse_signature(&f, "kernel", &mut diag);
     let mut helper_names: Vec<String> = helpers.keys().cloned().collect();
     helper_names.sort();
-    let inst = collect_instances(&sig, &kattr, autotune.as_ref(), &helper_names, f.sig.ident.sp(), attrs_failed, &mut diag);
-    // Meta-parameters chosen by autotuning are not `launch` arguments, in the stub either.
-    let tuned: Vec<String> = autotune
-        .as_ref()
-        .and_then(|a| a.configs.first())
-        .map(|c| c.metas.iter().map(|(n, _)| n.to_string()).collect())
-        .unwrap_or_default();
+    let inst = collect_instances(&sig, &attrs.kattr, attrs.autotune.as_ref(), &helper_names, f.sig.ident.sp(), attrs.failed, &mut diag);
     if !diag.is_empty() {
-        let errors = diag.to_compile_errors();
-        let stub = expand_host::stub(&sig, &tuned, &docs);
-        return quote::quote!(#errors #stub);
+        check_body_after_errors(&f.block, &sig, &inst, helpers, &mut diag);
+        return error_output(&diag, &sig, &attrs);
     }
     let concrete = inst.concrete();
     let cx = LowerCtx { sig: &sig, helpers, concrete: &concrete };
@@ -76,11 +108,14 @@ pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn:
         variants.iter().for_each(|v| check_block_sizes(v, &concrete, &mut diag));
     }
     if !diag.is_empty() {
-        let errors = diag.to_compile_errors();
-        let stub = expand_host::stub(&sig, &tuned, &docs);
-        return quote::quote!(#errors #stub);
+        return error_output(&diag, &sig, &attrs);
     }
     let keys = inst.enumerate(&sig.name.to_string());
+    if let Some(e) = repeated_entry(&keys) {
+        let msg = format!("two instances of this kernel get the device entry name `{e}`: helper names containing `__` make entry names ambiguous; rename them");
+        diag.error(f.sig.ident.sp(), msg);
+        return error_output(&diag, &sig, &attrs);
+    }
     #[cfg(test)]
     LOWERED.with(|l| {
         *l.borrow_mut() = keys
@@ -98,10 +133,53 @@ pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn:
             expand_device::entry(&variants[key.variant], &key.entry, &key.vals, c.num_warps as usize, c.num_stages as usize)
         })
         .collect();
-    let out = expand_host::module(&sig, &inst, &variants, &keys, &entries, &docs);
+    let out = expand_host::module(&sig, &inst, &variants, &keys, &entries, &attrs.docs);
     dump(&sig.name.to_string(), &variants, &out);
     let _ = f.sp();
     out
+}
+
+/// Rule: instances have distinct device entry names (entry names join the meta values with
+/// `__`; repeated values are rejected before, a helper name with `__` in it can still collide).
+fn repeated_entry(keys: &[crate::instances::InstanceKey]) -> Option<&str> {
+    let mut seen = std::collections::HashSet::new();
+    keys.iter().map(|k| k.entry.as_str()).find(|e| !seen.insert(*e))
+}
+
+/// Every error, plus a stub with the launch API the user wrote, so call sites do not cascade.
+fn error_output(diag: &Diagnostics, sig: &Signature, attrs: &Attrs) -> TokenStream {
+    let errors = diag.to_compile_errors();
+    let stub = expand_host::stub(sig, &attrs.tuned, &attrs.docs);
+    quote::quote!(#errors #stub)
+}
+
+/// After an error in the attributes or the signature, lowers and checks the body with what was
+/// declared correctly, so the body's own errors are reported in the same build. Statements that
+/// use a name the error left without a binding are left out (`recover.rs`): their errors would
+/// be cascades. Nothing is lowered when the instance count was already too large.
+fn check_body_after_errors(
+    body: &syn::Block,
+    sig: &Signature,
+    inst: &Instances,
+    helpers: &HashMap<String, &syn::ItemFn>,
+    diag: &mut Diagnostics,
+) {
+    if inst.count() > MAX_INSTANCES as u128 {
+        return;
+    }
+    let mut unusable = sig.unbound.clone();
+    // A function meta-parameter without declared values has no binding in any variant.
+    let undeclared = sig.metas.iter().filter(|m| matches!(m.kind, MetaKind::Func { .. }) && !inst.fn_metas.iter().any(|(n, _)| *n == m.name));
+    unusable.extend(undeclared.map(|m| m.name.clone()));
+    let body = filter_body(body, &unusable);
+    let sig = sig.with_placeholders();
+    let concrete = inst.concrete();
+    let cx = LowerCtx { sig: &sig, helpers, concrete: &concrete };
+    let before = diag.len();
+    let variants: Vec<_> = inst.variants().iter().map(|v| lower_variant(&cx, &body, v, diag)).collect();
+    if diag.len() == before {
+        variants.iter().for_each(|v| check_block_sizes(v, &concrete, diag));
+    }
 }
 
 /// Rule `check_block_elements` for every block shape of a variant in every instance (the
@@ -114,6 +192,11 @@ fn check_block_sizes(v: &crate::ir::Kernel, concrete: &[(HashMap<String, i64>, S
         }
         seen.push(&e.ty.shape);
         for (vals, desc) in concrete {
+            // After an attribute error a meta-parameter may have no value: nothing to check.
+            let known = e.ty.shape.iter().all(|d| d.terms().all(|(syms, _)| syms.iter().all(|s| vals.contains_key(s))));
+            if !known {
+                continue;
+            }
             if let Err(m) = crate::check::check_block_elements(&e.ty.shape, &|s| vals.get(s).copied(), desc) {
                 diag.error(e.span, m);
                 return;

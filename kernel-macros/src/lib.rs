@@ -14,6 +14,7 @@ mod ir;
 mod kernel;
 mod lower;
 mod module;
+mod recover;
 mod shape;
 mod signature;
 
@@ -26,8 +27,14 @@ use std::collections::HashMap;
 /// Declares a block kernel. See the `kernel-std` crate documentation.
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let f = syn::parse_macro_input!(item as syn::ItemFn);
-    kernel::expand(attr.into(), f, &HashMap::new()).into()
+    let item: proc_macro2::TokenStream = item.into();
+    if let Some(e) = kernel::not_a_free_fn(&item) {
+        return e.to_compile_error().into();
+    }
+    match syn::parse2::<syn::ItemFn>(item) {
+        Ok(f) => kernel::expand(attr.into(), f, &HashMap::new()).into(),
+        Err(e) => e.to_compile_error().into(),
+    }
 }
 
 /// A module of kernels and the `#[helper]` functions they call.

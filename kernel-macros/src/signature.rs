@@ -6,6 +6,7 @@ use crate::ir::{DType, MetaKind, MetaParam, Param, ParamKind};
 use crate::diag::SpanRange;
 use syn::{FnArg, GenericArgument, GenericParam, Pat, PathArguments, ReturnType, Type};
 
+#[derive(Clone)]
 pub struct Signature {
     pub name: syn::Ident,
     pub vis: syn::Visibility,
@@ -13,6 +14,40 @@ pub struct Signature {
     pub metas: Vec<MetaParam>,
     /// Every const generic's name, including ones with unsupported types (to avoid cascades).
     pub all_const_generics: Vec<String>,
+    /// Every parameter as written, in order, for the launch API of the error stub.
+    pub api_params: Vec<ApiParam>,
+    /// Every const generic as written, in order, for the launch API of the error stub.
+    pub api_metas: Vec<ApiMeta>,
+    /// Names the body may use whose binding is missing or ambiguous because of a signature
+    /// error: statements using them are not lowered (their errors would be cascades).
+    pub unbound: Vec<String>,
+    /// Const generics of an integer type kernels do not support (`u8`, `i16`, ...): lowering
+    /// after the error treats them as integer meta-parameters (it types those alike).
+    pub placeholder_metas: Vec<MetaParam>,
+}
+
+impl Signature {
+    /// The signature lowering uses after a signature error: with the placeholder metas.
+    pub fn with_placeholders(&self) -> Signature {
+        let mut s = self.clone();
+        s.metas.extend(self.placeholder_metas.iter().cloned());
+        s
+    }
+}
+
+/// A parameter as written: its kind, or `None` for a type kernels do not support (the stub
+/// accepts any argument there).
+#[derive(Clone)]
+pub struct ApiParam {
+    pub name: String,
+    pub kind: Option<ParamKind>,
+}
+
+/// A const generic as written: its kind, or the unsupported type it was declared with.
+#[derive(Clone)]
+pub struct ApiMeta {
+    pub name: String,
+    pub kind: Result<MetaKind, Type>,
 }
 
 const SCALAR_PARAM_TYPES: &str = "i32, u32, i64, f32 or bool";
@@ -21,53 +56,104 @@ const SCALAR_PARAM_TYPES: &str = "i32, u32, i64, f32 or bool";
 pub fn parse_signature(f: &syn::ItemFn, what: &str, diag: &mut Diagnostics) -> Signature {
     let sig = &f.sig;
     check_fn_qualifiers(sig, what, diag);
-    let mut metas = Vec::new();
-    for g in &sig.generics.params {
-        match g {
-            GenericParam::Const(c) => {
-                if let Some(kind) = meta_kind(&c.ty) {
-                    metas.push(MetaParam { name: c.ident.to_string(), kind, span: c.ident.sp() });
-                } else {
-                    diag.error(
-                        c.ty.sp(),
-                        "unsupported meta-parameter type: use an integer type (i32, u32, i64, usize), bool, `Func` or `Option<Func>`",
-                    );
-                }
-            }
-            GenericParam::Type(t) => diag.error(
-                t.sp(),
-                "type parameters are not supported in kernels: declare meta-parameters as `const NAME: i32` (or `Option<Func>` for functions)",
-            ),
-            GenericParam::Lifetime(l) => diag.error(l.sp(), "lifetime parameters are not supported in kernels"),
-        }
-    }
+    let mut unbound = Vec::new();
+    let mut placeholder_metas = Vec::new();
+    let (metas, api_metas) = parse_generics(sig, &mut unbound, &mut placeholder_metas, diag);
     if let Some(w) = &sig.generics.where_clause {
         diag.error(w.sp(), "where clauses are not supported in kernels");
     }
     let mut params = Vec::new();
-    for input in &sig.inputs {
+    let mut api_params = Vec::new();
+    for (i, input) in sig.inputs.iter().enumerate() {
         match input {
-            FnArg::Receiver(r) => diag.error(r.sp(), "kernels cannot take `self`"),
+            FnArg::Receiver(r) => {
+                diag.error(r.sp(), "kernels cannot take `self`");
+                unbound.push("self".to_string());
+            }
             FnArg::Typed(pt) => {
                 let name = match &*pt.pat {
-                    Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => pi.ident.clone(),
+                    Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => pi.ident.to_string(),
                     other => {
                         diag.error(other.sp(), "kernel parameters must be plain names");
+                        unbound.extend(crate::recover::idents(other));
+                        api_params.push(ApiParam { name: format!("__arg{i}"), kind: param_kind(&pt.ty) });
                         continue;
                     }
                 };
-                match param_kind(&pt.ty) {
-                    Some(kind) => params.push(Param { name: name.to_string(), kind }),
-                    None => diag.error(
-                        pt.ty.sp(),
-                        format!("unsupported kernel parameter type: use `Ptr<T>` for buffers or a scalar ({SCALAR_PARAM_TYPES})"),
-                    ),
+                let kind = param_kind(&pt.ty);
+                match &kind {
+                    Some(kind) => params.push(Param { name: name.clone(), kind: kind.clone() }),
+                    None => {
+                        diag.error(
+                            pt.ty.sp(),
+                            format!("unsupported kernel parameter type: use `Ptr<T>` for buffers or a scalar ({SCALAR_PARAM_TYPES})"),
+                        );
+                        unbound.push(name.clone());
+                    }
                 }
+                api_params.push(ApiParam { name, kind });
             }
         }
     }
-    check_unique_names(sig, diag);
-    Signature { name: sig.ident.clone(), vis: f.vis.clone(), params, metas, all_const_generics: const_generic_names(sig) }
+    unbound.extend(check_unique_names(sig, diag));
+    Signature {
+        name: sig.ident.clone(),
+        vis: f.vis.clone(),
+        params,
+        metas,
+        all_const_generics: const_generic_names(sig),
+        api_params,
+        api_metas,
+        unbound,
+        placeholder_metas,
+    }
+}
+
+/// The generic parameters: supported meta-parameters, and every const generic as written.
+/// Names the body cannot use as written (unsupported types, type parameters) go to `unbound`.
+fn parse_generics(
+    sig: &syn::Signature,
+    unbound: &mut Vec<String>,
+    placeholders: &mut Vec<MetaParam>,
+    diag: &mut Diagnostics,
+) -> (Vec<MetaParam>, Vec<ApiMeta>) {
+    let mut metas = Vec::new();
+    let mut api = Vec::new();
+    for g in &sig.generics.params {
+        match g {
+            GenericParam::Const(c) => {
+                let name = c.ident.to_string();
+                match meta_kind(&c.ty) {
+                    Some(kind) => {
+                        metas.push(MetaParam { name: name.clone(), kind: kind.clone(), span: c.ident.sp() });
+                        api.push(ApiMeta { name, kind: Ok(kind) });
+                    }
+                    None => {
+                        diag.error(
+                            c.ty.sp(),
+                            "unsupported meta-parameter type: use an integer type (i32, u32, i64, usize), bool, `Func` or `Option<Func>`",
+                        );
+                        if is_other_int(&c.ty) {
+                            let kind = MetaKind::Int("i32".to_string());
+                            placeholders.push(MetaParam { name: name.clone(), kind, span: c.ident.sp() });
+                        } else {
+                            unbound.push(name.clone());
+                        }
+                        api.push(ApiMeta { name, kind: Err(c.ty.clone()) });
+                    }
+                }
+            }
+            GenericParam::Type(t) => {
+                diag.error(
+                    t.sp(),
+                    "type parameters are not supported in kernels: declare meta-parameters as `const NAME: i32` (or `Option<Func>` for functions)",
+                );
+                unbound.push(t.ident.to_string());
+            }
+            GenericParam::Lifetime(l) => diag.error(l.sp(), "lifetime parameters are not supported in kernels"),
+        }
+    }
+    (metas, api)
 }
 
 fn const_generic_names(sig: &syn::Signature) -> Vec<String> {
@@ -82,8 +168,9 @@ fn const_generic_names(sig: &syn::Signature) -> Vec<String> {
 }
 
 /// Rule: parameter and meta-parameter names are distinct and do not start with `__`
-/// (reserved for generated code).
-fn check_unique_names(sig: &syn::Signature, diag: &mut Diagnostics) {
+/// (reserved for generated code). Returns the names declared twice.
+fn check_unique_names(sig: &syn::Signature, diag: &mut Diagnostics) -> Vec<String> {
+    let mut twice = Vec::new();
     let mut seen: Vec<String> = Vec::new();
     let mut names: Vec<&syn::Ident> = Vec::new();
     for g in &sig.generics.params {
@@ -104,9 +191,11 @@ fn check_unique_names(sig: &syn::Signature, diag: &mut Diagnostics) {
             diag.error(id.sp(), format!("`{n}`: names starting with `__` are reserved for generated code"));
         } else if seen.contains(&n) {
             diag.error(id.sp(), format!("`{n}` is declared twice: parameters and meta-parameters need distinct names"));
+            twice.push(n.clone());
         }
         seen.push(n);
     }
+    twice
 }
 
 /// Rule: kernels and helpers are plain functions: no async, unsafe, const, extern or variadics.
@@ -172,6 +261,11 @@ fn param_kind(ty: &Type) -> Option<ParamKind> {
         d @ (DType::I32 | DType::U32 | DType::I64 | DType::F32 | DType::Bool) => Some(ParamKind::Scalar(d)),
         _ => None,
     }
+}
+
+/// An integer type meta-parameters do not support.
+fn is_other_int(ty: &Type) -> bool {
+    path_last(ty).is_some_and(|(id, args)| args.is_empty() && ["u8", "u16", "u128", "i8", "i16", "i128"].iter().any(|t| id == t))
 }
 
 fn meta_kind(ty: &Type) -> Option<MetaKind> {

@@ -1,0 +1,11 @@
+// instances: a meta-parameter set twice in one config
+use kernel_std::prelude::*;
+
+#[kernel]
+#[autotune(configs = [config(B = 64, B = 128)], key = [n])]
+fn k<const B: i32>(x: Ptr<f32>, n: i32) {
+    let offs = arange(0, B);
+    store(x + offs, load(x + offs, offs < n), offs < n);
+}
+
+fn main() {}
