@@ -34,6 +34,10 @@ const METHODS: &str = "to::<T>(), as_col(), as_row(), expand_dims(axis), trans()
 sum(axis), max(axis), min(axis), exp(), log(), sqrt(), abs(), ...";
 const METHOD_NAMES: [&str; 10] = ["to", "as_col", "as_row", "expand_dims", "trans", "reshape", "broadcast_to", "sum", "max", "min"];
 const MAX_INLINE_DEPTH: usize = 16;
+/// The most expressions a kernel variant may have once its helpers are inlined (the largest
+/// kernel of the repository has under 200): each inlined call copies the helper's body, so a
+/// helper calling another twice at every level doubles the kernel's size per level.
+pub const MAX_INLINED_EXPRS: usize = 20_000;
 
 struct Lowerer<'a, 'd> {
     cx: &'a LowerCtx<'a>,
@@ -50,6 +54,8 @@ struct Lowerer<'a, 'd> {
     depth_reported: bool,
     /// The span of the outermost helper call being inlined.
     inline_root: Option<Sp>,
+    /// Set once the kernel passed `MAX_INLINED_EXPRS`: helper calls are no longer inlined.
+    too_large: bool,
 }
 
 /// Lowers the kernel body for one assignment of the function meta-parameters.
@@ -69,7 +75,7 @@ pub fn lower_variant(
         locals: Vec::new(),
         body: Vec::new(),
     };
-    let mut l = Lowerer { cx, k, scopes: vec![], stmts: vec![vec![]], diag, helper_stack: vec![], depths: vec![], nesting: 0, depth_reported: false, inline_root: None };
+    let mut l = Lowerer { cx, k, scopes: vec![], stmts: vec![vec![]], diag, helper_stack: vec![], depths: vec![], nesting: 0, depth_reported: false, inline_root: None, too_large: false };
     let mut top = l.helper_scope();
     for (i, p) in sig.params.iter().enumerate() {
         top.insert(p.name.clone(), Binding::Param(i));
@@ -828,6 +834,22 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         }
     }
 
+    /// A dtype written as a value, `tl.float16` or `f16`: its Rust name.
+    fn dtype_value(&self, e: &syn::Expr) -> Option<&'static str> {
+        match strip_parens(e) {
+            syn::Expr::Field(f) if self.is_unbound_ident(&f.base, "tl") => match &f.member {
+                syn::Member::Named(n) => hints::triton_dtype(&n.to_string()),
+                _ => None,
+            },
+            syn::Expr::Path(p) if p.qself.is_none() => {
+                let name = p.path.get_ident()?.to_string();
+                let d = DType::from_name(&name)?;
+                self.lookup(&name).is_none().then_some(d.name())
+            }
+            _ => None,
+        }
+    }
+
     fn lower_field(&mut self, f: &syn::ExprField) -> ExprId {
         let dtype = match &f.member {
             syn::Member::Named(n) if self.is_unbound_ident(&f.base, "tl") => hints::triton_dtype(&n.to_string()),
@@ -1266,6 +1288,10 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                         _ => None,
                     }
                 });
+                if let Some(d) = m.args.first().and_then(|a| self.dtype_value(a)) {
+                    let recv = short_text(&m.receiver);
+                    return self.err(m.args[0].sp(), format!("the dtype is a type argument: `{recv}.to::<{d}>()`"));
+                }
                 if n != 0 {
                     return wrong(self, "x.to::<T>()");
                 }
@@ -1352,6 +1378,27 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         let Some(f) = self.cx.helpers.get(name).copied() else {
             return self.err(span, format!("unknown helper `{name}`"));
         };
+        if self.too_large {
+            return self.poison(span);
+        }
+        let id = self.inline_helper(f, name, args, span);
+        if !self.too_large && self.k.exprs.len() > MAX_INLINED_EXPRS {
+            self.too_large = true;
+            let mut chain = self.helper_stack.clone();
+            chain.push(name.to_string());
+            let at = self.inline_root.filter(|_| !self.helper_stack.is_empty()).unwrap_or(span);
+            let msg = format!(
+                "inlining helpers here makes the kernel more than {MAX_INLINED_EXPRS} expressions large (at the call chain {}): each call copies the helper's body; compute a helper's result once with `let` and reuse it",
+                chain.join(" -> ")
+            );
+            self.diag.error(at, msg);
+            return self.poison(span);
+        }
+        id
+    }
+
+    /// Lowers the call `name(args)` of the helper `f` by lowering its body in place.
+    fn inline_helper(&mut self, f: &syn::ItemFn, name: &str, args: &syn::punctuated::Punctuated<syn::Expr, syn::Token![,]>, span: Sp) -> ExprId {
         if let Some(pos) = self.helper_stack.iter().position(|h| h == name) {
             let mut cycle: Vec<&str> = self.helper_stack[pos..].iter().map(|s| s.as_str()).collect();
             cycle.push(name);
