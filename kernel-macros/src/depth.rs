@@ -80,8 +80,8 @@ impl VisitMut for Limiter {
                 None => {
                     // An item or macro statement: the whole statement becomes the marker.
                     let mut marker = syn::Expr::Verbatim(TokenStream::new());
-                    let sp = s.sp();
-                    set_marker(&mut marker, sp.start, sp.end, n);
+                    let (start, end) = stmt_spans(s);
+                    set_marker(&mut marker, start, end, n);
                     std::mem::forget(std::mem::replace(s, syn::Stmt::Expr(marker, Some(Default::default()))));
                 }
             }
@@ -98,6 +98,17 @@ fn replace_with_marker(e: &mut syn::Expr, depth: usize) {
     let mut marker = syn::Expr::Verbatim(TokenStream::new());
     set_marker(&mut marker, start, end, depth);
     drop_iteratively(std::mem::replace(e, marker));
+}
+
+/// The first and last token of an item or macro statement, found without printing it.
+fn stmt_spans(s: &syn::Stmt) -> (Span, Span) {
+    match s {
+        syn::Stmt::Item(syn::Item::Const(c)) => (c.const_token.span, c.semi_token.span),
+        syn::Stmt::Item(syn::Item::Static(c)) => (c.static_token.span, c.semi_token.span),
+        syn::Stmt::Item(syn::Item::Fn(f)) => (f.sig.fn_token.span, f.block.brace_token.span.close()),
+        syn::Stmt::Macro(m) => (m.mac.path.sp().start, m.mac.delimiter.span().close()),
+        _ => (Span::call_site(), Span::call_site()),
+    }
 }
 
 /// Makes `e` the marker of a `depth`-deep expression from `start` to `end`.
@@ -225,5 +236,47 @@ fn last_span(mut e: &syn::Expr) -> Span {
             },
             other => return other.sp().end,
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel_with(expr: &str) -> String {
+        format!("fn k(x: Ptr<f32>, out: Ptr<f32>) {{ let offs = arange(0, 16); let v = load(x + offs); let y = {expr}; store(out + offs, y); }}")
+    }
+
+    fn expand(src: &str) -> String {
+        let f: syn::ItemFn = syn::parse_str(src).expect("parses");
+        crate::expand_kernel_fn(TokenStream::new(), f).to_string()
+    }
+
+    #[test]
+    fn ten_thousand_terms_give_the_nesting_error() {
+        let out = expand(&kernel_with(&vec!["v"; 10_000].join(" + ")));
+        assert!(out.contains("nested too deeply (10000 levels; the limit is 256)"), "{out}");
+    }
+
+    #[test]
+    fn ten_thousand_nested_calls_give_the_nesting_error() {
+        // syn's parser recurses on nested calls: parse on a large stack.
+        let expr = format!("{}v{}", "exp(".repeat(10_000), ")".repeat(10_000));
+        let out = std::thread::Builder::new().stack_size(64 << 20).spawn(move || expand(&kernel_with(&expr))).expect("thread").join();
+        let out = out.expect("expands without panicking");
+        assert!(out.contains("nested too deeply (10001 levels; the limit is 256)"), "{out}");
+    }
+
+    #[test]
+    fn deep_items_in_a_body_give_the_nesting_error() {
+        let src = format!("fn k(x: Ptr<f32>) {{ const N: i32 = {}; }}", vec!["1"; 10_000].join(" + "));
+        let out = expand(&src);
+        assert!(out.contains("nested too deeply (10000 levels; the limit is 256)"), "{out}");
+    }
+
+    #[test]
+    fn expressions_at_the_limit_expand() {
+        let out = expand(&kernel_with(&vec!["v"; MAX_DEPTH - 4].join(" + ")));
+        assert!(!out.contains("compile_error"), "{out}");
     }
 }

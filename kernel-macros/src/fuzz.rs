@@ -43,7 +43,6 @@ use crate::{kernel, module};
 use proc_macro2::{Delimiter, Group, TokenStream, TokenTree};
 use quote::quote;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::panic::{self, AssertUnwindSafe};
 use std::str::FromStr;

@@ -787,6 +787,9 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                     }
                     _ => return self.err(b.op.sp(), "unsupported operator in kernels"),
                 };
+                if let (BinOp::Mul, syn::Expr::Unary(syn::ExprUnary { op: syn::UnOp::Deref(_), .. })) = (op, &*b.right) {
+                    return self.err(b.op.sp().to(b.right.sp()), "there is no `**` operator: multiply (`x * x`), or raise to a power with `exp2(y * log2(x))`");
+                }
                 let l = self.lower_expr(&b.left);
                 let r = self.lower_expr(&b.right);
                 self.binary(op, l, r, span)
