@@ -174,7 +174,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         Some((format!("{name}({})", params.join(", ")), params))
     }
 
-    /// ` (did you mean `x`?)` for a misspelled local, parameter or meta-parameter.
+    /// `: did you mean `x`?` for a misspelled local, parameter or meta-parameter.
     fn suggest_value(&self, name: &str) -> String {
         let names: Vec<&String> = self
             .scopes
