@@ -43,7 +43,6 @@ use crate::{kernel, module};
 use proc_macro2::{Delimiter, Group, TokenStream, TokenTree};
 use quote::quote;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::panic::{self, AssertUnwindSafe};
 use std::str::FromStr;
@@ -705,7 +704,7 @@ fn run_source(src: &str) -> Outcome {
     let mut errors = false;
     for e in entries {
         let out = guarded(move || match e {
-            Entry::Kernel(a, f) => kernel::expand(a, f, &HashMap::new()),
+            Entry::Kernel(a, f) => crate::expand_kernel_fn(a, f),
             Entry::Module(a, m) => module::expand(a, m),
         });
         let out = match out {
@@ -2139,7 +2138,7 @@ fn error_messages(src: &str) -> Vec<String> {
     for item in std::mem::take(&mut file.items) {
         let expanded = match item {
             syn::Item::Fn(mut f) => match take_attr(&mut f.attrs, "kernel") {
-                Some(Some(a)) => guarded(move || kernel::expand(a, f, &HashMap::new())),
+                Some(Some(a)) => guarded(move || crate::expand_kernel_fn(a, f)),
                 _ => continue,
             },
             syn::Item::Mod(mut m) => match take_attr(&mut m.attrs, "kernel_module") {

@@ -301,6 +301,34 @@ pub enum ExprKind {
     Reduce { op: ReduceOp, x: ExprId, axis: usize },
 }
 
+impl ExprKind {
+    /// The expressions this one reads.
+    pub fn operands(&self) -> Vec<ExprId> {
+        match self {
+            ExprKind::Param(_)
+            | ExprKind::Meta(_)
+            | ExprKind::Lit(_)
+            | ExprKind::Local(_)
+            | ExprKind::ProgramId(_)
+            | ExprKind::NumPrograms(_)
+            | ExprKind::Arange { .. } => vec![],
+            ExprKind::Full(x)
+            | ExprKind::Unary(_, x)
+            | ExprKind::Cast(x)
+            | ExprKind::ExpandDims(x, _)
+            | ExprKind::Trans(x)
+            | ExprKind::Reshape(x)
+            | ExprKind::BroadcastTo(x)
+            | ExprKind::Math(_, x)
+            | ExprKind::Reduce { x, .. } => vec![*x],
+            ExprKind::Binary(_, a, b) | ExprKind::PtrAdd(a, b) => vec![*a, *b],
+            ExprKind::Where(c, a, b) => vec![*c, *a, *b],
+            ExprKind::Load { ptr, mask, other } => [Some(*ptr), *mask, *other].into_iter().flatten().collect(),
+            ExprKind::Dot { a, b, acc } => [Some(*a), Some(*b), *acc].into_iter().flatten().collect(),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Expr {
     pub kind: ExprKind,

@@ -5,10 +5,12 @@
 
 mod attr;
 mod check;
+mod depth;
 mod diag;
 mod expand_cpu;
 mod expand_device;
 mod expand_host;
+mod hints;
 mod instances;
 mod ir;
 mod kernel;
@@ -32,9 +34,15 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
         return e.to_compile_error().into();
     }
     match syn::parse2::<syn::ItemFn>(item) {
-        Ok(f) => kernel::expand(attr.into(), f, &HashMap::new()).into(),
+        Ok(f) => expand_kernel_fn(attr.into(), f).into(),
         Err(e) => e.to_compile_error().into(),
     }
+}
+
+/// `#[kernel]` outside a module: the body's nesting is limited first (`depth.rs`).
+fn expand_kernel_fn(attr: proc_macro2::TokenStream, mut f: syn::ItemFn) -> proc_macro2::TokenStream {
+    depth::limit_block(&mut f.block);
+    kernel::expand(attr, f, &HashMap::new())
 }
 
 /// A module of kernels and the `#[helper]` functions they call.

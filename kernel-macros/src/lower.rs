@@ -5,6 +5,7 @@
 
 use crate::check::*;
 use crate::diag::{Diagnostics, Sp, SpanRange};
+use crate::hints;
 use crate::ir::*;
 use crate::shape::{shape_to_string, Dim, Shape};
 use crate::signature::{dtype_of_type, path_last, single_type_arg, Signature};
@@ -31,7 +32,12 @@ const BUILTINS: &str = "program_id, num_programs, arange, zeros, full, load, sto
 minimum, maximum, exp, exp2, log, log2, sqrt, rsqrt, abs, sin, cos, floor, ceil, sum, trans, expand_dims, reshape, broadcast_to";
 const METHODS: &str = "to::<T>(), as_col(), as_row(), expand_dims(axis), trans(), reshape([..]), broadcast_to([..]), \
 sum(axis), max(axis), min(axis), exp(), log(), sqrt(), abs(), ...";
+const METHOD_NAMES: [&str; 10] = ["to", "as_col", "as_row", "expand_dims", "trans", "reshape", "broadcast_to", "sum", "max", "min"];
 const MAX_INLINE_DEPTH: usize = 16;
+/// The most expressions a kernel variant may have once its helpers are inlined (the largest
+/// kernel of the repository has under 200): each inlined call copies the helper's body, so a
+/// helper calling another twice at every level doubles the kernel's size per level.
+pub const MAX_INLINED_EXPRS: usize = 20_000;
 
 struct Lowerer<'a, 'd> {
     cx: &'a LowerCtx<'a>,
@@ -40,6 +46,16 @@ struct Lowerer<'a, 'd> {
     stmts: Vec<Vec<Stmt>>,
     diag: &'d mut Diagnostics,
     helper_stack: Vec<String>,
+    /// The nesting depth of each expression of `k.exprs` (1 for a leaf).
+    depths: Vec<usize>,
+    /// How many `lower_expr` calls are active.
+    nesting: usize,
+    /// Whether the current statement's expression was reported as nested too deeply.
+    depth_reported: bool,
+    /// The span of the outermost helper call being inlined.
+    inline_root: Option<Sp>,
+    /// Set once the kernel passed `MAX_INLINED_EXPRS`: helper calls are no longer inlined.
+    too_large: bool,
 }
 
 /// Lowers the kernel body for one assignment of the function meta-parameters.
@@ -59,7 +75,7 @@ pub fn lower_variant(
         locals: Vec::new(),
         body: Vec::new(),
     };
-    let mut l = Lowerer { cx, k, scopes: vec![], stmts: vec![vec![]], diag, helper_stack: vec![] };
+    let mut l = Lowerer { cx, k, scopes: vec![], stmts: vec![vec![]], diag, helper_stack: vec![], depths: vec![], nesting: 0, depth_reported: false, inline_root: None, too_large: false };
     let mut top = l.helper_scope();
     for (i, p) in sig.params.iter().enumerate() {
         top.insert(p.name.clone(), Binding::Param(i));
@@ -94,6 +110,107 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         self.cx.helpers.keys().map(|h| (h.clone(), Binding::Helper(h.clone()))).collect()
     }
 
+    // ---------------------------------------------------------------- hints
+
+    /// Whether `e` is the plain name `name` and nothing in scope is called that.
+    fn is_unbound_ident(&self, e: &syn::Expr, name: &str) -> bool {
+        matches!(strip_parens(e), syn::Expr::Path(p) if p.qself.is_none() && p.path.is_ident(name)) && self.lookup(name).is_none()
+    }
+
+    /// `tl::name` (Triton's module prefix as a path): the name after the prefix.
+    fn tl_path(&self, func: &syn::Expr) -> Option<String> {
+        let syn::Expr::Path(p) = func else { return None };
+        let segs = &p.path.segments;
+        let first = segs.first()?;
+        (segs.len() == 2 && first.ident == "tl" && self.lookup("tl").is_none()).then(|| segs[1].ident.to_string())
+    }
+
+    /// Whether `name(...)` names a builtin, a helper or a function meta-parameter.
+    fn is_callable(&self, name: &str) -> bool {
+        builtin_names().any(|b| b == name) || matches!(self.lookup(name), Some(Binding::Helper(_) | Binding::Func(_)))
+    }
+
+    /// Reports `keyword = value` arguments of `name(...)` (or of the method `x.name(...)`);
+    /// true when there was one.
+    fn keyword_args(&mut self, name: &str, args: &syn::punctuated::Punctuated<syn::Expr, syn::Token![,]>, method: bool) -> bool {
+        let mut found = false;
+        for a in args {
+            let syn::Expr::Assign(kw) = a else { continue };
+            let syn::Expr::Path(p) = &*kw.left else { continue };
+            let Some(keyword) = p.path.get_ident().map(|i| i.to_string()) else { continue };
+            let helper = self.helper_signature(name);
+            let helper_params: Vec<&str> = helper.iter().flat_map(|(_, p)| p.iter().map(|x| x.as_str())).collect();
+            let sig = match &helper {
+                Some((sig, _)) => Some((sig.as_str(), helper_params.as_slice())),
+                None if method => hints::method_signature(name),
+                None => hints::builtin_signature(name),
+            };
+            let msg = hints::keyword_arg_message(&keyword, name, sig);
+            self.diag.error(a.sp(), msg);
+            found = true;
+        }
+        found
+    }
+
+    /// `helper(a, b)` with its parameter names, when `name` calls a helper.
+    fn helper_signature(&self, name: &str) -> Option<(String, Vec<String>)> {
+        let h = match self.lookup(name)? {
+            Binding::Helper(h) | Binding::Func(Some(h)) => h,
+            _ => return None,
+        };
+        let f = self.cx.helpers.get(h.as_str())?;
+        let params: Vec<String> = f
+            .sig
+            .inputs
+            .iter()
+            .filter_map(|a| match a {
+                syn::FnArg::Typed(t) => match &*t.pat {
+                    syn::Pat::Ident(pi) => Some(pi.ident.to_string()),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect();
+        Some((format!("{name}({})", params.join(", ")), params))
+    }
+
+    /// `: did you mean `x`?` for a misspelled local, parameter or meta-parameter.
+    fn suggest_value(&self, name: &str) -> String {
+        let names: Vec<&String> = self
+            .scopes
+            .iter()
+            .flat_map(|s| s.iter())
+            .filter(|(_, b)| matches!(b, Binding::Local(_) | Binding::Param(_) | Binding::Meta(_)))
+            .map(|(n, _)| n)
+            .collect();
+        match hints::did_you_mean(name, names.iter().map(|n| n.as_str())) {
+            Some(s) => format!(": did you mean `{s}`?"),
+            None => String::new(),
+        }
+    }
+
+    /// The error for a call to an unknown function: a plain function of the module, or a
+    /// misspelling, and what can be called.
+    fn unknown_function_message(&self, name: &str) -> String {
+        if crate::module::is_plain_fn(name) {
+            return format!("`{name}` is a plain function: mark it `#[helper]` to call it from a kernel");
+        }
+        let mut helpers: Vec<String> = self.cx.helpers.keys().cloned().collect();
+        helpers.sort();
+        let funcs: Vec<String> = self.scopes.iter().flat_map(|s| s.iter()).filter(|(_, b)| matches!(b, Binding::Func(_))).map(|(n, _)| n.clone()).collect();
+        let names = builtin_names().chain(helpers.iter().map(|h| h.as_str())).chain(funcs.iter().map(|f| f.as_str()));
+        let hint = match hints::did_you_mean(name, names) {
+            Some(s) => format!(" (did you mean `{s}`?)"),
+            None => String::new(),
+        };
+        let helpers = if helpers.is_empty() {
+            "helpers are declared with #[helper] in the same #[kernel_module]".to_string()
+        } else {
+            format!("this module's helpers are {}", helpers.join(", "))
+        };
+        format!("unknown function `{name}` in kernel{hint}: the block language provides {BUILTINS}; {helpers}")
+    }
+
     // ---------------------------------------------------------------- building blocks
 
     fn err(&mut self, span: Sp, msg: impl Into<String>) -> ExprId {
@@ -105,8 +222,15 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         self.push(ExprKind::Lit(Lit::Int(0)), Ty::error(), span)
     }
 
+    /// Adds an expression; one nesting deeper than `depth::MAX_DEPTH` is an error.
     fn push(&mut self, kind: ExprKind, ty: Ty, span: Sp) -> ExprId {
+        let depth = 1 + kind.operands().iter().map(|&o| self.depths[o]).max().unwrap_or(0);
+        if depth > crate::depth::MAX_DEPTH {
+            self.too_deep(span);
+            return self.poison(span);
+        }
         self.k.exprs.push(Expr { kind, ty, span });
+        self.depths.push(depth);
         self.k.exprs.len() - 1
     }
 
@@ -289,12 +413,26 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 self.diag.error(c.sp(), "`continue` is not supported in kernels: use `if` or a mask");
             }
             other => {
-                // An expression evaluated for nothing (e.g. a bare `load(p);`) is lowered and dropped.
+                // A helper call may store: its value is dropped. Any other value is an error.
                 let v = self.lower_expr(other);
                 let ty = self.ty(v);
+                if !self.calls_helper(other) {
+                    if !ty.is_error() {
+                        self.diag.error(other.sp(), "this value is computed but never used: store the result with `store(ptrs, value, mask)` or remove it");
+                    }
+                    return;
+                }
                 let local = self.new_local("_", ty, false);
                 self.emit(Stmt::Let { local, value: v });
             }
+        }
+    }
+
+    /// Whether `e` is a call to a helper (directly or through a function meta-parameter).
+    fn calls_helper(&self, e: &syn::Expr) -> bool {
+        match strip_parens(e) {
+            syn::Expr::Call(c) => call_name(c).is_some_and(|n| matches!(self.lookup(&n), Some(Binding::Helper(_) | Binding::Func(_)))),
+            _ => false,
         }
     }
 
@@ -339,7 +477,8 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 self.diag.error(tspan, format!("cannot assign to helper function `{name}`"));
             }
             None => {
-                self.diag.error(tspan, format!("cannot find variable `{name}` in this kernel"));
+                let hint = self.suggest_value(&name);
+                self.diag.error(tspan, format!("cannot find variable `{name}` in this kernel{hint}"));
             }
         }
     }
@@ -542,6 +681,9 @@ impl<'a, 'd> Lowerer<'a, 'd> {
     }
 
     fn lower_store(&mut self, c: &syn::ExprCall) {
+        if self.keyword_args("store", &c.args, false) {
+            return;
+        }
         if !(2..=3).contains(&c.args.len()) {
             self.diag.error(c.sp(), "store takes (pointers, value) or (pointers, value, mask)");
             return;
@@ -581,7 +723,34 @@ impl<'a, 'd> Lowerer<'a, 'd> {
 
     // ---------------------------------------------------------------- expressions
 
+    /// Lowers `e`; the recursion stops at `depth::MAX_DEPTH` nested calls (nesting across
+    /// inlined helpers).
     fn lower_expr(&mut self, e: &syn::Expr) -> ExprId {
+        if self.nesting >= crate::depth::MAX_DEPTH {
+            let span = e.sp();
+            self.too_deep(span);
+            return self.poison(span);
+        }
+        self.nesting += 1;
+        let id = self.lower_expr_kind(e);
+        self.nesting -= 1;
+        if self.nesting == 0 {
+            self.depth_reported = false;
+        }
+        id
+    }
+
+    /// Reports, once per statement, an expression nested deeper than `depth::MAX_DEPTH`: at
+    /// the outermost helper call being inlined, else at `span`.
+    fn too_deep(&mut self, span: Sp) {
+        if !self.depth_reported {
+            self.depth_reported = true;
+            let at = if self.helper_stack.is_empty() { span } else { self.inline_root.unwrap_or(span) };
+            self.diag.error(at, crate::depth::inlined_depth_message(&self.helper_stack));
+        }
+    }
+
+    fn lower_expr_kind(&mut self, e: &syn::Expr) -> ExprId {
         let span = e.sp();
         match e {
             syn::Expr::Lit(l) => self.lower_lit(&l.lit),
@@ -618,6 +787,9 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                     }
                     _ => return self.err(b.op.sp(), "unsupported operator in kernels"),
                 };
+                if let (BinOp::Mul, syn::Expr::Unary(syn::ExprUnary { op: syn::UnOp::Deref(_), .. })) = (op, &*b.right) {
+                    return self.err(b.op.sp().to(b.right.sp()), "there is no `**` operator: multiply (`x * x`), or raise to a power with `exp2(y * log2(x))`");
+                }
                 let l = self.lower_expr(&b.left);
                 let r = self.lower_expr(&b.right);
                 self.binary(op, l, r, span)
@@ -650,14 +822,45 @@ impl<'a, 'd> Lowerer<'a, 'd> {
             syn::Expr::Macro(m) => self.err(m.mac.path.sp(), "macros are not supported in kernels"),
             syn::Expr::Closure(c) => self.err(c.sp(), "closures are not supported in kernels: define a #[helper] function"),
             syn::Expr::Reference(r) => self.err(r.sp(), "references are not supported in kernels: blocks are values"),
-            syn::Expr::Field(f) => self.err(f.sp(), "field access is not supported in kernels"),
+            syn::Expr::Field(f) => self.lower_field(f),
             syn::Expr::Tuple(t) => self.err(t.sp(), "tuples are only supported as block shapes, like `zeros::<f32>([BLOCK_M, BLOCK_N])`"),
             syn::Expr::Array(a) => self.err(a.sp(), "arrays are only supported as block shapes, like `zeros::<f32>([BLOCK_M, BLOCK_N])`"),
             syn::Expr::Range(r) => self.err(r.sp(), "ranges are only supported in `for` loops; for a block of indices use `arange(start, end)`"),
             syn::Expr::Match(m) => self.err(m.match_token.span.into(), "`match` is not supported in kernels: use `if`/`else` or `where_`"),
             syn::Expr::Unsafe(u) => self.err(u.unsafe_token.span.into(), "`unsafe` is not supported in kernels: every access is checked"),
             syn::Expr::Struct(s) => self.err(s.sp(), "struct literals are not supported in kernels"),
+            syn::Expr::Verbatim(v) => match crate::depth::marker_error(v) {
+                Some((sp, msg)) => self.err(sp, msg),
+                None => self.err(span, "this expression is not supported in kernels"),
+            },
             _ => self.err(span, "this expression is not supported in kernels"),
+        }
+    }
+
+    /// A dtype written as a value, `tl.float16` or `f16`: its Rust name.
+    fn dtype_value(&self, e: &syn::Expr) -> Option<&'static str> {
+        match strip_parens(e) {
+            syn::Expr::Field(f) if self.is_unbound_ident(&f.base, "tl") => match &f.member {
+                syn::Member::Named(n) => hints::triton_dtype(&n.to_string()),
+                _ => None,
+            },
+            syn::Expr::Path(p) if p.qself.is_none() => {
+                let name = p.path.get_ident()?.to_string();
+                let d = DType::from_name(&name)?;
+                self.lookup(&name).is_none().then_some(d.name())
+            }
+            _ => None,
+        }
+    }
+
+    fn lower_field(&mut self, f: &syn::ExprField) -> ExprId {
+        let dtype = match &f.member {
+            syn::Member::Named(n) if self.is_unbound_ident(&f.base, "tl") => hints::triton_dtype(&n.to_string()),
+            _ => None,
+        };
+        match dtype {
+            Some(d) => self.err(f.sp(), format!("drop the `tl.` prefix: dtypes are Rust types here, `{d}`, as in `x.to::<{d}>()`")),
+            None => self.err(f.sp(), "field access is not supported in kernels"),
         }
     }
 
@@ -725,7 +928,8 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 if name == "None" || name == "Some" {
                     return self.err(span, "options are only supported as `if let Some(f) = FUNC_META`");
                 }
-                self.err(span, format!("cannot find `{name}` in this kernel"))
+                let hint = self.suggest_value(&name);
+                self.err(span, format!("cannot find `{name}` in this kernel{hint}"))
             }
         }
     }
@@ -862,9 +1066,16 @@ impl<'a, 'd> Lowerer<'a, 'd> {
 
     fn lower_call(&mut self, c: &syn::ExprCall) -> ExprId {
         let span = c.sp();
+        if let Some(name) = self.tl_path(&c.func) {
+            let msg = hints::tl_prefix_message(&name, self.is_callable(&name), BUILTINS);
+            return self.err(c.func.sp(), msg);
+        }
         let Some(name) = call_name(c) else {
             return self.err(c.func.sp(), "only named functions can be called in kernels");
         };
+        if self.keyword_args(&name, &c.args, false) {
+            return self.poison(span);
+        }
         let turbofish = call_turbofish(c);
         // Helpers and function meta-parameters shadow nothing: builtins are resolved first
         // only when no helper of that name exists.
@@ -902,7 +1113,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 if !arity(self, n == 1, &format!("{name}(axis)")) {
                     return self.poison(span);
                 }
-                let Some(axis) = self.literal_usize(args[0], 2) else { return self.poison(span) };
+                let Some(axis) = self.literal_usize(args[0], 2, &|a| format!("{name}({a})")) else { return self.poison(span) };
                 let kind = if name == "program_id" { ExprKind::ProgramId(axis as u8) } else { ExprKind::NumPrograms(axis as u8) };
                 self.push(kind, Ty::scalar(DType::I32), span)
             }
@@ -1016,7 +1227,8 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                     return self.poison(span);
                 }
                 let x = self.lower_expr(args[0]);
-                self.reduce(ReduceOp::Sum, x, args[1], span)
+                let recv = short_text(args[0]);
+                self.reduce(ReduceOp::Sum, x, args[1], span, &|a| format!("sum({recv}, {a})"))
             }
             "trans" => {
                 if !arity(self, n == 1, "trans(x)") {
@@ -1031,7 +1243,8 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 }
                 let x = self.lower_expr(args[0]);
                 let rank = self.ty(x).shape.len();
-                let Some(axis) = self.literal_usize(args[1], rank) else { return self.poison(span) };
+                let recv = short_text(args[0]);
+                let Some(axis) = self.literal_usize(args[1], rank, &|a| format!("expand_dims({recv}, {a})")) else { return self.poison(span) };
                 self.expand_dims(x, axis, span)
             }
             "reshape" | "broadcast_to" => {
@@ -1049,10 +1262,8 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                     let x = self.lower_expr(args[0]);
                     return self.math(f, x, span);
                 }
-                self.err(
-                    c.func.sp(),
-                    format!("unknown function `{other}` in kernel: the block language provides {BUILTINS}; helpers are declared with #[helper] in the same #[kernel_module]"),
-                )
+                let msg = self.unknown_function_message(other);
+                self.err(c.func.sp(), msg)
             }
         }
     }
@@ -1060,6 +1271,13 @@ impl<'a, 'd> Lowerer<'a, 'd> {
     fn lower_method(&mut self, m: &syn::ExprMethodCall) -> ExprId {
         let span = m.sp();
         let name = m.method.to_string();
+        if self.is_unbound_ident(&m.receiver, "tl") {
+            let msg = hints::tl_prefix_message(&name, self.is_callable(&name), BUILTINS);
+            return self.err(m.receiver.sp().to(m.method.sp()), msg);
+        }
+        if self.keyword_args(&name, &m.args, true) {
+            return self.poison(span);
+        }
         let n = m.args.len();
         let wrong = |l: &mut Self, sig: &str| l.err(m.method.sp(), format!("wrong number of arguments: expected `{sig}`"));
         match name.as_str() {
@@ -1073,6 +1291,10 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                         _ => None,
                     }
                 });
+                if let Some(d) = m.args.first().and_then(|a| self.dtype_value(a)) {
+                    let recv = short_text(&m.receiver);
+                    return self.err(m.args[0].sp(), format!("the dtype is a type argument: `{recv}.to::<{d}>()`"));
+                }
                 if n != 0 {
                     return wrong(self, "x.to::<T>()");
                 }
@@ -1105,7 +1327,8 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 }
                 let x = self.lower_expr(&m.receiver);
                 let rank = self.ty(x).shape.len();
-                let Some(axis) = self.literal_usize(&m.args[0], rank) else { return self.poison(span) };
+                let recv = short_text(&m.receiver);
+                let Some(axis) = self.literal_usize(&m.args[0], rank, &|a| format!("{recv}.expand_dims({a})")) else { return self.poison(span) };
                 self.expand_dims(x, axis, span)
             }
             "trans" => {
@@ -1132,7 +1355,8 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                     "max" => ReduceOp::Max,
                     _ => ReduceOp::Min,
                 };
-                self.reduce(op, x, &m.args[0], span)
+                let recv = short_text(&m.receiver);
+                self.reduce(op, x, &m.args[0], span, &|a| format!("{recv}.{name}({a})"))
             }
             "step_by" => self.err(span, "`step_by` is only supported on the range of a `for` loop"),
             other => {
@@ -1143,7 +1367,12 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                     let x = self.lower_expr(&m.receiver);
                     return self.math(f, x, span);
                 }
-                self.err(m.method.sp(), format!("unknown method `{other}` in kernel: blocks support {METHODS}"))
+                let names = METHOD_NAMES.iter().copied().chain(MathFn::ALL.iter().map(|f| f.name()));
+                let hint = match hints::did_you_mean(other, names) {
+                    Some(s) => format!(" (did you mean `{s}`?)"),
+                    None => String::new(),
+                };
+                self.err(m.method.sp(), format!("unknown method `{other}` in kernel{hint}: blocks support {METHODS}"))
             }
         }
     }
@@ -1152,6 +1381,27 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         let Some(f) = self.cx.helpers.get(name).copied() else {
             return self.err(span, format!("unknown helper `{name}`"));
         };
+        if self.too_large {
+            return self.poison(span);
+        }
+        let id = self.inline_helper(f, name, args, span);
+        if !self.too_large && self.k.exprs.len() > MAX_INLINED_EXPRS {
+            self.too_large = true;
+            let mut chain = self.helper_stack.clone();
+            chain.push(name.to_string());
+            let at = self.inline_root.filter(|_| !self.helper_stack.is_empty()).unwrap_or(span);
+            let msg = format!(
+                "inlining helpers here makes the kernel more than {MAX_INLINED_EXPRS} expressions large (at the call chain {}): each call copies the helper's body; compute a helper's result once with `let` and reuse it",
+                chain.join(" -> ")
+            );
+            self.diag.error(at, msg);
+            return self.poison(span);
+        }
+        id
+    }
+
+    /// Lowers the call `name(args)` of the helper `f` by lowering its body in place.
+    fn inline_helper(&mut self, f: &syn::ItemFn, name: &str, args: &syn::punctuated::Punctuated<syn::Expr, syn::Token![,]>, span: Sp) -> ExprId {
         if let Some(pos) = self.helper_stack.iter().position(|h| h == name) {
             let mut cycle: Vec<&str> = self.helper_stack[pos..].iter().map(|s| s.as_str()).collect();
             cycle.push(name);
@@ -1202,6 +1452,9 @@ impl<'a, 'd> Lowerer<'a, 'd> {
             scope.insert(pname, Binding::Local(local));
         }
         self.scopes.push(scope);
+        if self.helper_stack.is_empty() {
+            self.inline_root = Some(span);
+        }
         self.helper_stack.push(name.to_string());
         let result = self.lower_stmts(&f.block.stmts, true);
         self.helper_stack.pop();
@@ -1284,7 +1537,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         self.push(ExprKind::Where(c, a, b), Ty { elem: Elem::Val(d), shape, weak: false }, span)
     }
 
-    fn reduce(&mut self, op: ReduceOp, x: ExprId, axis: &syn::Expr, span: Sp) -> ExprId {
+    fn reduce(&mut self, op: ReduceOp, x: ExprId, axis: &syn::Expr, span: Sp, write: &dyn Fn(usize) -> String) -> ExprId {
         let t = self.ty(x);
         if t.is_error() {
             return self.poison(span);
@@ -1295,7 +1548,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         let Some(d) = t.dtype().filter(|d| *d != DType::Bool) else {
             return self.err(span, format!("`{}` needs numbers, found {t}", op.name()));
         };
-        let Some(ax) = self.literal_usize(axis, t.shape.len() - 1) else { return self.poison(span) };
+        let Some(ax) = self.literal_usize(axis, t.shape.len() - 1, write) else { return self.poison(span) };
         let x = if t.weak { self.coerce(x, d) } else { x };
         let mut shape = t.shape.clone();
         shape.remove(ax);
@@ -1351,16 +1604,28 @@ impl<'a, 'd> Lowerer<'a, 'd> {
 
     // ---------------------------------------------------------------- compile-time values
 
-    /// An integer literal in `0..=max` (axes).
-    fn literal_usize(&mut self, e: &syn::Expr, max: usize) -> Option<usize> {
-        if let syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) = strip_parens(e) {
-            if let Ok(v) = i.base10_parse::<usize>() {
-                if v <= max {
-                    return Some(v);
+    /// An integer literal in `0..=max` (axes); `write(axis)` spells the call with a valid
+    /// axis, for the error on a negative one.
+    fn literal_usize(&mut self, e: &syn::Expr, max: usize, write: &dyn Fn(usize) -> String) -> Option<usize> {
+        match strip_parens(e) {
+            syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => {
+                if let Ok(v) = i.base10_parse::<usize>() {
+                    if v <= max {
+                        return Some(v);
+                    }
+                    self.diag.error(e.sp(), format!("axis {v} is out of range: expected 0 to {max}"));
+                    return None;
                 }
-                self.diag.error(e.sp(), format!("axis {v} is out of range: expected 0 to {max}"));
-                return None;
             }
+            syn::Expr::Unary(syn::ExprUnary { op: syn::UnOp::Neg(_), expr, .. }) => {
+                if let syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) = strip_parens(expr) {
+                    if let Ok(k) = i.base10_parse::<u64>() {
+                        self.diag.error(e.sp(), hints::negative_axis_message(k, max, write));
+                        return None;
+                    }
+                }
+            }
+            _ => {}
         }
         self.diag.error(e.sp(), "expected an integer literal axis");
         None
@@ -1513,6 +1778,11 @@ fn is_statement_expr(e: &syn::Expr) -> bool {
     }
 }
 
+fn builtin_names<'x>() -> impl Iterator<Item = &'x str> {
+    let all: &'x str = BUILTINS;
+    all.split(", ")
+}
+
 fn call_name(c: &syn::ExprCall) -> Option<String> {
     match &*c.func {
         syn::Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => Some(p.path.segments[0].ident.to_string()),
@@ -1531,6 +1801,14 @@ fn call_turbofish(c: &syn::ExprCall) -> Option<Result<DType, Sp>> {
         },
         syn::PathArguments::None => None,
         other => Some(Err(other.sp())),
+    }
+}
+
+/// A short spelling of `e` for a suggested fix: its name when it is a plain name, else `x`.
+fn short_text(e: &syn::Expr) -> String {
+    match strip_parens(e) {
+        syn::Expr::Path(p) if p.qself.is_none() => p.path.get_ident().map(|i| i.to_string()).unwrap_or_else(|| "x".to_string()),
+        _ => "x".to_string(),
     }
 }
 

@@ -6,8 +6,20 @@ use crate::kernel::{expand as expand_kernel, is_attr};
 use crate::lower::check_helper_syntax;
 use proc_macro2::TokenStream;
 use quote::quote;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use crate::diag::SpanRange;
+
+thread_local! {
+    /// The functions without `#[helper]` of the `#[kernel_module]` whose kernels are being
+    /// expanded, so that a kernel calling one is told to mark it.
+    static PLAIN_FNS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Whether `name` is a function of the enclosing `#[kernel_module]` without `#[helper]`.
+pub fn is_plain_fn(name: &str) -> bool {
+    PLAIN_FNS.with(|p| p.borrow().iter().any(|f| f == name))
+}
 
 pub fn expand(attr: TokenStream, mut m: syn::ItemMod) -> TokenStream {
     let mut diag = Diagnostics::default();
@@ -39,12 +51,21 @@ pub fn expand(attr: TokenStream, mut m: syn::ItemMod) -> TokenStream {
             other => others.push(other),
         }
     }
+    for f in helpers.iter_mut().chain(kernels.iter_mut().map(|(_, f)| f)) {
+        crate::depth::limit_block(&mut f.block);
+    }
     for h in &helpers {
         check_helper_signature(h, &mut diag);
         check_helper_syntax(h, &mut diag);
     }
     let map: HashMap<String, &syn::ItemFn> = helpers.iter().map(|h| (h.sig.ident.to_string(), h)).collect();
+    let plain = others.iter().filter_map(|i| match i {
+        syn::Item::Fn(f) => Some(f.sig.ident.to_string()),
+        _ => None,
+    });
+    PLAIN_FNS.with(|p| *p.borrow_mut() = plain.collect());
     let expanded: Vec<TokenStream> = kernels.into_iter().map(|(a, f)| expand_kernel(a, f, &map)).collect();
+    PLAIN_FNS.with(|p| p.borrow_mut().clear());
     let helper_consts = helpers.iter().map(|h| {
         let (vis, id) = (&h.vis, &h.sig.ident);
         let name = id.to_string();

@@ -1,0 +1,18 @@
+// unknown: a misspelled helper gets a suggestion
+use kernel_std::prelude::*;
+
+#[kernel_module]
+mod m {
+    #[helper]
+    fn leaky_relu(x: Block) -> Block {
+        where_(x >= 0.0, x, 0.01 * x)
+    }
+
+    #[kernel]
+    fn k(x: Ptr<f32>, out: Ptr<f32>) {
+        let offs = arange(0, 16);
+        store(out + offs, leaky_rlu(load(x + offs)));
+    }
+}
+
+fn main() {}
