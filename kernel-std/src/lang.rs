@@ -52,7 +52,9 @@
 //!
 //! `+ - * / %` (integer `/` and `%` truncate toward zero like Rust's; integer division by zero is
 //! an error on the CPU backend), comparisons `< <= > >= == !=` giving masks (`bool` blocks),
-//! `& | ^ !` on masks and integers, `<< >>` on integers, unary `-`. Pointers support
+//! `& | ^ !` on masks and integers, `<< >>` on integers (as in PTX, a shift by the bit width or
+//! more, or by a negative amount, shifts every bit out: `0`, or `-1` for `>>` of a negative
+//! value), unary `-`. Pointers support
 //! `ptrs + offsets`, `ptrs - offsets` and `ptrs += offsets` with integer offsets. `&&` and `||`
 //! are not supported: masks are combined elementwise with `&` and `|`.
 //!
@@ -64,10 +66,10 @@
 //! | `store(ptrs, value)`, `store(ptrs, value, mask)` | write a block; `value`'s dtype must be the pointer's (convert with `.to::<T>()`) |
 //! | `dot(a, b)`, `dot(a, b, acc)` | `[M, K] x [K, N]` product of f16/bf16/f32 blocks, accumulated in f32; `acc += dot(a, b)` also works |
 //! | `where_(mask, a, b)` | elementwise select (`where` is a Rust keyword) |
-//! | `exp log exp2 log2 sqrt rsqrt abs sin cos floor ceil` | float math, as `exp(x)` or `x.exp()` |
-//! | `minimum(a, b)`, `maximum(a, b)`, `min(a, b)`, `max(a, b)` | elementwise min/max (on scalars too) |
+//! | `exp log exp2 log2 sqrt rsqrt abs sin cos floor ceil` | float math, as `exp(x)` or `x.exp()`: f32, f16 and bf16 in f32 (on the GPU with the `.approx` instructions Triton uses), f64 in f64 on both backends |
+//! | `minimum(a, b)`, `maximum(a, b)`, `min(a, b)`, `max(a, b)` | elementwise min/max (on scalars too); a NaN operand is ignored, as in Triton's default and PTX `min`/`max` |
 //! | `cdiv(a, b)` | `(a + b - 1) / b` |
-//! | `x.sum(axis)`, `x.max(axis)`, `x.min(axis)`, `sum(x, axis)` | reductions along an axis (f16/bf16 accumulate in f32) |
+//! | `x.sum(axis)`, `x.max(axis)`, `x.min(axis)`, `sum(x, axis)` | reductions along an axis (f16/bf16 accumulate in f32; `max`/`min` ignore NaNs) |
 //! | `x.to::<T>()`, `x as T` | dtype conversion (round to nearest even; float to int truncates and saturates) |
 //!
 //! ## Control flow
