@@ -3,8 +3,8 @@
 //! same inputs and poisoned outputs, and compares the results element by element.
 //!
 //! `difftest [--cpu-only] [--first I] [--count N] [--verbose]`; prints one line per mismatch
-//! or error and a summary `difftest: N kernels (E exact), G on the GPU: M mismatches, F failures`;
-//! exits non-zero on any mismatch or failure.
+//! or error and a summary `difftest: N kernels (E exact), G on the GPU: M mismatches, F failures,
+//! V writing nothing`; exits non-zero on any mismatch or failure.
 
 use kernel_runtime::{DType, Device, Tensor};
 
@@ -44,7 +44,7 @@ pub fn input<T: DType>(dev: &Device, len: usize, fill: Fill, case: usize, which:
 
 /// An output buffer filled with a value no kernel computes (NaN for floats).
 pub fn poisoned<T: DType>(dev: &Device, len: usize) -> Result<Tensor<T>, String> {
-    let v = if T::from_f64(f64::NAN).to_f64().is_nan() { f64::NAN } else { -123_456.0 };
+    let v = if T::from_f64(f64::NAN).to_f64().is_nan() { f64::NAN } else { 12_345.0 };
     Tensor::full(dev, &[len.max(1)], T::from_f64(v)).map_err(|e| e.to_string())
 }
 
@@ -97,7 +97,7 @@ fn main() {
             }
         }
     };
-    let (mut ran, mut exact, mut on_gpu, mut mismatches, mut failures) = (0, 0, 0, 0, 0);
+    let (mut ran, mut exact, mut on_gpu, mut mismatches, mut failures, mut vacuous) = (0, 0, 0, 0, 0, 0);
     let start = std::time::Instant::now();
     for case in cases::CASES.iter().skip(first).take(count) {
         ran += 1;
@@ -110,6 +110,11 @@ fn main() {
                 continue;
             }
         };
+        // A kernel that writes nothing would agree vacuously: the generator must not make one.
+        if want.iter().all(|o| o.iter().all(|v| v.is_nan() || *v == 12_345.0)) {
+            vacuous += 1;
+            println!("VACUOUS {} ({}): no output element was written", case.name, case.family);
+        }
         let Some(gpu) = &gpu else { continue };
         on_gpu += 1;
         match (case.run)(gpu) {
@@ -131,7 +136,7 @@ fn main() {
         }
     }
     println!(
-        "difftest: {ran} kernels ({exact} exact), {on_gpu} on the GPU: {mismatches} mismatches, {failures} failures ({:.1} s)",
+        "difftest: {ran} kernels ({exact} exact), {on_gpu} on the GPU: {mismatches} mismatches, {failures} failures, {vacuous} writing nothing ({:.1} s)",
         start.elapsed().as_secs_f64()
     );
     if mismatches + failures > 0 {
