@@ -119,7 +119,7 @@ fn checked_numel<T: DType>(shape: &[usize]) -> Result<usize, TensorError> {
 
 /// An empty vector with room for exactly `n` elements, or `OutOfMemory` naming `place` when
 /// the allocator refuses (never an abort).
-pub(crate) fn try_vec<X>(n: usize, place: &str) -> Result<Vec<X>, TensorError> {
+fn try_vec<X>(n: usize, place: &str) -> Result<Vec<X>, TensorError> {
     let mut v = Vec::new();
     v.try_reserve_exact(n).map_err(|e| TensorError::OutOfMemory {
         bytes: n.saturating_mul(size_of::<X>()),
@@ -191,12 +191,12 @@ impl<T: DType> Tensor<T> {
                 found: data.len(),
             });
         }
-        Self::from_storage(device, shape, store_on(device, expected, data.into_iter())?)
+        Ok(Self::from_storage(device, shape, store_on(device, expected, data.into_iter())?))
     }
 
     /// A contiguous tensor of `shape` over `storage`.
-    fn from_storage(device: &Device, shape: &[usize], storage: Buffer<T>) -> Result<Self, TensorError> {
-        Ok(Tensor { device: device.clone(), storage, shape: shape.to_vec(), strides: contiguous_strides(shape), offset: 0 })
+    fn from_storage(device: &Device, shape: &[usize], storage: Buffer<T>) -> Self {
+        Tensor { device: device.clone(), storage, shape: shape.to_vec(), strides: contiguous_strides(shape), offset: 0 }
     }
 
     /// A contiguous tensor of `shape` filled with `v`.
@@ -213,7 +213,7 @@ impl<T: DType> Tensor<T> {
     /// ```
     pub fn full(device: &Device, shape: &[usize], v: T) -> Result<Self, TensorError> {
         let n = checked_numel::<T>(shape)?;
-        Self::from_storage(device, shape, store_on(device, n, std::iter::repeat(v))?)
+        Ok(Self::from_storage(device, shape, store_on(device, n, std::iter::repeat(v))?))
     }
 
     /// A contiguous tensor of `shape` filled with zeros.
@@ -234,7 +234,7 @@ impl<T: DType> Tensor<T> {
         };
         let n = checked_numel::<T>(shape)?;
         let buf = DeviceBuffer::zeros(d, n).map_err(|e| out_of_memory::<T>(device, n, e))?;
-        Self::from_storage(device, shape, Buffer::Cuda(Arc::new(buf)))
+        Ok(Self::from_storage(device, shape, Buffer::Cuda(Arc::new(buf))))
     }
 
     /// Samples of the standard normal distribution N(0, 1), rounded to `T`
@@ -254,7 +254,7 @@ impl<T: DType> Tensor<T> {
         let n = checked_numel::<T>(shape)?;
         let mut rng = StdRng::seed_from_u64(seed);
         let data = std::iter::repeat_with(|| T::from_f64(StandardNormal.sample(&mut rng)));
-        Self::from_storage(device, shape, store_on(device, n, data)?)
+        Ok(Self::from_storage(device, shape, store_on(device, n, data)?))
     }
 
     /// Samples of the uniform distribution on `[lo, hi)`, rounded to `T`
@@ -285,7 +285,7 @@ impl<T: DType> Tensor<T> {
         let dist = Uniform::new(lo, hi);
         let mut rng = StdRng::seed_from_u64(seed);
         let data = std::iter::repeat_with(|| T::from_f64(dist.sample(&mut rng)));
-        Self::from_storage(device, shape, store_on(device, n, data)?)
+        Ok(Self::from_storage(device, shape, store_on(device, n, data)?))
     }
 
     /// The shape.
@@ -684,7 +684,7 @@ impl<T: DType> Tensor<T> {
     /// A contiguous copy of this view on `device`.
     fn copy_to(&self, device: &Device) -> Result<Self, TensorError> {
         let data = self.try_to_vec()?;
-        Self::from_storage(device, &self.shape, store_on(device, data.len(), data.into_iter())?)
+        Ok(Self::from_storage(device, &self.shape, store_on(device, data.len(), data.into_iter())?))
     }
 
     /// This tensor on `device`, like PyTorch's `.to`: itself (a view sharing
