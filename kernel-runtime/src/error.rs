@@ -194,11 +194,37 @@ pub enum TensorError {
         /// Length of the data given.
         found: usize,
     },
-    /// The product of the shape overflows `usize`.
-    #[error("shape {shape:?} has too many elements (the product overflows usize)")]
+    /// The shape has more elements than any allocation can hold: the element count overflows
+    /// `usize`, or its size in bytes exceeds `isize::MAX`.
+    #[error("shape {shape:?} has more elements than fit in memory: {}", overflow_detail(shape, *elem_bytes))]
     ShapeOverflow {
         /// The requested shape.
         shape: Vec<usize>,
+        /// Bytes per element of the tensor's dtype.
+        elem_bytes: usize,
+    },
+    /// The memory for a tensor could not be allocated (on the CPU: the allocator refused;
+    /// on a GPU: the driver reported `CUDA_ERROR_OUT_OF_MEMORY`).
+    #[error("cannot allocate {bytes} bytes on {device}: {reason}")]
+    OutOfMemory {
+        /// Bytes asked for.
+        bytes: usize,
+        /// Where: `cpu`, `cuda:N`, or `host memory` for the staging copy of a GPU tensor.
+        device: String,
+        /// What the allocator or driver said.
+        reason: String,
+    },
+    /// `narrow` was asked for indices past the end of the dimension.
+    #[error("narrow(dim {dim}, start {start}, len {len}) is out of range: dimension {dim} has size {size}")]
+    NarrowOutOfRange {
+        /// The dimension narrowed.
+        dim: usize,
+        /// First index asked for.
+        start: usize,
+        /// Number of indices asked for.
+        len: usize,
+        /// The dimension's size.
+        size: usize,
     },
     /// A dimension index is not below the tensor's rank.
     #[error("dimension {dim} is out of range for a tensor of rank {rank}")]
@@ -219,6 +245,17 @@ pub enum TensorError {
     /// The target device cannot be used.
     #[error(transparent)]
     Device(#[from] DeviceError),
+}
+
+/// Why the elements of `shape` do not fit: the count overflows, or the bytes do.
+fn overflow_detail(shape: &[usize], elem_bytes: usize) -> String {
+    match shape.iter().try_fold(1usize, |acc, &n| acc.checked_mul(n)) {
+        None => "the element count overflows usize".to_string(),
+        Some(n) => format!(
+            "{n} elements of {elem_bytes} bytes exceed the largest possible allocation ({} bytes)",
+            isize::MAX
+        ),
+    }
 }
 
 /// Why a device could not be opened or used.

@@ -402,8 +402,10 @@ impl PtrArg<'_> {
 }
 
 /// Passes tensor `t` as pointer parameter `name`. Pointer offset 0 is the
-/// tensor's first element; strides are the kernel's business (pass
-/// `t.stride(d)` as scalar arguments, as in Triton).
+/// tensor's first element (storage element [`Tensor::storage_offset`], on the
+/// CPU backend and on a GPU alike); strides are the kernel's business: pass
+/// them as scalar arguments, as in Triton ([`Tensor::strides_i32`]), or refuse
+/// views that are not contiguous ([`Tensor::require_contiguous`]).
 ///
 /// ```
 /// use kernel_runtime::__private::ptr_arg;

@@ -11,7 +11,7 @@ use crate::cpu::for_each_strided;
 use crate::cuda::memory::DeviceBuffer;
 use crate::device::Device;
 use crate::dtype::{DType, DTypeKind};
-use crate::error::TensorError;
+use crate::error::{DeviceError, LaunchError, TensorError};
 
 /// An n-dimensional array of `T` on a [`Device`]: shared storage plus a
 /// shape, strides (in elements) and a storage offset.
@@ -46,8 +46,9 @@ pub struct Tensor<T: DType> {
 
 /// The storage of a tensor, shared by its views.
 enum Buffer<T: DType> {
-    /// One atomic cell per element, in host memory.
-    Cpu(Arc<[T::Atomic]>),
+    /// One atomic cell per element, in host memory (a boxed slice, so that the cells are
+    /// allocated once, fallibly, and never copied into the `Arc`).
+    Cpu(Arc<Box<[T::Atomic]>>),
     /// A device allocation.
     Cuda(Arc<DeviceBuffer<T>>),
 }
@@ -105,20 +106,59 @@ fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
     strides
 }
 
-/// Product of `shape`, or `ShapeOverflow`.
-fn checked_numel(shape: &[usize]) -> Result<usize, TensorError> {
+/// Number of elements of a tensor of `T` with `shape`, or `ShapeOverflow` when the count
+/// overflows `usize` or the bytes exceed `isize::MAX` (the most any allocation can hold).
+fn checked_numel<T: DType>(shape: &[usize]) -> Result<usize, TensorError> {
+    let elem_bytes = size_of::<T>();
     shape
         .iter()
         .try_fold(1usize, |acc, &n| acc.checked_mul(n))
-        .ok_or_else(|| TensorError::ShapeOverflow { shape: shape.to_vec() })
+        .filter(|&n| n.checked_mul(elem_bytes).is_some_and(|b| b <= isize::MAX as usize))
+        .ok_or_else(|| TensorError::ShapeOverflow { shape: shape.to_vec(), elem_bytes })
 }
 
-/// Storage on `device` holding `data`.
-fn store_on<T: DType>(device: &Device, data: Vec<T>) -> Result<Buffer<T>, TensorError> {
+/// An empty vector with room for exactly `n` elements, or `OutOfMemory` naming `place` when
+/// the allocator refuses (never an abort).
+fn try_vec<X>(n: usize, place: &str) -> Result<Vec<X>, TensorError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|e| TensorError::OutOfMemory {
+        bytes: n.saturating_mul(size_of::<X>()),
+        device: place.to_string(),
+        reason: e.to_string(),
+    })?;
+    Ok(v)
+}
+
+/// Storage on `device` holding the `n` elements of `data` (which yields exactly `n`). Every
+/// allocation is fallible: the host cells or staging copy through [`try_vec`], the device
+/// memory through the driver (`CUDA_ERROR_OUT_OF_MEMORY` becomes `OutOfMemory`).
+fn store_on<T: DType>(device: &Device, n: usize, data: impl Iterator<Item = T>) -> Result<Buffer<T>, TensorError> {
     Ok(match device.cuda_device() {
-        None => Buffer::Cpu(data.into_iter().map(T::new_atomic).collect()),
-        Some(d) => Buffer::Cuda(Arc::new(DeviceBuffer::upload(d, &data)?)),
+        None => {
+            let mut cells = try_vec::<T::Atomic>(n, "cpu")?;
+            cells.extend(data.take(n).map(T::new_atomic));
+            Buffer::Cpu(Arc::new(cells.into_boxed_slice()))
+        }
+        Some(d) => {
+            let mut host = try_vec::<T>(n, "host memory")?;
+            host.extend(data.take(n));
+            let buf = DeviceBuffer::upload(d, &host).map_err(|e| out_of_memory::<T>(device, n, e))?;
+            Buffer::Cuda(Arc::new(buf))
+        }
     })
+}
+
+/// `OutOfMemory` for a device allocation of `n` elements that the driver refused for lack of
+/// memory; any other device error unchanged.
+fn out_of_memory<T: DType>(device: &Device, n: usize, e: DeviceError) -> TensorError {
+    match e {
+        DeviceError::Driver { code, message, .. } if code == "CUDA_ERROR_OUT_OF_MEMORY" => TensorError::OutOfMemory {
+            bytes: n.saturating_mul(size_of::<T>()),
+            device: device.to_string(),
+            reason: format!("{code}: {message}"),
+        },
+        e => TensorError::Device(e),
+    }
 }
 
 /// The panic message of the infallible methods when the device fails.
@@ -131,7 +171,10 @@ impl<T: DType> Tensor<T> {
     ///
     /// # Errors
     /// [`TensorError::ShapeMismatch`] when `data.len()` is not the product of
-    /// `shape`; [`TensorError::Device`] when `device` is unusable.
+    /// `shape`; [`TensorError::ShapeOverflow`] when the shape has more elements
+    /// than any allocation can hold; [`TensorError::OutOfMemory`] when the
+    /// memory cannot be allocated; [`TensorError::Device`] when `device` is
+    /// unusable. Never aborts or panics on a size.
     ///
     /// ```
     /// use kernel_runtime::{Device, Tensor};
@@ -140,7 +183,7 @@ impl<T: DType> Tensor<T> {
     /// assert!(Tensor::from_vec(&Device::cpu(), &[3], vec![1.0f32]).is_err());
     /// ```
     pub fn from_vec(device: &Device, shape: &[usize], data: Vec<T>) -> Result<Self, TensorError> {
-        let expected = checked_numel(shape)?;
+        let expected = checked_numel::<T>(shape)?;
         if expected != data.len() {
             return Err(TensorError::ShapeMismatch {
                 shape: shape.to_vec(),
@@ -148,52 +191,50 @@ impl<T: DType> Tensor<T> {
                 found: data.len(),
             });
         }
-        Ok(Tensor {
-            device: device.clone(),
-            storage: store_on(device, data)?,
-            shape: shape.to_vec(),
-            strides: contiguous_strides(shape),
-            offset: 0,
-        })
+        Ok(Self::from_storage(device, shape, store_on(device, expected, data.into_iter())?))
+    }
+
+    /// A contiguous tensor of `shape` over `storage`.
+    fn from_storage(device: &Device, shape: &[usize], storage: Buffer<T>) -> Self {
+        Tensor { device: device.clone(), storage, shape: shape.to_vec(), strides: contiguous_strides(shape), offset: 0 }
     }
 
     /// A contiguous tensor of `shape` filled with `v`.
     ///
     /// # Errors
-    /// As [`Tensor::from_vec`] (shape overflow, unusable device).
+    /// As [`Tensor::from_vec`] (shape overflow, out of memory, unusable device).
     ///
     /// ```
-    /// use kernel_runtime::{f16, Device, Tensor};
+    /// use kernel_runtime::{f16, Device, Tensor, TensorError};
     /// let t = Tensor::full(&Device::cpu(), &[2], f16::ONE).unwrap();
     /// assert_eq!(t.to_vec(), vec![f16::ONE; 2]);
+    /// let err = Tensor::full(&Device::cpu(), &[1 << 62], 0.0f32).unwrap_err();
+    /// assert!(matches!(err, TensorError::ShapeOverflow { .. }));
     /// ```
     pub fn full(device: &Device, shape: &[usize], v: T) -> Result<Self, TensorError> {
-        let n = checked_numel(shape)?;
-        Self::from_vec(device, shape, vec![v; n])
+        let n = checked_numel::<T>(shape)?;
+        Ok(Self::from_storage(device, shape, store_on(device, n, std::iter::repeat(v))?))
     }
 
     /// A contiguous tensor of `shape` filled with zeros.
     ///
     /// # Errors
-    /// As [`Tensor::from_vec`] (shape overflow, unusable device).
+    /// As [`Tensor::from_vec`] (shape overflow, out of memory, unusable device).
     ///
     /// ```
-    /// use kernel_runtime::{Device, Tensor};
+    /// use kernel_runtime::{Device, Tensor, TensorError};
     /// let t = Tensor::<i64>::zeros(&Device::cpu(), &[3]).unwrap();
     /// assert_eq!(t.to_vec(), vec![0, 0, 0]);
+    /// let err = Tensor::<f32>::zeros(&Device::cpu(), &[1 << 62]).unwrap_err();
+    /// assert!(matches!(err, TensorError::ShapeOverflow { .. }));
     /// ```
     pub fn zeros(device: &Device, shape: &[usize]) -> Result<Self, TensorError> {
         let Some(d) = device.cuda_device() else {
             return Self::full(device, shape, T::default());
         };
-        let n = checked_numel(shape)?;
-        Ok(Tensor {
-            device: device.clone(),
-            storage: Buffer::Cuda(Arc::new(DeviceBuffer::zeros(d, n)?)),
-            shape: shape.to_vec(),
-            strides: contiguous_strides(shape),
-            offset: 0,
-        })
+        let n = checked_numel::<T>(shape)?;
+        let buf = DeviceBuffer::zeros(d, n).map_err(|e| out_of_memory::<T>(device, n, e))?;
+        Ok(Self::from_storage(device, shape, Buffer::Cuda(Arc::new(buf))))
     }
 
     /// Samples of the standard normal distribution N(0, 1), rounded to `T`
@@ -201,7 +242,7 @@ impl<T: DType> Tensor<T> {
     /// drawn on the host, so one seed gives the same tensor on every device.
     ///
     /// # Errors
-    /// As [`Tensor::from_vec`] (shape overflow, unusable device).
+    /// As [`Tensor::from_vec`] (shape overflow, out of memory, unusable device).
     ///
     /// ```
     /// use kernel_runtime::{f16, Device, Tensor};
@@ -210,10 +251,10 @@ impl<T: DType> Tensor<T> {
     /// assert_eq!(a.to_vec(), b.to_vec());
     /// ```
     pub fn randn(device: &Device, shape: &[usize], seed: u64) -> Result<Self, TensorError> {
-        let n = checked_numel(shape)?;
+        let n = checked_numel::<T>(shape)?;
         let mut rng = StdRng::seed_from_u64(seed);
-        let data = (0..n).map(|_| T::from_f64(StandardNormal.sample(&mut rng))).collect();
-        Self::from_vec(device, shape, data)
+        let data = std::iter::repeat_with(|| T::from_f64(StandardNormal.sample(&mut rng)));
+        Ok(Self::from_storage(device, shape, store_on(device, n, data)?))
     }
 
     /// Samples of the uniform distribution on `[lo, hi)`, rounded to `T`
@@ -240,11 +281,11 @@ impl<T: DType> Tensor<T> {
         if !(lo < hi && (hi - lo).is_finite()) {
             return Err(TensorError::InvalidRange { lo, hi });
         }
-        let n = checked_numel(shape)?;
+        let n = checked_numel::<T>(shape)?;
         let dist = Uniform::new(lo, hi);
         let mut rng = StdRng::seed_from_u64(seed);
-        let data = (0..n).map(|_| T::from_f64(dist.sample(&mut rng))).collect();
-        Self::from_vec(device, shape, data)
+        let data = std::iter::repeat_with(|| T::from_f64(dist.sample(&mut rng)));
+        Ok(Self::from_storage(device, shape, store_on(device, n, data)?))
     }
 
     /// The shape.
@@ -354,6 +395,72 @@ impl<T: DType> Tensor<T> {
         true
     }
 
+    /// Checks that this view is contiguous ([`Tensor::is_contiguous`]), for a wrapper whose
+    /// kernel reads or writes argument `arg` as a flat row-major array (`x_ptr + offsets`).
+    ///
+    /// A kernel's `Ptr<T>` parameter receives the view's first element (its storage offset
+    /// included) and nothing else: a kernel indexing it as if it were contiguous reads the
+    /// wrong elements of a transposed or column-narrowed view, with no error. A wrapper
+    /// either passes the strides to the kernel ([`Tensor::strides_i32`]) or calls this.
+    ///
+    /// # Errors
+    /// [`LaunchError::InvalidArgument`] naming `arg`, its shape and strides, and the fix.
+    ///
+    /// ```
+    /// # use kernel_runtime::{Device, Tensor};
+    /// let x = Tensor::<f32>::zeros(&Device::cpu(), &[2, 3]).unwrap();
+    /// assert!(x.require_contiguous("x").is_ok());
+    /// assert!(x.narrow(0, 1, 1).unwrap().require_contiguous("x").is_ok()); // an offset is fine
+    /// let err = x.t().require_contiguous("x").unwrap_err();
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "invalid argument `x`: expected a contiguous tensor (call .contiguous() first), \
+    ///      found shape [3, 2] with strides [1, 3]"
+    /// );
+    /// ```
+    pub fn require_contiguous(&self, arg: &'static str) -> Result<(), LaunchError> {
+        if self.is_contiguous() {
+            return Ok(());
+        }
+        Err(LaunchError::InvalidArgument {
+            arg,
+            expected: "a contiguous tensor (call .contiguous() first)".into(),
+            found: format!("shape {:?} with strides {:?}", self.shape, self.strides),
+        })
+    }
+
+    /// The strides as `i32`, for passing to a kernel that indexes argument `arg` with them
+    /// (`x_ptr + rows * stride_0 + cols * stride_1`), after checking that every element of the
+    /// view lies at an offset from its first element that fits in `i32`, so that the kernel's
+    /// `i32` index arithmetic cannot overflow on the view's elements. A dimension of size 0 or 1
+    /// whose stride does not fit gets stride 0 (its only index is 0).
+    ///
+    /// # Errors
+    /// [`LaunchError::InvalidArgument`] naming `arg` when the view's last element is more than
+    /// `i32::MAX` elements past its first.
+    ///
+    /// ```
+    /// # use kernel_runtime::{Device, Tensor};
+    /// let x = Tensor::<f32>::zeros(&Device::cpu(), &[2, 3]).unwrap();
+    /// assert_eq!(x.t().strides_i32("x").unwrap(), vec![1, 3]);
+    /// ```
+    pub fn strides_i32(&self, arg: &'static str) -> Result<Vec<i32>, LaunchError> {
+        let last: u128 = if self.shape.contains(&0) {
+            0
+        } else {
+            self.shape.iter().zip(&self.strides).map(|(&n, &s)| (n as u128 - 1) * s as u128).sum()
+        };
+        if last > i32::MAX as u128 {
+            return Err(LaunchError::InvalidArgument {
+                arg,
+                expected: format!("a view whose elements lie within {} elements of its first (32-bit offsets)", i32::MAX),
+                found: format!("shape {:?} with strides {:?}, last element at offset {last}", self.shape, self.strides),
+            });
+        }
+        // Every stride of a dimension of size 2 or more is at most `last`.
+        Ok(self.strides.iter().map(|&s| i32::try_from(s).unwrap_or(0)).collect())
+    }
+
     /// The elements in logical row-major order (strides honoured).
     ///
     /// ```
@@ -382,7 +489,7 @@ impl<T: DType> Tensor<T> {
     /// assert_eq!(t.t().try_to_vec().unwrap(), vec![1, 3, 2, 4]);
     /// ```
     pub fn try_to_vec(&self) -> Result<Vec<T>, TensorError> {
-        let mut out = Vec::with_capacity(self.numel());
+        let mut out = try_vec(self.numel(), "host memory")?;
         match &self.storage {
             Buffer::Cpu(cells) => {
                 let base = &cells[self.offset.min(cells.len())..];
@@ -481,15 +588,16 @@ impl<T: DType> Tensor<T> {
     /// The view of `len` indices of dimension `dim` starting at `start`.
     ///
     /// # Errors
-    /// [`TensorError::DimOutOfRange`] for a bad `dim`, or for a range past the
-    /// end of the dimension (reported as dimension `dim` with its size).
+    /// [`TensorError::DimOutOfRange`] for a bad `dim`;
+    /// [`TensorError::NarrowOutOfRange`] for a range past the end of the dimension.
     ///
     /// ```
     /// # use kernel_runtime::{Device, Tensor};
     /// let t = Tensor::from_vec(&Device::cpu(), &[3, 2], vec![1, 2, 3, 4, 5, 6i32]).unwrap();
     /// assert_eq!(t.narrow(0, 1, 2).unwrap().to_vec(), vec![3, 4, 5, 6]);
     /// assert_eq!(t.narrow(1, 1, 1).unwrap().to_vec(), vec![2, 4, 6]);
-    /// assert!(t.narrow(0, 2, 2).is_err());
+    /// let err = t.narrow(0, 2, 2).unwrap_err();
+    /// assert_eq!(err.to_string(), "narrow(dim 0, start 2, len 2) is out of range: dimension 0 has size 3");
     /// ```
     pub fn narrow(&self, dim: usize, start: usize, len: usize) -> Result<Self, TensorError> {
         let rank = self.shape.len();
@@ -498,13 +606,7 @@ impl<T: DType> Tensor<T> {
         };
         match start.checked_add(len) {
             Some(end) if end <= size => {}
-            _ => {
-                return Err(TensorError::ShapeMismatch {
-                    shape: self.shape.clone(),
-                    expected: size,
-                    found: start.saturating_add(len),
-                })
-            }
+            _ => return Err(TensorError::NarrowOutOfRange { dim, start, len, size }),
         }
         let mut v = self.clone();
         if len > 0 {
@@ -581,13 +683,8 @@ impl<T: DType> Tensor<T> {
 
     /// A contiguous copy of this view on `device`.
     fn copy_to(&self, device: &Device) -> Result<Self, TensorError> {
-        Ok(Tensor {
-            device: device.clone(),
-            storage: store_on(device, self.try_to_vec()?)?,
-            shape: self.shape.clone(),
-            strides: contiguous_strides(&self.shape),
-            offset: 0,
-        })
+        let data = self.try_to_vec()?;
+        Ok(Self::from_storage(device, &self.shape, store_on(device, data.len(), data.into_iter())?))
     }
 
     /// This tensor on `device`, like PyTorch's `.to`: itself (a view sharing
@@ -718,6 +815,88 @@ mod tests {
         assert_eq!((s.numel(), s.to_vec()), (1, vec![5]));
         let e = Tensor::<f32>::zeros(&Device::cpu(), &[0, 3]).unwrap();
         assert!(e.to_vec().is_empty() && e.is_contiguous());
+    }
+
+    /// Every constructor on sizes no allocation can hold (checked arithmetic, nothing
+    /// allocated) and on sizes the allocator refuses (fallible allocation): errors, not a
+    /// panic or an abort of the test process.
+    #[test]
+    fn sizes_that_do_not_fit_are_errors() {
+        let dev = Device::cpu();
+        type Ctor = fn(&Device, &[usize]) -> Result<Tensor<f32>, TensorError>;
+        let ctors: [(&str, Ctor); 5] = [
+            ("zeros", |d, s| Tensor::zeros(d, s)),
+            ("full", |d, s| Tensor::full(d, s, 1.0)),
+            ("randn", |d, s| Tensor::randn(d, s, 0)),
+            ("rand_uniform", |d, s| Tensor::rand_uniform(d, s, 0.0, 1.0, 0)),
+            ("from_vec", |d, s| Tensor::from_vec(d, s, Vec::new())),
+        ];
+        for (name, ctor) in ctors {
+            // 2^62 elements of 4 bytes: the byte count overflows usize.
+            let err = ctor(&dev, &[1 << 62]).unwrap_err();
+            assert_eq!(err, TensorError::ShapeOverflow { shape: vec![1 << 62], elem_bytes: 4 }, "{name}");
+            assert_eq!(
+                err.to_string(),
+                "shape [4611686018427387904] has more elements than fit in memory: 4611686018427387904 \
+                 elements of 4 bytes exceed the largest possible allocation (9223372036854775807 bytes)",
+                "{name}"
+            );
+            // The element count itself overflows.
+            let err = ctor(&dev, &[usize::MAX, 2]).unwrap_err();
+            assert!(err.to_string().ends_with("has more elements than fit in memory: the element count overflows usize"), "{name}: {err}");
+        }
+        // 2^60 elements of 4 bytes: 2^62 bytes, below isize::MAX, but more than any address
+        // space holds, so the allocator refuses whatever the overcommit policy.
+        for (name, ctor) in &ctors[..4] {
+            let err = ctor(&dev, &[1 << 60]).unwrap_err();
+            assert!(matches!(&err, TensorError::OutOfMemory { bytes, device, .. } if *bytes == 1 << 62 && device == "cpu"), "{name}: {err}");
+            assert!(err.to_string().starts_with("cannot allocate 4611686018427387904 bytes on cpu: "), "{name}: {err}");
+        }
+        // The case from the issue, 4 TiB: refused by the kernel's overcommit heuristic
+        // (mode 0, more than RAM plus swap) or strict accounting (mode 2). Under mode 1
+        // (always overcommit) the reservation would succeed and zeroing would touch it all.
+        let overcommit = std::fs::read_to_string("/proc/sys/vm/overcommit_memory").unwrap_or_default();
+        if overcommit.trim() != "1" {
+            let err = Tensor::<f32>::zeros(&dev, &[1 << 40]).unwrap_err();
+            assert!(matches!(err, TensorError::OutOfMemory { bytes: 4_398_046_511_104, .. }), "{err}");
+        }
+    }
+
+    #[test]
+    fn narrow_out_of_range_names_the_range() {
+        let a = iota(&[5, 2]);
+        let err = a.narrow(0, 3, 4).unwrap_err();
+        assert_eq!(err, TensorError::NarrowOutOfRange { dim: 0, start: 3, len: 4, size: 5 });
+        assert_eq!(err.to_string(), "narrow(dim 0, start 3, len 4) is out of range: dimension 0 has size 5");
+        // start + len overflowing usize is out of range too, not a panic.
+        assert!(matches!(a.narrow(1, usize::MAX, 2), Err(TensorError::NarrowOutOfRange { size: 2, .. })));
+        assert_eq!(a.narrow(2, 0, 1).unwrap_err(), TensorError::DimOutOfRange { dim: 2, rank: 2 });
+        // An empty range at the end is in range.
+        assert_eq!(a.narrow(0, 5, 0).unwrap().numel(), 0);
+    }
+
+    #[test]
+    fn layout_checks_for_wrappers() {
+        let a = iota(&[4, 3]);
+        assert!(a.require_contiguous("a").is_ok());
+        assert!(a.narrow(0, 1, 2).unwrap().require_contiguous("a").is_ok());
+        for v in [a.t(), a.narrow(1, 1, 2).unwrap()] {
+            let err = v.require_contiguous("a").unwrap_err();
+            assert!(matches!(&err, LaunchError::InvalidArgument { arg: "a", .. }), "{err}");
+            assert!(err.to_string().contains("call .contiguous() first"), "{err}");
+        }
+        assert_eq!(a.t().strides_i32("a").unwrap(), vec![1, 3]);
+        assert_eq!(a.narrow(1, 1, 2).unwrap().strides_i32("a").unwrap(), vec![3, 1]);
+        // Views whose offsets need more than 32 bits (built directly: no storage that large).
+        let wide = Tensor { shape: vec![2, 2], strides: vec![1 << 31, 1], ..a.clone() };
+        let err = wide.strides_i32("w").unwrap_err();
+        assert!(matches!(&err, LaunchError::InvalidArgument { arg: "w", .. }), "{err}");
+        assert!(err.to_string().contains("last element at offset 2147483649"), "{err}");
+        let edge = Tensor { shape: vec![2, 2], strides: vec![i32::MAX as usize - 1, 1], ..a.clone() };
+        assert_eq!(edge.strides_i32("e").unwrap(), vec![i32::MAX - 1, 1]);
+        // A size-1 dimension's stride never scales a non-zero index.
+        let row = Tensor { shape: vec![1, 3], strides: vec![1 << 40, 1], ..a.clone() };
+        assert_eq!(row.strides_i32("r").unwrap(), vec![0, 1]);
     }
 
     #[test]

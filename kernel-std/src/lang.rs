@@ -15,6 +15,12 @@
 //! | literals | `0`, `1.5`, `true`, `2i64`, `0.5f32`, `f32::NEG_INFINITY`, `i32::MAX` |
 //! | blocks | results of `arange`, `zeros`, `full`, `load`, and operations on blocks |
 //!
+//! A pointer parameter receives the first element of the tensor passed to it (its storage
+//! offset included) and nothing about its shape or strides: `x_ptr + i` is the `i`-th storage
+//! element from there. Index a tensor that may be a transposed or narrowed view with strides
+//! passed as scalar parameters (`x_ptr + rows * stride_r + cols * stride_c`), or have the
+//! wrapper refuse other layouts (`Tensor::require_contiguous`).
+//!
 //! Literals and integer meta-parameters are *weak*: `offs * 4` keeps `offs`'s dtype and
 //! `x * 0.5` keeps `x`'s float dtype. Strong dtypes promote like Triton's (`f16` with `f32`
 //! gives `f32`; `i32` with `i64` gives `i64`), except that `f16` with `bf16` and `i32` with

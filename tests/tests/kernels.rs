@@ -1,4 +1,5 @@
-//! Vector add and softmax on the CPU backend against float64 references.
+//! Vector add and softmax on the CPU backend against float64 references, on contiguous
+//! tensors and on views (transposed, narrowed with a storage offset, strided).
 
 use examples::softmax::softmax;
 use examples::vector_add::{add, add_kernel};
@@ -79,16 +80,135 @@ fn softmax_rows_match_reference() {
     let dev = tests::test_device();
     for &(rows, cols) in &[(1usize, 1usize), (7, 100), (33, 781), (4, 1024)] {
         let x = Tensor::<f32>::randn(&dev, &[rows, cols], 5).unwrap();
-        let xv = x.to_f64_vec();
-        let out = softmax(&x).unwrap();
-        let mut want = Vec::with_capacity(rows * cols);
-        for r in 0..rows {
-            let row = &xv[r * cols..(r + 1) * cols];
-            let mx = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-            let s: f64 = row.iter().map(|v| (v - mx).exp()).sum();
-            want.extend(row.iter().map(|v| (v - mx).exp() / s));
-        }
-        let r = worst_ratio(&out.to_f64_vec(), &want, 1e-7, 1e-5);
-        assert!(r <= 1.0, "{rows}x{cols}: ratio {r}");
+        check_softmax(&x, &format!("{rows}x{cols}"));
     }
+}
+
+/// Row-wise softmax of the logical elements of `x` (a `[rows, cols]` view) in float64.
+fn softmax_ref(x: &Tensor<f32>) -> Vec<f64> {
+    let (rows, cols) = (x.shape()[0], x.shape()[1]);
+    let xv = x.to_f64_vec();
+    let mut want = Vec::with_capacity(rows * cols);
+    for r in 0..rows {
+        let row = &xv[r * cols..(r + 1) * cols];
+        let mx = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let s: f64 = row.iter().map(|v| (v - mx).exp()).sum();
+        want.extend(row.iter().map(|v| (v - mx).exp() / s));
+    }
+    want
+}
+
+fn check_softmax(x: &Tensor<f32>, what: &str) {
+    let out = softmax(x).unwrap();
+    assert_eq!(out.shape(), x.shape(), "{what}");
+    assert!(out.is_contiguous(), "{what}");
+    let r = worst_ratio(&out.to_f64_vec(), &softmax_ref(x), 1e-7, 1e-5);
+    assert!(r <= 1.0, "{what}: ratio {r}");
+}
+
+/// Softmax reads views through their strides and storage offset: a transposed matrix (column
+/// stride = rows), a column-narrowed one (offset, row stride wider than the row), a row-narrowed
+/// one (contiguous, offset), and a transposed view narrowed on both dimensions.
+#[test]
+fn softmax_of_views_matches_reference() {
+    let dev = tests::test_device();
+    for &(rows, cols) in &[(33usize, 100usize), (9, 781)] {
+        let tall = Tensor::<f32>::randn(&dev, &[cols, rows], 6).unwrap();
+        check_softmax(&tall.t(), &format!("transposed {rows}x{cols}"));
+        let wide = Tensor::<f32>::randn(&dev, &[rows, cols + 7], 7).unwrap();
+        let x = wide.narrow(1, 3, cols).unwrap();
+        assert_eq!(x.storage_offset(), 3);
+        check_softmax(&x, &format!("column-narrowed {rows}x{cols}"));
+        let long = Tensor::<f32>::randn(&dev, &[rows + 2, cols], 8).unwrap();
+        check_softmax(&long.narrow(0, 2, rows).unwrap(), &format!("row-narrowed {rows}x{cols}"));
+        let big = Tensor::<f32>::randn(&dev, &[cols + 2, rows + 3], 9).unwrap();
+        let x = big.t().narrow(0, 1, rows).unwrap().narrow(1, 2, cols).unwrap();
+        assert_eq!((x.strides(), x.storage_offset()), (&[1, rows + 3][..], 2 * (rows + 3) + 1));
+        check_softmax(&x, &format!("transposed and narrowed {rows}x{cols}"));
+    }
+    // The case: a transposed 2x3 matrix gives the softmax of its columns.
+    let x = Tensor::from_vec(&dev, &[2, 3], vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
+    let got = softmax(&x.t()).unwrap().to_f64_vec();
+    let (a, b) = (1.0 / (1.0 + 3f64.exp()), 1.0 / (1.0 + (-3f64).exp()));
+    assert!(worst_ratio(&got, &[a, b, a, b, a, b], 1e-7, 1e-5) <= 1.0, "{got:?}");
+}
+
+#[test]
+fn softmax_refuses_what_it_cannot_do() {
+    let dev = tests::test_device();
+    let x = Tensor::<f32>::zeros(&dev, &[2, 3, 4]).unwrap();
+    let err = softmax(&x).unwrap_err();
+    assert_eq!(err.to_string(), "invalid argument `x`: expected a 2-D tensor, found shape [2, 3, 4]");
+    let x = Tensor::<f32>::zeros(&dev, &[2, 1025]).unwrap();
+    assert!(matches!(softmax(&x), Err(LaunchError::InvalidArgument { arg: "x", .. })));
+    assert_eq!(softmax(&Tensor::<f32>::zeros(&dev, &[0, 5]).unwrap()).unwrap().shape(), &[0, 5]);
+}
+
+/// `x + y` in float64 over the logical elements of two views of one shape.
+fn add_ref(x: &Tensor<f32>, y: &Tensor<f32>) -> Vec<f64> {
+    x.to_f64_vec().iter().zip(y.to_f64_vec()).map(|(a, b)| a + b).collect()
+}
+
+fn check_add(x: &Tensor<f32>, y: &Tensor<f32>, what: &str) {
+    let out = add(x, y).unwrap();
+    assert_eq!(out.shape(), x.shape(), "{what}");
+    assert!(out.is_contiguous(), "{what}");
+    // f32 addition is correctly rounded: the error is at most half an ulp.
+    let r = worst_ratio(&out.to_f64_vec(), &add_ref(x, y), 0.0, 1.2e-7);
+    assert!(r <= 1.0, "{what}: ratio {r}");
+}
+
+/// `add` on views: transposed, narrowed with offsets, a column of a matrix (a strided vector),
+/// mixed with contiguous operands, and N-D views whose leading dimensions merge.
+#[test]
+fn vector_add_of_views_matches_reference() {
+    let dev = tests::test_device();
+    // The case: `add(x.t(), y)` adds in the transposed order.
+    let x = Tensor::from_vec(&dev, &[2, 3], vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
+    let zero = Tensor::<f32>::zeros(&dev, &[3, 2]).unwrap();
+    assert_eq!(add(&x.t(), &zero).unwrap().to_vec(), vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+
+    let (m, n) = (70, 40);
+    let a = Tensor::<f32>::randn(&dev, &[n, m], 31).unwrap();
+    let b = Tensor::<f32>::randn(&dev, &[m, n + 9], 32).unwrap();
+    let c = Tensor::<f32>::randn(&dev, &[m + 3, n], 33).unwrap();
+    let (at, b_cols, c_rows) = (a.t(), b.narrow(1, 5, n).unwrap(), c.narrow(0, 3, m).unwrap());
+    check_add(&at, &b_cols, "transposed + column-narrowed");
+    check_add(&b_cols, &at, "column-narrowed + transposed");
+    check_add(&at, &c_rows, "transposed + row-narrowed (contiguous, offset)");
+    check_add(&c_rows, &b_cols, "row-narrowed + column-narrowed");
+    check_add(&at, &at, "transposed + itself");
+    let at_narrow = a.t().narrow(0, 10, 50).unwrap().narrow(1, 7, 30).unwrap();
+    let b_narrow = b.narrow(0, 20, 50).unwrap().narrow(1, 1, 30).unwrap();
+    check_add(&at_narrow, &b_narrow, "narrowed on both dimensions");
+
+    // One column of a matrix: a strided vector of shape [m, 1].
+    let col = b.narrow(1, 4, 1).unwrap();
+    assert_eq!((col.strides(), col.storage_offset()), (&[n + 9, 1][..], 4));
+    check_add(&col, &c.narrow(0, 0, m).unwrap().narrow(1, 2, 1).unwrap(), "two matrix columns");
+
+    // 3-D: narrowing the last dimension keeps the leading ones mergeable.
+    let t3 = Tensor::<f32>::randn(&dev, &[4, 5, 9], 34).unwrap();
+    let u3 = Tensor::<f32>::randn(&dev, &[4, 5, 6], 35).unwrap();
+    check_add(&t3.narrow(2, 2, 6).unwrap(), &u3, "3-D narrowed on the last dimension");
+    check_add(&t3.narrow(2, 3, 6).unwrap(), &t3.narrow(2, 0, 6).unwrap(), "two 3-D narrowed views");
+}
+
+/// N-D views whose leading dimensions do not merge are refused with the argument named and
+/// the fix; their contiguous copies are added.
+#[test]
+fn vector_add_refuses_views_it_cannot_index() {
+    let dev = tests::test_device();
+    let t = Tensor::<f32>::randn(&dev, &[4, 5, 6], 36).unwrap();
+    let swapped = t.transpose(0, 1).unwrap();
+    let other = Tensor::<f32>::randn(&dev, &[5, 4, 6], 37).unwrap();
+    for (x, y, arg) in [(&swapped, &other, "x"), (&other, &swapped, "y")] {
+        let err = add(x, y).unwrap_err();
+        assert!(matches!(err, LaunchError::InvalidArgument { arg: a, .. } if a == arg), "{err}");
+        let msg = err.to_string();
+        assert!(msg.contains("call .contiguous() first") && msg.contains("strides [6, 30, 1]"), "{msg}");
+    }
+    check_add(&swapped.contiguous(), &other, "contiguous copy of a 3-D transpose");
+    let rows = t.narrow(1, 1, 3).unwrap();
+    assert!(add(&rows, &rows).is_err(), "rows narrowed inside a 3-D tensor do not merge");
 }

@@ -224,6 +224,38 @@ fn transposed_views_use_strides() {
     assert!(r <= 1.0, "worst error ratio {r}");
 }
 
+/// Every operand a view with a storage offset: A transposed and narrowed on both dimensions,
+/// B column-narrowed, and C (through `matmul_into`) a transposed, narrowed view of a poisoned
+/// buffer whose other elements must stay untouched.
+#[test]
+fn views_with_offsets_use_strides_and_offsets() {
+    let dev = tests::test_device();
+    let (m, n, k) = (37, 29, 45);
+    // A: (m, k) inside the transpose of a (k + 3, m + 2) matrix.
+    let (a_base, a_basev) = randn_f16(&dev, k + 3, m + 2, 40);
+    let a = a_base.t().narrow(0, 2, m).unwrap().narrow(1, 1, k).unwrap();
+    assert_eq!((a.strides(), a.storage_offset()), (&[1, m + 2][..], (m + 2) + 2));
+    let av: Vec<f64> = (0..m).flat_map(|i| (0..k).map(move |j| (i, j))).map(|(i, j)| a_basev[(j + 1) * (m + 2) + i + 2]).collect();
+    assert_eq!(a.to_f64_vec(), av);
+    // B: (k, n), columns 4.. of a (k, n + 6) matrix.
+    let (b_base, b_basev) = randn_f16(&dev, k, n + 6, 41);
+    let b = b_base.narrow(1, 4, n).unwrap();
+    let bv: Vec<f64> = (0..k).flat_map(|i| (0..n).map(move |j| (i, j))).map(|(i, j)| b_basev[i * (n + 6) + j + 4]).collect();
+    let want = matmul_ref(&av, &bv, m, n, k, identity);
+    // C: (m, n) inside the transpose of a poisoned (n + 1, m + 1) buffer, one row and column in.
+    let c_base = Tensor::<f16>::full(&dev, &[n + 1, m + 1], f16::NAN).unwrap();
+    let c = c_base.t().narrow(0, 1, m).unwrap().narrow(1, 1, n).unwrap();
+    matmul_into(&a, &b, &c, None).unwrap();
+    let r = worst_ratio(&c.to_f64_vec(), &want, ATOL, RTOL);
+    assert!(r <= 1.0, "worst error ratio {r}");
+    let full = c_base.to_f64_vec();
+    let outside = (0..=n).flat_map(|i| (0..=m).map(move |j| (i, j))).filter(|&(i, j)| i == 0 || j == 0);
+    assert!(outside.into_iter().all(|(i, j)| full[i * (m + 1) + j].is_nan()), "wrote outside the view of C");
+    // `matmul` allocates a contiguous C for the same views.
+    let r = worst_ratio(&matmul(&a, &b, None).unwrap().to_f64_vec(), &want, ATOL, RTOL);
+    assert!(r <= 1.0, "worst error ratio {r}");
+}
+
 #[test]
 fn incompatible_dimensions_are_an_error() {
     let dev = tests::test_device();

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// The integration tests that run on a GPU (`KERNEL_TEST_DEVICE=cuda`).
-const GPU_TESTS: &[&str] = &["matmul", "kernels", "language", "numerics", "launch_errors"];
+const GPU_TESTS: &[&str] = &["matmul", "kernels", "language", "numerics", "launch_errors", "tensors"];
 /// kernel-runtime's own GPU tests (`tests/cuda.rs`, `KERNEL_TEST_CUDA=1`), bundled as
 /// `tests/runtime_cuda`.
 const RUNTIME_TEST: &str = "cuda";
