@@ -104,12 +104,15 @@ pub fn difftest(root: &Path, opts: &Options, gpu_arch: Option<String>) -> Result
 }
 
 /// Whether the crate's manifest for `arch` is newer than its kernels and than every source of
-/// the macro and the language crate (the PTX link and ptxas steps are not incremental).
+/// the macro and of the device building blocks (the PTX link and ptxas steps are not
+/// incremental).
 fn ptx_is_current(root: &Path, krate: &Path, name: &str, arch: &str) -> bool {
     let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
     let Some(built) = mtime(&root.join("target/ptx").join(arch).join(format!("{name}.manifest.json"))) else { return false };
     let mut sources = vec![krate.join("src/lib.rs")];
-    for dir in ["kernel-macros/src", "kernel-macros/src/expand_device", "kernel-std/src", "kernel-std/src/device"] {
+    // The device building blocks and the macro (the language reference `lang.rs` is docs).
+    sources.push(root.join("kernel-std/src/device.rs"));
+    for dir in ["kernel-macros/src", "kernel-macros/src/expand_device", "kernel-std/src/device"] {
         if let Ok(entries) = std::fs::read_dir(root.join(dir)) {
             sources.extend(entries.flatten().map(|e| e.path()));
         }
