@@ -385,7 +385,7 @@ impl<'a> DevGen<'a> {
                 _ => None,
             },
             ExprKind::Unary(..) | ExprKind::Binary(..) | ExprKind::Cast(_) | ExprKind::Math(..) | ExprKind::Where(..) => {
-                children(&ex.kind).into_iter().find_map(|c| self.elementwise_mma_source(c, shape, layouts))
+                ex.kind.operands().into_iter().find_map(|c| self.elementwise_mma_source(c, shape, layouts))
             }
             _ => None,
         }
@@ -482,7 +482,7 @@ impl<'a> DevGen<'a> {
                 Some(LocalKind::Pure(_)) => true,
                 _ => false,
             },
-            _ => children(&ex.kind).into_iter().all(|c| self.is_pure(c, kinds)),
+            _ => ex.kind.operands().into_iter().all(|c| self.is_pure(c, kinds)),
         }
     }
 
@@ -905,7 +905,7 @@ impl<'a> DevGen<'a> {
     /// Computes every `dot` and reduction inside `root` (innermost first) into temporaries.
     fn hoist(&self, root: ExprId, out: &mut TokenStream) {
         let k = self.k;
-        for c in children(&k.exprs[root].kind) {
+        for c in k.exprs[root].kind.operands() {
             self.hoist(c, out);
         }
         match &k.exprs[root].kind {
@@ -1526,7 +1526,7 @@ impl<'a> DevGen<'a> {
                 LocalKind::Pure(x) | LocalKind::Affine(x) | LocalKind::Inline(x) => self.loads_in(x),
                 LocalKind::Scalar | LocalKind::Materialized => false,
             },
-            kind => children(kind).into_iter().any(|c| self.loads_in(c)),
+            kind => kind.operands().into_iter().any(|c| self.loads_in(c)),
         }
     }
 
@@ -1699,39 +1699,6 @@ impl<'a> DevGen<'a> {
     }
 }
 
-fn children(k: &ExprKind) -> Vec<ExprId> {
-    match k {
-        ExprKind::Param(_)
-        | ExprKind::Meta(_)
-        | ExprKind::Lit(_)
-        | ExprKind::Local(_)
-        | ExprKind::ProgramId(_)
-        | ExprKind::NumPrograms(_)
-        | ExprKind::Arange { .. } => vec![],
-        ExprKind::Full(x)
-        | ExprKind::Unary(_, x)
-        | ExprKind::Cast(x)
-        | ExprKind::ExpandDims(x, _)
-        | ExprKind::Trans(x)
-        | ExprKind::Reshape(x)
-        | ExprKind::BroadcastTo(x)
-        | ExprKind::Math(_, x)
-        | ExprKind::Reduce { x, .. } => vec![*x],
-        ExprKind::Binary(_, a, b) | ExprKind::PtrAdd(a, b) => vec![*a, *b],
-        ExprKind::Where(c, a, b) => vec![*c, *a, *b],
-        ExprKind::Load { ptr, mask, other } => {
-            let mut v = vec![*ptr];
-            v.extend(mask.iter().copied());
-            v.extend(other.iter().copied());
-            v
-        }
-        ExprKind::Dot { a, b, acc } => {
-            let mut v = vec![*a, *b];
-            v.extend(acc.iter().copied());
-            v
-        }
-    }
-}
 
 /// Every value each local is given (its `let` and its assignments), anywhere in the kernel.
 fn assigned_values(k: &Kernel) -> HashMap<LocalId, Vec<ExprId>> {
@@ -1756,7 +1723,7 @@ fn assigned_values(k: &Kernel) -> HashMap<LocalId, Vec<ExprId>> {
 fn uses_local(k: &Kernel, e: ExprId, l: LocalId) -> bool {
     match &k.exprs[e].kind {
         ExprKind::Local(x) => *x == l,
-        other => children(other).into_iter().any(|c| uses_local(k, c, l)),
+        other => other.operands().into_iter().any(|c| uses_local(k, c, l)),
     }
 }
 

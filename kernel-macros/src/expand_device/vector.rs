@@ -29,7 +29,7 @@ impl DevGen<'_> {
             // The flat order is unchanged: the operand is read at the same index.
             ExprKind::ExpandDims(x, _) | ExprKind::Reshape(x) if !self.shapes[*x].is_empty() => self.own_loads(*x, out),
             kind => {
-                for c in children(kind) {
+                for c in kind.operands() {
                     if self.shapes[c] == self.shapes[e] {
                         self.own_loads(c, out);
                     }
