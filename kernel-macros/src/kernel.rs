@@ -133,10 +133,26 @@ pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn:
             expand_device::entry(&variants[key.variant], &key.entry, &key.vals, c.num_warps as usize, c.num_stages as usize)
         })
         .collect();
-    let out = expand_host::module(&sig, &inst, &variants, &keys, &entries, &attrs.docs);
+    let mut out = expand_host::module(&sig, &inst, &variants, &keys, &entries, &attrs.docs);
+    out.extend(entry_claims(&sig.name, keys.iter().map(|k| k.entry.as_str())));
     dump(&sig.name.to_string(), &variants, &out);
     let _ = f.sp();
     out
+}
+
+/// Rule: device entry names are unique in a crate (they are `#[no_mangle]` symbols of one
+/// PTX module). A proc macro sees one kernel at a time, so each entry claims its name as a
+/// `#[macro_export]` macro, which lives in the crate root: two kernels of one crate with the same
+/// entry (the same name in two modules, say) make `cargo build` (and `cargo check`) report
+/// "the name `__device_entry_<entry>` is defined multiple times" at the second kernel's attribute.
+fn entry_claims<'a>(kernel: &syn::Ident, entries: impl Iterator<Item = &'a str>) -> proc_macro2::TokenStream {
+    entries
+        .map(|e| {
+            // A raw kernel name (`r#type`) is the symbol `type`.
+            let claim = syn::Ident::new(&format!("__device_entry_{}", e.replace("r#", "")), kernel.span());
+            quote::quote!(#[doc(hidden)] #[allow(non_local_definitions)] #[macro_export] macro_rules! #claim { () => {} })
+        })
+        .collect()
 }
 
 /// Rule: instances have distinct device entry names (entry names join the meta values with
