@@ -133,11 +133,31 @@ pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn:
             expand_device::entry(&variants[key.variant], &key.entry, &key.vals, c.num_warps as usize, c.num_stages as usize)
         })
         .collect();
-    let mut out = expand_host::module(&sig, &inst, &variants, &keys, &entries, &attrs.docs);
-    out.extend(entry_claims(&sig.name, keys.iter().map(|k| k.entry.as_str())));
+    let out = expand_host::module(&sig, &inst, &variants, &keys, &entries, &attrs.docs);
+    let out = into_module(out, &sig.name, entry_claims(&sig.name, keys.iter().map(|k| k.entry.as_str())));
     dump(&sig.name.to_string(), &variants, &out);
     let _ = f.sp();
     out
+}
+
+/// `items` appended inside each generated `mod <kernel> { ... }` of `out` (the host module and
+/// the device one, one per target), so that a kernel misplaced in an `impl` gets one error, for
+/// the module, and none for what it holds.
+fn into_module(out: proc_macro2::TokenStream, name: &syn::Ident, items: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
+    use proc_macro2::{Delimiter, Group, TokenTree};
+    let mut tokens: Vec<TokenTree> = out.into_iter().collect();
+    for i in 2..tokens.len() {
+        let is_module = matches!((&tokens[i - 2], &tokens[i - 1], &tokens[i]), (TokenTree::Ident(m), TokenTree::Ident(n), TokenTree::Group(g))
+            if m == "mod" && n == name && g.delimiter() == Delimiter::Brace);
+        if let (true, TokenTree::Group(g)) = (is_module, &tokens[i]) {
+            let mut inner = g.stream();
+            inner.extend(items.clone());
+            let mut group = Group::new(Delimiter::Brace, inner);
+            group.set_span(g.span());
+            tokens[i] = TokenTree::Group(group);
+        }
+    }
+    tokens.into_iter().collect()
 }
 
 /// Rule: device entry names are unique in a crate (they are `#[no_mangle]` symbols of one
