@@ -20,9 +20,11 @@ pub struct BF16(pub u16);
 
 mod split;
 mod tma;
+mod unroll;
 mod wgmma;
 pub use split::*;
 pub use tma::*;
+pub use unroll::*;
 pub use wgmma::*;
 
 // The module's dynamic shared memory; its size is given at launch. Aligned to 1024 bytes: a

@@ -29,6 +29,11 @@ pub mod lang;
 #[cfg(target_arch = "nvptx64")]
 pub mod device;
 
+// `device::unroll` is plain Rust: its tests run on the host.
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+#[path = "device/unroll.rs"]
+mod unroll_on_host;
+
 /// What generated code reaches; not a public API.
 #[doc(hidden)]
 pub mod __private {

@@ -118,18 +118,25 @@ pub fn build_ptx(root: &Path, opts: &Options) -> Result<()> {
     let toolchain = Toolchain::ensure()?;
     let ptxas = Ptxas::locate(root)?;
     eprintln!("build-ptx: {} | ptxas {} ({})", toolchain.version, ptxas.version, ptxas.path.display());
-    let mut failures = Vec::new();
-    for arch in &opts.archs {
+    // One job per architecture, run side by side: each has its own target directory (so their
+    // cargo builds do not wait on each other's lock) and its link, `opt`, `llc` and `ptxas`
+    // steps are single-threaded. The crates of one architecture are built in turn.
+    let build_arch = |arch: &String| -> Vec<String> {
+        let mut failures = Vec::new();
         for krate in &opts.crates {
-            match build_one(root, &toolchain, &ptxas, krate, arch, opts.lenient) {
-                Ok(()) => {}
-                Err(e) => {
-                    eprintln!("build-ptx: error: {e:#}");
-                    failures.push(format!("{} for {arch}", krate.display()));
-                }
+            if let Err(e) = build_one(root, &toolchain, &ptxas, krate, arch, opts.lenient) {
+                eprintln!("build-ptx: error: {e:#}");
+                failures.push(format!("{} for {arch}", krate.display()));
             }
         }
-    }
+        failures
+    };
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let jobs: Vec<_> = opts.archs.iter().map(|arch| (arch, s.spawn(move || build_arch(arch)))).collect();
+        jobs.into_iter()
+            .flat_map(|(arch, job)| job.join().unwrap_or_else(|_| vec![format!("the build for {arch} panicked")]))
+            .collect()
+    });
     if !failures.is_empty() {
         bail!("build-ptx failed: {}", failures.join("; "));
     }
@@ -162,8 +169,25 @@ fn build_one(root: &Path, tc: &Toolchain, ptxas: &Ptxas, krate: &Path, arch: &st
     let ptx_path = out_dir.join(format!("{name}.ptx"));
     // Written last, only when everything passed: a manifest never describes a failed build.
     let manifest_path = out_dir.join(format!("{name}.manifest.json"));
-    if manifest_path.exists() {
-        std::fs::remove_file(&manifest_path).with_context(|| format!("removing {}", manifest_path.display()))?;
+    let cubin_path = out_dir.join(format!("{name}.cubin"));
+    // The link, `ptxas` and manifest steps depend only on the rlibs, the tools and the
+    // options: when none changed since the last successful build, its outputs stand.
+    let key_path = link_dir.join(format!("{name}.key"));
+    let key = build_key(&art, tc, ptxas, arch, lenient)?;
+    let outputs = [&manifest_path, &ptx_path, &cubin_path];
+    if std::fs::read_to_string(&key_path).is_ok_and(|k| k == key) && outputs.iter().all(|p| p.is_file()) {
+        eprintln!(
+            "build-ptx: {} is up to date ({:.1}s: cargo {:.1}s)",
+            manifest_path.display(),
+            (t_build + t.elapsed()).as_secs_f64(),
+            t_build.as_secs_f64()
+        );
+        return Ok(());
+    }
+    for stale in [&key_path, &manifest_path] {
+        if stale.exists() {
+            std::fs::remove_file(stale).with_context(|| format!("removing {}", stale.display()))?;
+        }
     }
     let own_bc = link_dir.join(format!("{name}.own.bc"));
     llvm(tc, "llvm-link", |c| {
@@ -205,7 +229,6 @@ fn build_one(root: &Path, tc: &Toolchain, ptxas: &Ptxas, krate: &Path, arch: &st
     }
 
     let t = Instant::now();
-    let cubin_path = out_dir.join(format!("{name}.cubin"));
     let cubin_tmp = out_dir.join(format!("{name}.cubin.tmp"));
     let report = ptxas.check(&ptx_tmp, arch, &cubin_tmp)?;
     let cubin = std::fs::read(&cubin_tmp).with_context(|| format!("reading {}", cubin_tmp.display()))?;
@@ -223,6 +246,7 @@ fn build_one(root: &Path, tc: &Toolchain, ptxas: &Ptxas, krate: &Path, arch: &st
         rows.push((e, r));
     }
     print_table(&ptx_path, arch, &rows);
+    eprintln!("build-ptx: {name} ({arch}): {}", entries_per_kernel(&parse_metadata(&ptx)));
     for w in &report.warnings {
         eprintln!("build-ptx: {w}");
     }
@@ -248,6 +272,7 @@ fn build_one(root: &Path, tc: &Toolchain, ptxas: &Ptxas, krate: &Path, arch: &st
     }
 
     write_manifest(&manifest_path, name, arch, &ptx, &cubin, tc, ptxas, &rows)?;
+    write_atomic(&key_path, key.as_bytes())?;
     eprintln!(
         "build-ptx: {} ({} entries) in {:.1}s: cargo {:.1}s, link {:.2}s, ptxas {:.2}s",
         manifest_path.display(),
@@ -258,6 +283,30 @@ fn build_one(root: &Path, tc: &Toolchain, ptxas: &Ptxas, krate: &Path, arch: &st
         t_ptxas.as_secs_f64()
     );
     Ok(())
+}
+
+/// What the steps after the device `cargo build` depend on: the contents of every rlib they
+/// read, the tool versions, the architecture and `--lenient` (a lenient build may have passed
+/// with spills that a strict one rejects).
+fn build_key(art: &Artifacts, tc: &Toolchain, ptxas: &Ptxas, arch: &str, lenient: bool) -> Result<String> {
+    let mut key = format!("rustc: {}\nptxas: {} {}\narch: {arch}\nlenient: {lenient}\n", tc.version, ptxas.version, ptxas.path.display());
+    for rlib in sorted(&art.own) {
+        let bytes = std::fs::read(rlib).with_context(|| format!("reading {}", rlib.display()))?;
+        let _ = writeln!(key, "{:016x} {}", fnv1a64(&bytes), rlib.display());
+    }
+    // `core` and `compiler_builtins` (40 MB) change only with the toolchain or the flags, and
+    // then cargo rewrites them: their size and time stand for their contents.
+    for rlib in sorted(&art.std) {
+        let meta = std::fs::metadata(rlib).with_context(|| format!("reading {}", rlib.display()))?;
+        let _ = writeln!(key, "{} {:?} {}", meta.len(), meta.modified().ok(), rlib.display());
+    }
+    Ok(key)
+}
+
+fn sorted(paths: &[PathBuf]) -> Vec<&PathBuf> {
+    let mut v: Vec<&PathBuf> = paths.iter().collect();
+    v.sort();
+    v
 }
 
 /// Runs the device `cargo build` and collects the rlibs from its JSON messages.
@@ -458,6 +507,36 @@ fn parse_param(decl: &str) -> Option<PtxParam> {
     Some(PtxParam { size: bits / 8 * count, ty, align, pointer })
 }
 
+/// `matmul_kernel 90 entries (45 split), add_kernel 1 entry`: how many entries each kernel
+/// expanded to (its instances, and the split-K versions among them), largest first.
+fn entries_per_kernel(metadata: &[(String, Value)]) -> String {
+    let mut kernels: Vec<(String, usize, usize)> = Vec::new();
+    for (entry, meta) in metadata {
+        let kernel = meta["kernel"].as_str().unwrap_or(entry).to_string();
+        let split = usize::from(entry.ends_with("__split"));
+        match kernels.iter_mut().find(|(k, _, _)| *k == kernel) {
+            Some(row) => {
+                row.1 += 1;
+                row.2 += split;
+            }
+            None => kernels.push((kernel, 1, split)),
+        }
+    }
+    kernels.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let shown: Vec<String> = kernels
+        .iter()
+        .map(|(k, n, split)| {
+            let plural = if *n == 1 { "entry" } else { "entries" };
+            if *split > 0 {
+                format!("{k} {n} {plural} ({split} split)")
+            } else {
+                format!("{k} {n} {plural}")
+            }
+        })
+        .collect();
+    shown.join(", ")
+}
+
 fn print_table(ptx: &Path, arch: &str, rows: &[(&PtxEntry, &FunctionReport)]) {
     let width = rows.iter().map(|(e, _)| e.name.len()).max().unwrap_or(0).max("entry".len());
     let mut s = String::new();
@@ -587,6 +666,14 @@ mod tests {
         let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(left.len(), 1, "{left:?}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn entries_are_counted_per_kernel() {
+        let meta = |entry: &str, kernel: &str| (entry.to_string(), json!({ "entry": entry, "kernel": kernel }));
+        let m = [meta("mm__c0", "mm"), meta("mm__c0__split", "mm"), meta("mm__c1", "mm"), meta("add__B_4", "add")];
+        assert_eq!(entries_per_kernel(&m), "mm 3 entries (1 split), add 1 entry");
+        assert_eq!(entries_per_kernel(&[]), "");
     }
 
     #[test]

@@ -76,6 +76,8 @@ impl Ptxas {
         let out = Command::new(&self.path)
             .arg(format!("-arch={arch}"))
             .arg("-v")
+            // Functions are compiled on every core (the same cubin as with one thread).
+            .args(["--split-compile", "0"])
             .arg(ptx)
             .arg("-o")
             .arg(cubin)

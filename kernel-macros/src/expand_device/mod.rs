@@ -542,6 +542,32 @@ impl<'a> DevGen<'a> {
         }
     }
 
+    /// Flat index of register slot `j` (a `usize` expression) of this thread in an `mma`
+    /// layout: [`Self::mma_flat`] computed in the device code, for code generated once for
+    /// every slot (a closure over `j` that [`Self::unrolled`] calls with constants).
+    fn mma_flat_at(layout: Layout, j: &TokenStream) -> TokenStream {
+        let Layout::Mma { wn, tm, tn, n, wg, .. } = layout else { return quote!(0usize) };
+        let (tn4, wtn) = (tn * 4, tn * 8);
+        // Slot `j` is tile `(j / tn4, (j % tn4) / 4)`, element `j % 4` of the fragment.
+        let col_off = quote!((((#j) % #tn4) / 4) * 8 + (#j) % 2);
+        if wg {
+            let wtm = tm * 64;
+            let row_off = quote!(((#j) / #tn4) * 64 + (((#j) % 4) / 2) * 8);
+            return quote!((((__warp / 4) / #wn) * #wtm + #row_off + (__warp % 4) * 16 + __lane / 4) * #n + ((__warp / 4) % #wn) * #wtn + #col_off + (__lane % 4) * 2);
+        }
+        let wtm = tm * 16;
+        let row_off = quote!(((#j) / #tn4) * 16 + (((#j) % 4) / 2) * 8);
+        quote!(((__warp / #wn) * #wtm + #row_off + __lane / 4) * #n + (__warp % #wn) * #wtn + #col_off + (__lane % 4) * 2)
+    }
+
+    /// `body` for `var` in `0..n`, written once: a closure over `var` that the device's
+    /// `unroll` calls with each constant (straight-line code after inlining, so arrays indexed
+    /// by `var` stay in registers).
+    fn unrolled(&self, n: usize, var: TokenStream, body: TokenStream) -> TokenStream {
+        let d = &self.d;
+        quote!(#d::unroll::<#n, _>(#[inline(always)] |#var: usize| { #body });)
+    }
+
     /// Flat index of register slot `j` of this thread in an `mma` layout.
     fn mma_flat(layout: Layout, j: usize) -> TokenStream {
         let Layout::Mma { wn, tm, tn, n, wg, .. } = layout else { return quote!(0usize) };
@@ -874,11 +900,11 @@ impl<'a> DevGen<'a> {
                 let (threads, v) = (self.threads, self.vec_width(numel));
                 let chunks = self.per_thread(numel) / v;
                 // Every chunk is whole and in range (see `vec_width`).
-                let copies = (0..v).map(|i| quote!({ let __v: usize = #i; let __j: usize = __jc * #v + #i; let __f: usize = __f0 + #i; #body }));
+                let copies = self.unrolled(v, quote!(__v), quote!(let __j: usize = __jc * #v + __v; let __f: usize = __f0 + __v; #body));
                 quote! {
                     for __jc in 0..#chunks {
                         let __f0: usize = (__jc * #threads + __tid) * #v;
-                        #(#copies)*
+                        #copies
                     }
                 }
             }
@@ -893,11 +919,8 @@ impl<'a> DevGen<'a> {
                 }
             }
             Layout::Mma { .. } => {
-                let copies = (0..self.slots(numel, layout)).map(|j| {
-                    let f = Self::mma_flat(layout, j);
-                    quote!({ let __j: usize = #j; let __f: usize = #f; #body })
-                });
-                quote!(#(#copies)*)
+                let f = Self::mma_flat_at(layout, &quote!(__j));
+                self.unrolled(self.slots(numel, layout), quote!(__j), quote!(let __f: usize = #f; #body))
             }
         }
     }
@@ -1207,20 +1230,20 @@ impl<'a> DevGen<'a> {
         if !self.leave_iteration(scope).is_empty() {
             return None;
         }
-        let at = |j: usize| {
-            let f = Self::mma_flat(layout, j);
-            quote!({ let __j: usize = #j; let __f: usize = #f; #xv })
+        let flat = Self::mma_flat_at(layout, &quote!(__j));
+        let value_fn = quote! {
+            let __val = #d::inline_fn(#[inline(always)] |__j: usize| -> f32 { let __f: usize = #flat; #xv });
         };
-        let pairs = (0..self.slots(numel, layout) / 2).map(|i| {
-            let (lo, hi) = (at(2 * i), at(2 * i + 1));
-            let (j0, j1) = (2 * i, 2 * i + 1);
-            quote! {{
-                let __w: u32 = #d::pack_f16x2(#lo, #hi);
-                #id[#j0] = #d::F16(__w as u16);
-                #id[#j1] = #d::F16((__w >> 16) as u16);
-            }}
-        });
-        Some(quote!(#(#pairs)*))
+        let pairs = self.unrolled(
+            self.slots(numel, layout) / 2,
+            quote!(__p),
+            quote! {
+                let __w: u32 = #d::pack_f16x2(__val(2 * __p), __val(2 * __p + 1));
+                #id[2 * __p] = #d::F16(__w as u16);
+                #id[2 * __p + 1] = #d::F16((__w >> 16) as u16);
+            },
+        );
+        Some(quote!({ #value_fn #pairs }))
     }
 
     /// `x` when `e` is a cast of the f32 block `x` (directly or through locals evaluated at

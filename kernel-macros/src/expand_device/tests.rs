@@ -276,8 +276,10 @@ fn f16_casts_of_accumulators_convert_column_pairs_at_once() {
     // `let c = acc.to::<f16>()` (materialized): each pair of adjacent columns is converted by one
     // `cvt.rn.f16x2.f32`, in both bodies (64x64 over 4 warps: 32 slots per thread, 16 pairs),
     // and in the sm_90a body's out-of-line copy of the epilogue (after the `cp.async` fallback).
+    // The pair code is written once per body and unrolled 16 times by `unroll`.
     let (out, _) = expand("", &matmul(3, 32, ""));
-    assert_eq!(out.matches("pack_f16x2").count(), 3 * 16, "{}", out.matches("pack_f16x2").count());
+    assert_eq!(out.matches("pack_f16x2 (__val (2 * __p) , __val (2 * __p + 1))").count(), 3, "{}", out.matches("pack_f16x2").count());
+    assert_eq!(out.matches("unroll :: < 16usize , _ > (# [inline (always)] | __p : usize | { let __w : u32 = ").count(), 3);
     // An f32 result has nothing to pack.
     let f32_out = matmul(3, 32, "").replace("c_ptr: Ptr<f16>", "c_ptr: Ptr<f32>").replace("let c = acc.to::<f16>();", "let c = acc;");
     let (out, _) = expand("", &f32_out);

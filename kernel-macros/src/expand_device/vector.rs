@@ -79,29 +79,24 @@ impl DevGen<'_> {
         let (pre, post) = self.staging(&staged);
         let threads = self.threads;
         if let Layout::Mma { .. } = layout {
-            let pairs = (0..self.slots(numel, layout) / 2).map(|p| {
-                let copies = (0..2).map(|i| {
-                    let j = 2 * p + i;
-                    let f = Self::mma_flat(layout, j);
-                    quote!({ let __v: usize = #i; let __j: usize = #j; let __f: usize = #f; #b })
-                });
-                quote!({ #decls #(#copies)* #after })
-            });
+            let f = Self::mma_flat_at(layout, &quote!(__j));
+            let copies = self.unrolled(2, quote!(__v), quote!(let __j: usize = 2 * __p + __v; let __f: usize = #f; #b));
+            let pairs = self.unrolled(self.slots(numel, layout) / 2, quote!(__p), quote!(#decls #copies #after));
             return quote! {
                 #pre
-                #(#pairs)*
+                #pairs
                 #post
             };
         }
         let chunks = self.per_thread(numel) / v;
-        let copies = (0..v).map(|i| quote!({ let __v: usize = #i; let __j: usize = __jc * #v + #i; let __f: usize = __f0 + #i; #b }));
+        let copies = self.unrolled(v, quote!(__v), quote!(let __j: usize = __jc * #v + __v; let __f: usize = __f0 + __v; #b));
         quote! {
             #pre
             for __jc in 0..#chunks {
                 let __f0: usize = (__jc * #threads + __tid) * #v;
                 #decls
                 #(#load_code)*
-                #(#copies)*
+                #copies
                 #after
             }
             #post
@@ -305,10 +300,13 @@ impl DevGen<'_> {
             }));
         }
         let val = self.operand(ptr, value, &At::Own);
-        let at_slot = |j: usize| {
-            let f = Self::mma_flat(layout, j);
-            quote!({ let __v: usize = #j % 2; let __j: usize = #j; let __f: usize = #f; #val })
+        // The value of slot `j`, written once as a closure `__val` (bound in front of the
+        // stores below) and called with each constant slot.
+        let flat = Self::mma_flat_at(layout, &quote!(__j));
+        let value_fn = quote! {
+            let __val = #d::inline_fn(#[inline(always)] |__j: usize| -> #e { let __v: usize = __j % 2; let __f: usize = #flat; #val });
         };
+        let at_slot = |j: usize| quote!(__val(#j));
         // Per `t_m`: its two row pointers, then its stores. Wide: per row and group of four tiles
         // one exchange and one 16-byte store (lane `q` stores tile `4 g + q`); else one store per
         // column pair, in slot order.
@@ -385,8 +383,8 @@ impl DevGen<'_> {
                             let j = t_m * tn * 4 + t_n * 4 + rr * 2;
                             let col = t_n * 8;
                             let copies = (0..2).map(|i| {
-                                let (jj, f) = (j + i, Self::mma_flat(layout, j + i));
-                                quote!({ let __v: usize = #i; let __j: usize = #jj; let __f: usize = #f; __sv[__v] = #val; })
+                                let slot = at_slot(j + i);
+                                quote!(__sv[#i] = #slot;)
                             });
                             quote!({
                                 let mut __sv: [#e; 2] = [<#e as ::core::default::Default>::default(); 2];
@@ -406,8 +404,8 @@ impl DevGen<'_> {
         let all = quote!(true #(&& #tests)*);
         let setup = if wide { quote!(let __sfast: bool = #d::warp_all(#all);) } else { quote!(let __sfast: bool = #all;) };
         match via_smem {
-            Some(code) => Some((setup, code)),
-            None => Some((setup, quote!(#(#groups)*))),
+            Some(code) => Some((setup, quote!(#value_fn #code))),
+            None => Some((setup, quote!(#value_fn #(#groups)*))),
         }
     }
 }
