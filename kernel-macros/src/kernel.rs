@@ -22,6 +22,44 @@ thread_local! {
     pub static LOWERED: std::cell::RefCell<Vec<(crate::ir::Kernel, HashMap<String, i64>, usize, usize)>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+#[cfg(test)]
+thread_local! {
+    /// While `Some` (inside [`record`]): what every kernel expanded on this thread lowered.
+    static RECORDED: std::cell::RefCell<Option<Vec<Lowered>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// What one `#[kernel]` lowered, for the code generator's snapshot suite
+/// (`kernel-macros/tests/codegen/snapshots.rs`). A per-instance device plan goes here too once
+/// there is one.
+#[cfg(test)]
+pub struct Lowered {
+    pub name: String,
+    /// One IR per function-meta variant, in declaration order.
+    pub variants: Vec<crate::ir::Kernel>,
+    /// Every instance, in the order of its device entries.
+    pub instances: Vec<LoweredInstance>,
+}
+
+#[cfg(test)]
+pub struct LoweredInstance {
+    /// The name of its device entry (the entry of its split launches, if any: `<entry>__split`).
+    pub entry: String,
+    /// The index of its autotune config.
+    pub config: usize,
+    /// The index of its IR in [`Lowered::variants`].
+    pub variant: usize,
+}
+
+/// Runs `f` (an entry point: `expand_kernel_fn`, `module::expand`) and returns its result with
+/// what each kernel it expanded without errors lowered, in expansion order.
+#[cfg(test)]
+pub fn record<T>(f: impl FnOnce() -> T) -> (T, Vec<Lowered>) {
+    let outer = RECORDED.with(|r| r.replace(Some(Vec::new())));
+    let out = f();
+    let recorded = RECORDED.with(|r| r.replace(outer)).unwrap_or_default();
+    (out, recorded)
+}
+
 pub fn is_attr(a: &syn::Attribute, name: &str) -> bool {
     a.path().segments.last().is_some_and(|s| s.ident == name)
 }
@@ -125,6 +163,13 @@ pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn:
                 (variants[key.variant].clone(), key.vals.clone(), c.num_warps as usize, c.num_stages as usize)
             })
             .collect()
+    });
+    #[cfg(test)]
+    RECORDED.with(|r| {
+        if let Some(r) = r.borrow_mut().as_mut() {
+            let instances = keys.iter().map(|k| LoweredInstance { entry: k.entry.clone(), config: k.config, variant: k.variant }).collect();
+            r.push(Lowered { name: sig.name.to_string(), variants: variants.clone(), instances });
+        }
     });
     let entries: Vec<_> = keys
         .iter()

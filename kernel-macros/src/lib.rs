@@ -23,6 +23,12 @@ mod signature;
 #[cfg(test)]
 mod fuzz;
 
+/// The code generator's snapshot suite (`KERNEL_BLESS=1 cargo test -p kernel-macros snapshots`
+/// rewrites the snapshots).
+#[cfg(test)]
+#[path = "../tests/codegen/snapshots.rs"]
+mod snapshots;
+
 use proc_macro::TokenStream;
 use std::collections::HashMap;
 

@@ -36,6 +36,10 @@ commands:
   gpu-bundle   build release test and example binaries plus sm_90a PTX into target/gpu-bundle,
                for a GPU machine without Rust (run scripts/gpu-check.sh there); benchmark
                binaries go to target/gpu-bundle/bench (bench_matmul, not run by gpu-check.sh)
+  bless        rewrite the code generator's snapshots (kernel-macros/tests/codegen/out: the IR,
+               host and device code of the corpus kernels) after an intended change of what
+               #[kernel] generates, and remove stale ones; review them with git diff
+               (= KERNEL_BLESS=1 cargo test -p kernel-macros snapshots)
   difftest     the CPU and GPU backends on random valid kernels: generates them into
                target/difftest/, builds them (PTX too when a GPU is present or with --ptx),
                runs each on the CPU backend and, with a GPU, on the GPU, and compares
@@ -92,6 +96,7 @@ fn run() -> Result<()> {
             ptx::build_ptx(&root(), &ptx::Options::parse(&root(), &archs)?)?;
             cargo(&["test", "--workspace"], rest)
         }
+        "bless" => cargo_with_env(&["test", "-p", "kernel-macros", "snapshots"], rest, &[("KERNEL_BLESS", "1")]),
         "difftest" => difftest::difftest(&root(), &difftest::Options::parse(rest)?, gpu_arch()),
         "help" | "--help" | "-h" => {
             print!("{HELP}");
@@ -141,10 +146,15 @@ fn root() -> PathBuf {
 }
 
 fn cargo(args: &[&str], extra: &[String]) -> Result<()> {
+    cargo_with_env(args, extra, &[])
+}
+
+fn cargo_with_env(args: &[&str], extra: &[String], env: &[(&str, &str)]) -> Result<()> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(&cargo)
         .args(args)
         .args(extra)
+        .envs(env.iter().copied())
         .status()
         .with_context(|| format!("running {cargo} {}", args.join(" ")))?;
     if !status.success() {

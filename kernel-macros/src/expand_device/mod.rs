@@ -1083,54 +1083,53 @@ impl<'a> DevGen<'a> {
         }
         let mma = if self.k.exprs[a].ty.dtype() == Some(DType::BF16) { quote!(#d::mma_bf16) } else { quote!(#d::mma_f16) };
         let wtm = tm * 16;
-        let mmas = |j: usize, frag: TokenStream| -> TokenStream {
-            let calls = (0..tm).map(|i| {
-                let f = format_ident!("__af{}", i);
-                let base = (i * tn + j) * 4;
-                let (b0, b1, b2, b3) = (base, base + 1, base + 2, base + 3);
+        // The `tm` tiles of B fragment `frag` at column tile `j` (a `usize` expression).
+        let mmas = |j: TokenStream, frag: TokenStream| -> TokenStream {
+            self.unrolled(
+                tm,
+                quote!(__i),
                 quote! {
-                    let __d = #mma(#f, #frag, [#acc[#b0], #acc[#b1], #acc[#b2], #acc[#b3]]);
-                    #acc[#b0] = __d[0]; #acc[#b1] = __d[1]; #acc[#b2] = __d[2]; #acc[#b3] = __d[3];
-                }
-            });
-            quote!(#(#calls)*)
+                    let __b: usize = (__i * #tn + #j) * 4;
+                    let __d = #mma(__af[__i], #frag, [#acc[__b], #acc[__b + 1], #acc[__b + 2], #acc[__b + 3]]);
+                    #acc[__b] = __d[0]; #acc[__b + 1] = __d[1]; #acc[__b + 2] = __d[2]; #acc[__b + 3] = __d[3];
+                },
+            )
         };
-        let steps = (0..kk / 16).map(|ks| {
-            let (k0, kc) = (ks * 16, ks * 2);
-            let a_frags = (0..tm).map(|i| {
-                let f = format_ident!("__af{}", i);
-                let row0 = i * 16;
-                let idx = Self::swz_chunk(kk, quote!((__warp / #wn) * #wtm + #row0 + __lane % 16), quote!(#kc + __lane / 16));
-                quote!(let #f = #d::ldmatrix_x4(__sa + (#idx * 2) as u32);)
-            });
-            let mut b_code = Vec::new();
-            let mut j = 0;
-            while j < tn {
-                if j + 1 < tn {
-                    let idx = Self::swz_chunk(n, quote!(#k0 + __lane % 16), quote!((__warp % #wn) * #tn + #j + __lane / 16));
-                    let (m0, m1) = (mmas(j, quote!([__bq[0], __bq[1]])), mmas(j + 1, quote!([__bq[2], __bq[3]])));
-                    b_code.push(quote! {
-                        let __bq = #d::ldmatrix_x4_trans(__sb + (#idx * 2) as u32);
-                        #m0
-                        #m1
-                    });
-                    j += 2;
-                } else {
-                    let idx = Self::swz_chunk(n, quote!(#k0 + __lane % 16), quote!((__warp % #wn) * #tn + #j));
-                    let m0 = mmas(j, quote!(__bq));
-                    b_code.push(quote! {
-                        let __bq = #d::ldmatrix_x2_trans(__sb + (#idx * 2) as u32);
-                        #m0
-                    });
-                    j += 1;
-                }
+        // One 16-wide step `__ks` of K: the A fragments of the `tm` row tiles, then the B
+        // fragments of column tiles `2 __jp, 2 __jp + 1` (and of an odd last one).
+        let a_idx = Self::swz_chunk(kk, quote!((__warp / #wn) * #wtm + __i * 16 + __lane % 16), quote!(__ks * 2 + __lane / 16));
+        let a_frags = self.unrolled(tm, quote!(__i), quote!(__af[__i] = #d::ldmatrix_x4(__sa + (#a_idx * 2) as u32);));
+        let pair_idx = Self::swz_chunk(n, quote!(__ks * 16 + __lane % 16), quote!((__warp % #wn) * #tn + 2 * __jp + __lane / 16));
+        let (m0, m1) = (mmas(quote!(2 * __jp), quote!([__bq[0], __bq[1]])), mmas(quote!(2 * __jp + 1), quote!([__bq[2], __bq[3]])));
+        let pairs = self.unrolled(
+            tn / 2,
+            quote!(__jp),
+            quote! {
+                let __bq = #d::ldmatrix_x4_trans(__sb + (#pair_idx * 2) as u32);
+                #m0
+                #m1
+            },
+        );
+        let odd = (tn % 2 == 1).then(|| {
+            let j = tn - 1;
+            let idx = Self::swz_chunk(n, quote!(__ks * 16 + __lane % 16), quote!((__warp % #wn) * #tn + #j));
+            let m = mmas(quote!(#j), quote!(__bq));
+            quote! {
+                let __bq = #d::ldmatrix_x2_trans(__sb + (#idx * 2) as u32);
+                #m
             }
-            quote!({ #(#a_frags)* #(#b_code)* })
         });
+        let step = quote! {
+            let mut __af: [[u32; 4]; #tm] = [[0u32; 4]; #tm];
+            #a_frags
+            #pairs
+            #odd
+        };
+        let steps = self.unrolled(kk / 16, quote!(__ks), step);
         quote! {{
             let __sa: u32 = #sa;
             let __sb: u32 = #sb;
-            #(#steps)*
+            #steps
         }}
     }
 
