@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A/B of two builds of the kernels on the matmul benchmark, on a GPU machine from the repository
-# root: each bundle (a tarball of target/gpu-bundle, e.g. `tar czf b.tgz -C target gpu-bundle`)
-# is unpacked into its own directory and its bench_matmul runs once per round, bundles
-# alternating, each with its own autotuning cache; then ours / cuBLAS and, with Triton's exported
+# root: each bundle (a tarball of target/gpu-bundle, e.g. `tar czf b.tgz -C target gpu-bundle`,
+# or a directory holding an unpacked `gpu-bundle`) is unpacked into its own directory and its
+# bench_matmul runs once per round, bundles alternating, each with its own autotuning cache; then ours / cuBLAS and, with Triton's exported
 # kernels, ours / Triton per size and run (each run's ratios from its own cuBLAS and Triton).
 #   scripts/bench_ab_bundles.sh A.tgz B.tgz SIZES [ROUNDS] [extra bench_matmul arguments...]
 #   e.g. scripts/bench_ab_bundles.sh base.tgz new.tgz 256,512,1024,4096 2 --triton-kernels /tmp/tk
@@ -16,7 +16,12 @@ mkdir -p "$out"
 for v in A B; do
     tgz=$a
     [ "$v" = B ] && tgz=$b
-    mkdir -p "$work/$v" && tar xzf "$tgz" -C "$work/$v" || { echo "cannot unpack $tgz"; exit 1; }
+    if [ -d "$tgz/gpu-bundle" ]; then
+        # A directory holding an unpacked gpu-bundle: used in place.
+        ln -s "$(cd "$tgz" && pwd)" "$work/$v" || exit 1
+    else
+        mkdir -p "$work/$v" && tar xzf "$tgz" -C "$work/$v" || { echo "cannot unpack $tgz"; exit 1; }
+    fi
 done
 for r in $(seq 1 "$rounds"); do
     for v in A B; do
