@@ -6,6 +6,8 @@
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
 pub mod activation;
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod logging;
 pub mod matmul;
 pub mod softmax;
 pub mod vector_add;

@@ -3,6 +3,7 @@
 
 mod bundle;
 mod difftest;
+mod package;
 mod ptx;
 mod ptxas;
 mod toolchain;
@@ -17,7 +18,7 @@ cargo xtask <command>
 commands:
   matmul       run the matmul example (GPU when one is usable, else the CPU backend)
   test         what CI runs: build every kernel instance to PTX for sm_80 and sm_90a,
-               validate it with ptxas, then run the whole test suite
+               validate it with ptxas, run the whole test suite, then package-check
   bench-cpu    benchmark the CPU backend (matmul 512^3 f16, vector add) in release mode
   bench matmul the seeds' GPU benchmark: ours (with/without fused LeakyReLU) vs cuBLAS
                (with/without a separate LeakyReLU), square 256..8192 step 256 and non-square
@@ -33,6 +34,10 @@ commands:
                [--lenient] (spills and ptxas performance advisories warn instead of failing)
                output: target/ptx/<arch>/<crate>.{ptx,cubin,manifest.json}
   ci           same as test
+  package-check
+               the library crates can be depended on: `cargo package --no-verify` of every
+               publishable crate, no dependency in two versions (`cargo tree --duplicates`),
+               kernel-runtime builds without its `cuda` feature
   gpu-bundle   build release test and example binaries plus sm_90a PTX into target/gpu-bundle,
                for a GPU machine without Rust (run scripts/gpu-check.sh there); benchmark
                binaries go to target/gpu-bundle/bench (bench_matmul, not run by gpu-check.sh)
@@ -90,8 +95,10 @@ fn run() -> Result<()> {
         "test" | "ci" => {
             let archs = ["--arch", "sm_80", "--arch", "sm_90a"].map(String::from);
             ptx::build_ptx(&root(), &ptx::Options::parse(&root(), &archs)?)?;
-            cargo(&["test", "--workspace"], rest)
+            cargo(&["test", "--workspace"], rest)?;
+            package::package_check(&root())
         }
+        "package-check" => package::package_check(&root()),
         "difftest" => difftest::difftest(&root(), &difftest::Options::parse(rest)?, gpu_arch()),
         "help" | "--help" | "-h" => {
             print!("{HELP}");
@@ -136,7 +143,7 @@ fn gpu_arch() -> Option<String> {
 }
 
 /// The repository root (xtask's parent directory).
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lies inside the repository").to_path_buf()
 }
 
