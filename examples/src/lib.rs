@@ -1,5 +1,6 @@
 //! Example kernels written in the block language, with the wrappers that check shapes,
-//! allocate outputs and launch them. The binaries in `src/bin` run them.
+//! allocate outputs and launch them. The runnable examples in `examples/`
+//! (`cargo run --release --example matmul`, `vector_add`, `bench_cpu`, `bench_matmul`) run them.
 //!
 //! The crate builds for the host (wrappers, CPU backend, launchers) and for `nvptx64`
 //! (`cargo xtask build-ptx`: one device entry point per kernel instance).

@@ -82,10 +82,10 @@ fn run() -> Result<()> {
                 let args = ["--arch".to_string(), arch];
                 ptx::build_ptx(&root(), &ptx::Options::parse(&root(), &args)?)?;
             }
-            cargo(&["run", "--release", "--quiet", "-p", "examples", "--bin", "matmul", "--"], rest)
+            cargo(&["run", "--release", "--quiet", "-p", "examples", "--example", "matmul", "--"], rest)
         }
         "bench" => bench(rest),
-        "bench-cpu" => cargo(&["run", "--release", "--quiet", "-p", "examples", "--bin", "bench_cpu", "--"], rest),
+        "bench-cpu" => cargo(&["run", "--release", "--quiet", "-p", "examples", "--example", "bench_cpu", "--"], rest),
         "build-ptx" => ptx::build_ptx(&root(), &ptx::Options::parse(&root(), rest)?),
         "gpu-bundle" => {
             let args = ["--arch".to_string(), "sm_90a".to_string()];
@@ -120,7 +120,7 @@ fn bench(rest: &[String]) -> Result<()> {
                 let args = ["--arch".to_string(), arch];
                 ptx::build_ptx(&root(), &ptx::Options::parse(&root(), &args)?)?;
             }
-            cargo(&["run", "--release", "--quiet", "-p", "examples", "--bin", "bench_matmul", "--"], &rest[1..])
+            cargo(&["run", "--release", "--quiet", "-p", "examples", "--example", "bench_matmul", "--"], &rest[1..])
         }
         Some(other) => bail!("unknown benchmark `{other}` (available: matmul)\n\n{HELP}"),
         None => bail!("which benchmark? `cargo xtask bench matmul [--quick]`\n\n{HELP}"),
