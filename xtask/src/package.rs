@@ -7,8 +7,8 @@
 //!    inside it. `--no-verify` skips building the packaged sources (the test suite builds the
 //!    same sources); `cargo package --workspace --exclude examples --exclude tests --exclude
 //!    xtask` does that too, in a few minutes.
-//! 2. **One version of each dependency**: `cargo tree --duplicates` over the normal and build
-//!    dependencies of the host build must name no crate twice.
+//! 2. **One version of each dependency**: `cargo tree --duplicates` over the normal, build and
+//!    dev dependencies of the host build must name no crate in two versions.
 //! 3. **Without CUDA**: `kernel-runtime` builds without its default `cuda` feature (no
 //!    cudarc), in the `test` profile so that it reuses the dependencies the test suite built.
 
@@ -31,7 +31,7 @@ pub fn package_check(root: &Path) -> Result<()> {
     let t_package = t.elapsed();
 
     let t = Instant::now();
-    let out = output(root, &["tree", "--duplicates", "--depth", "0", "--edges", "normal,build", "--prefix", "none", "--format", "{p}"])?;
+    let out = output(root, &["tree", "--duplicates", "--depth", "0", "--edges", "normal,build,dev", "--prefix", "none", "--format", "{p}"])?;
     let dups = duplicates(&out);
     if !dups.is_empty() {
         let list: Vec<String> = dups.iter().map(|(name, versions)| format!("{name} ({})", versions.join(", "))).collect();
@@ -132,7 +132,7 @@ mod tests {
         let root = crate::root();
         let crates = publishable(&root).unwrap();
         assert_eq!(crates, ["kernel-bench", "kernel-formats", "kernel-macros", "kernel-runtime", "kernel-std"]);
-        let out = output(&root, &["tree", "--offline", "--duplicates", "--depth", "0", "--edges", "normal,build", "--prefix", "none", "--format", "{p}"]).unwrap();
+        let out = output(&root, &["tree", "--offline", "--duplicates", "--depth", "0", "--edges", "normal,build,dev", "--prefix", "none", "--format", "{p}"]).unwrap();
         assert_eq!(duplicates(&out), BTreeMap::new(), "{out}");
     }
 }
