@@ -42,7 +42,7 @@ import torch
 import triton
 import triton.language as tl
 
-# Same shapes as examples/src/bin/bench_matmul/main.rs.
+# Same shapes as examples/examples/bench_matmul/main.rs.
 QUICK_SQUARES = [256, 512, 1024, 2048, 4096]
 ALL_SQUARES = [256 * i for i in range(1, 33)]
 NONSQUARE = [

@@ -332,8 +332,9 @@ pub struct Benchmark {
     pub x_log: bool,
     /// Draw the y axis on a log10 scale.
     pub y_log: bool,
-    /// Print one line per measured point to stderr. Also switched on by the
-    /// environment variable `KERNEL_BENCH_PROGRESS=1`.
+    /// Log one line per measured point at level `info` (`debug` otherwise; the `log`
+    /// crate, target `kernel_bench`). Also switched on by the environment variable
+    /// `KERNEL_BENCH_PROGRESS=1`.
     pub progress: bool,
 }
 

@@ -30,7 +30,8 @@
 //! ```
 //!
 //! Configuration: [`Benchmark::progress`] (or `KERNEL_BENCH_PROGRESS=1`)
-//! prints each point to stderr as it is measured.
+//! logs each point as it is measured at level `info` (the `log` crate: install a logger such
+//! as `env_logger` to see it).
 //!
 //! PNG text is drawn with an embedded copy of DejaVu Sans
 //! (`assets/DejaVuSans.ttf`, license in `assets/LICENSE-DejaVu.txt`), so

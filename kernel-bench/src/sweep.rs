@@ -190,8 +190,9 @@ impl fmt::Display for Point<'_> {
 /// A point where `f` returns an error, or a measurement whose value is not
 /// finite, is kept as missing (NaN in the table, a gap in the plot) with its
 /// message, and the sweep goes on. The only errors are an invalid `bench`
-/// (see [`Benchmark::validate`]). With `bench.progress` or
-/// `KERNEL_BENCH_PROGRESS=1`, each point is reported on stderr as it finishes.
+/// (see [`Benchmark::validate`]). Each point is logged (the `log` crate, target
+/// `kernel_bench`) as it finishes: at level `info` with `bench.progress` or
+/// `KERNEL_BENCH_PROGRESS=1`, else `debug`.
 ///
 /// ```
 /// use kernel_bench::{flops_matmul, perf_report, Benchmark, Color, LineStyle, Measurement};
@@ -219,6 +220,7 @@ pub fn perf_report<E: fmt::Display>(
 ) -> Result<Report, BenchError> {
     bench.validate()?;
     let progress = bench.progress || std::env::var("KERNEL_BENCH_PROGRESS").is_ok_and(|v| v == "1");
+    let level = if progress { log::Level::Info } else { log::Level::Debug };
     let total = bench.x_vals.len() * bench.line_vals.len();
     let mut cells = Vec::with_capacity(bench.x_vals.len());
     for x_index in 0..bench.x_vals.len() {
@@ -229,11 +231,11 @@ pub fn perf_report<E: fmt::Display>(
                 Ok(m) => m.normalized(),
                 Err(e) => Err(format!("{e:#}")),
             };
-            if progress {
+            if log::log_enabled!(level) {
                 let done = x_index * bench.line_vals.len() + provider_index + 1;
                 match &cell {
-                    Ok(m) => eprintln!("[{}] {done}/{total} {point}: {:.6}", bench.plot_name, m.value),
-                    Err(msg) => eprintln!("[{}] {done}/{total} {point}: failed: {msg}", bench.plot_name),
+                    Ok(m) => log::log!(level, "[{}] {done}/{total} {point}: {:.6}", bench.plot_name, m.value),
+                    Err(msg) => log::log!(level, "[{}] {done}/{total} {point}: failed: {msg}", bench.plot_name),
                 }
             }
             row.push(cell);

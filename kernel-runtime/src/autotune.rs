@@ -16,9 +16,10 @@
 //!
 //! # On disk
 //!
-//! One JSON file per kernel, `<dir>/autotune/<crate>.<kernel>.json`, where
-//! `<dir>` is `$KERNEL_CACHE_DIR`, else `$XDG_CACHE_HOME/kernel-rs`, else
-//! `$HOME/.cache/kernel-rs`:
+//! One JSON file per kernel, `<dir>/autotune/<crate>.<kernel>.json`, where `<dir>` is
+//! [`Settings::cache_dir`](crate::Settings::cache_dir): `$KERNEL_CACHE_DIR`, else
+//! `$XDG_CACHE_HOME/kernel-rs`, else `$HOME/.cache/kernel-rs` (the format's types are
+//! `kernel_formats::autotune`):
 //!
 //! ```json
 //! {"format": "kernel-rs-autotune", "version": 1, "kernel": "matmul_kernel", "crate": "examples",
@@ -30,8 +31,9 @@
 //! and replace the file by renaming a fully written temporary file beside it,
 //! so a reader never sees half a file. A file that cannot be parsed (garbage,
 //! truncated JSON, another format version) is ignored with a one-line warning
-//! on stderr and rewritten by the next store; an unwritable directory is a
-//! warning too. Neither is ever an error of the launch.
+//! (`log::warn!`) and rewritten by the next store; an entry whose body is malformed is a miss,
+//! kept until that key is stored again; an unwritable directory is a warning too. Neither is
+//! ever an error of the launch.
 //!
 //! # Measuring
 //!
@@ -59,9 +61,14 @@
 //! pays at those sizes depends on the hand-over's cost against the shorter loops, which only
 //! a measurement answers.
 //!
-//! `KERNEL_PRINT_AUTOTUNING=1` prints every decision (kernel, key, chosen
-//! config, its time, skipped configs with reasons) to stderr. Tuning that
-//! takes more than a second shows its progress on stderr.
+//! Every decision (kernel, key, chosen config, its time, skipped configs with reasons) is
+//! logged at level `debug`, or `info` with [`Settings::print_autotuning`](crate::Settings)
+//! (`KERNEL_PRINT_AUTOTUNING=1`), target `kernel_runtime::autotune`. Tuning that takes more
+//! than a second says so at level `info` when it passes the second and when it ends.
+
+// Without the `cuda` feature kernels run on the CPU only, where nothing is tuned: the cache,
+// the timing loop and the decision report are then unused (but still unit-tested).
+#![cfg_attr(not(feature = "cuda"), allow(dead_code, unused_imports))]
 
 use std::collections::HashMap;
 use std::fmt;
@@ -72,18 +79,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Map, Value};
+use kernel_formats::autotune::{CacheEntry, CacheFile, KeyComponents, Skipped, StoredEntry};
 
+#[cfg(feature = "cuda")]
 use crate::cuda::CudaDevice;
 use crate::dtype::DTypeKind;
 use crate::error::LaunchError;
 use crate::launch::{KernelInfo, PtrArg};
 use crate::split::{self, SplitChoice};
 
-/// The `format` field of a cache file.
-const FORMAT: &str = "kernel-rs-autotune";
-/// The `version` field of a cache file; files of another version are ignored and rewritten.
-pub(crate) const FORMAT_VERSION: u64 = 1;
 /// Timed repetitions per config: at least this many...
 const MIN_REPS: usize = 3;
 /// ... and at most this many.
@@ -157,19 +161,18 @@ impl CacheKey {
         format!("[{}]", parts.join(", "))
     }
 
-    /// The components as a JSON object (stored beside each entry, for people reading the file).
-    fn to_json(&self) -> Value {
-        let key: Map<String, Value> = self.key.iter().map(|(n, v)| (n.clone(), json!(v))).collect();
-        json!({
-            "kernel": self.kernel,
-            "crate": self.crate_name,
-            "instance": self.instance,
-            "key": key,
-            "dtypes": self.dtypes.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            "gpu": self.gpu,
-            "ptx_hash": self.code,
-            "runtime": self.runtime,
-        })
+    /// The components (stored beside each entry, for people reading the file).
+    fn components(&self) -> KeyComponents {
+        KeyComponents {
+            kernel: self.kernel.clone(),
+            crate_name: self.crate_name.clone(),
+            instance: self.instance.clone(),
+            key: self.key.iter().cloned().collect(),
+            dtypes: self.dtypes.iter().map(ToString::to_string).collect(),
+            gpu: self.gpu.clone(),
+            ptx_hash: self.code.clone(),
+            runtime: self.runtime.clone(),
+        }
     }
 }
 
@@ -192,24 +195,6 @@ impl fmt::Display for CacheKey {
             self.runtime
         )
     }
-}
-
-/// FNV-1a, 64 bits: a hash that is the same in every process and Rust release.
-pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
-}
-
-/// The cache directory: `KERNEL_CACHE_DIR`, else `$XDG_CACHE_HOME/kernel-rs`, else
-/// `$HOME/.cache/kernel-rs` (`var` reads an environment variable; empty values count as unset).
-pub(crate) fn cache_dir_from(var: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
-    let var = |name: &str| var(name).filter(|v| !v.is_empty());
-    if let Some(dir) = var("KERNEL_CACHE_DIR") {
-        return Some(PathBuf::from(dir));
-    }
-    if let Some(xdg) = var("XDG_CACHE_HOME") {
-        return Some(Path::new(&xdg).join("kernel-rs"));
-    }
-    var("HOME").map(|home| Path::new(&home).join(".cache").join("kernel-rs"))
 }
 
 /// A decision read from or written to the cache.
@@ -264,8 +249,8 @@ impl DiskCache {
         self.dir.join(format!("{}.{}.json", clean(crate_name), clean(kernel)))
     }
 
-    /// The entries of a file, or why it is not usable.
-    fn read_entries(path: &Path) -> Result<Map<String, Value>, FileProblem> {
+    /// The file at `path`, or why it is not usable.
+    fn read_file(path: &Path) -> Result<CacheFile, FileProblem> {
         let text = match fs::read_to_string(path) {
             Ok(t) => t,
             Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
@@ -273,47 +258,31 @@ impl DiskCache {
             }
             Err(e) => return Err(FileProblem::Bad(format!("cannot read it: {e}"))),
         };
-        let value: Value =
-            serde_json::from_str(&text).map_err(|e| FileProblem::Bad(format!("it is not valid JSON ({e})")))?;
-        let Value::Object(mut obj) = value else {
-            return Err(FileProblem::Bad("it is not a JSON object".into()));
-        };
-        if obj.get("format").and_then(Value::as_str) != Some(FORMAT) {
-            return Err(FileProblem::Bad(format!("its `format` is not \"{FORMAT}\"")));
-        }
-        match obj.get("version").and_then(Value::as_u64) {
-            Some(FORMAT_VERSION) => {}
-            Some(v) => return Err(FileProblem::Bad(format!("it has format version {v}, this build reads {FORMAT_VERSION}"))),
-            None => return Err(FileProblem::Bad("it has no `version`".into())),
-        }
-        match obj.remove("entries") {
-            Some(Value::Object(entries)) => Ok(entries),
-            _ => Err(FileProblem::Bad("it has no `entries` object".into())),
-        }
+        CacheFile::from_json(&text).map_err(|e| FileProblem::Bad(e.to_string()))
     }
 
     /// The stored entry for `key`, if any. A corrupt or stale file is reported through
-    /// `warn` (one line) and reads as empty.
+    /// `warn` (one line) and reads as empty; a malformed entry is a miss.
     pub(crate) fn lookup(&self, key: &CacheKey, warn: &mut dyn FnMut(String)) -> Option<Entry> {
         let path = self.path(&key.crate_name, &key.kernel);
-        let entries = match Self::read_entries(&path) {
-            Ok(e) => e,
+        let file = match Self::read_file(&path) {
+            Ok(f) => f,
             Err(FileProblem::Missing) => return None,
             Err(FileProblem::Bad(why)) => {
                 warn(format!("ignoring the autotuning cache {}: {why}; it will be rewritten", path.display()));
                 return None;
             }
         };
-        let e = entries.get(&key.to_string())?;
+        let e = file.entry(&key.to_string())?;
         Some(Entry {
-            config: usize::try_from(e.get("config")?.as_u64()?).ok()?,
-            config_text: e.get("config_text")?.as_str()?.to_string(),
-            ms: e.get("ms").and_then(Value::as_f64).unwrap_or(f64::NAN),
+            config: e.config,
+            config_text: e.config_text.clone(),
+            ms: e.ms.unwrap_or(f64::NAN),
             // Entries written before split choices existed are `auto`; a name this build does
             // not know is a miss (re-tuned).
-            split: match e.get("split") {
+            split: match &e.split {
                 None => SplitChoice::Auto,
-                Some(v) => SplitChoice::from_name(v.as_str()?)?,
+                Some(name) => SplitChoice::from_name(name)?,
             },
         })
     }
@@ -343,35 +312,24 @@ impl DiskCache {
         // Without a working lock, concurrent writers may drop each other's entries, but
         // the rename still keeps every file whole.
         let locked = lock.lock().is_ok();
-        let mut entries = match Self::read_entries(&path) {
-            Ok(e) => e,
-            Err(FileProblem::Missing) => Map::new(),
+        let mut file = match Self::read_file(&path) {
+            Ok(f) => f,
+            Err(FileProblem::Missing) => CacheFile::new(&key.crate_name, &key.kernel),
             Err(FileProblem::Bad(why)) => {
                 warn(format!("replacing the autotuning cache {}: {why}", path.display()));
-                Map::new()
+                CacheFile::new(&key.crate_name, &key.kernel)
             }
         };
-        let skipped: Vec<Value> = skipped.iter().map(|(i, why)| json!({"config": i, "reason": why})).collect();
-        entries.insert(
-            key.to_string(),
-            json!({
-                "config": entry.config,
-                "config_text": entry.config_text,
-                "ms": if entry.ms.is_finite() { json!(entry.ms) } else { Value::Null },
-                "split": entry.split.name(),
-                "key": key.to_json(),
-                "skipped": skipped,
-            }),
-        );
-        let file = json!({
-            "format": FORMAT,
-            "version": FORMAT_VERSION,
-            "kernel": key.kernel,
-            "crate": key.crate_name,
-            "entries": Value::Object(entries),
-        });
-        let text = serde_json::to_string_pretty(&file).map_err(|e| format!("cannot serialize the cache: {e}"))?;
-        let result = write_atomic(&path, text.as_bytes());
+        let stored = CacheEntry {
+            config: entry.config,
+            config_text: entry.config_text.clone(),
+            ms: entry.ms.is_finite().then_some(entry.ms),
+            split: Some(entry.split.name().to_string()),
+            key: Some(key.components()),
+            skipped: skipped.iter().map(|(i, why)| Skipped { config: *i, reason: why.clone() }).collect(),
+        };
+        file.entries.insert(key.to_string(), StoredEntry::Valid(stored));
+        let result = write_atomic(&path, file.to_json().as_bytes());
         if locked {
             let _ = lock.unlock();
         }
@@ -410,10 +368,12 @@ pub(crate) trait Timer {
 }
 
 /// [`Timer`] with CUDA events on a device's stream.
+#[cfg(feature = "cuda")]
 pub(crate) struct CudaTimer {
     pub(crate) dev: Arc<CudaDevice>,
 }
 
+#[cfg(feature = "cuda")]
 impl Timer for CudaTimer {
     fn time(&mut self, f: &mut dyn FnMut() -> Result<(), LaunchError>) -> Result<f64, LaunchError> {
         let (start, end) = crate::cuda::timing_events(&self.dev)?;
@@ -548,18 +508,24 @@ pub(crate) fn select_among(
     }
 }
 
-/// Whether `KERNEL_PRINT_AUTOTUNING=1` (read once per process).
-fn print_autotuning() -> bool {
-    static PRINT: OnceLock<bool> = OnceLock::new();
-    *PRINT.get_or_init(|| std::env::var_os("KERNEL_PRINT_AUTOTUNING").is_some_and(|v| v == "1"))
+/// The level decisions are logged at: `info` with [`Settings::print_autotuning`]
+/// (`KERNEL_PRINT_AUTOTUNING=1`), else `debug`.
+///
+/// [`Settings::print_autotuning`]: crate::Settings::print_autotuning
+fn decision_level() -> log::Level {
+    if crate::Settings::current().print_autotuning {
+        log::Level::Info
+    } else {
+        log::Level::Debug
+    }
 }
 
-/// Warnings go to stderr, one line each.
-fn warn_stderr(msg: String) {
-    eprintln!("warning: {msg}");
+/// Warnings go to the `log` crate, one line each.
+fn warn_log(msg: String) {
+    log::warn!("{msg}");
 }
 
-/// The decision line printed with `KERNEL_PRINT_AUTOTUNING=1`.
+/// The decision line logged for every decision ([`decision_level`]).
 pub(crate) fn describe_decision(info: &KernelInfo, key: &CacheKey, tuned: &Tuned, source: &str) -> String {
     let n = info.configs.len();
     let (best, choice) = candidate(tuned.best, n);
@@ -663,6 +629,24 @@ pub(crate) fn autotune(
     if info.configs.len() <= 1 {
         return Ok(Tuning::default());
     }
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = (args, key_values, instance_key, run);
+        Ok(Tuning::default())
+    }
+    #[cfg(feature = "cuda")]
+    autotune_cuda(info, args, key_values, instance_key, run)
+}
+
+/// [`autotune`] for a kernel with several configs.
+#[cfg(feature = "cuda")]
+fn autotune_cuda(
+    info: &'static KernelInfo,
+    args: &[PtrArg<'_>],
+    key_values: &[i64],
+    instance_key: &str,
+    run: &mut dyn FnMut(usize) -> Result<(), LaunchError>,
+) -> Result<Tuning, LaunchError> {
     let Some(dev) = args.first().and_then(|a| a.device.cuda_device()) else {
         return Ok(Tuning::default());
     };
@@ -683,6 +667,7 @@ pub(crate) fn autotune(
 
 /// [`autotune`]'s decision when this process has not made it yet: from the in-memory or
 /// on-disk cache by [`CacheKey`], else by timing the candidates.
+#[cfg(feature = "cuda")]
 fn decide(
     info: &'static KernelInfo,
     dev: &Arc<CudaDevice>,
@@ -706,15 +691,16 @@ fn decide(
     if let Some(i) = from_memory(&text) {
         return Ok(i);
     }
-    let disk = cache_dir_from(|v| std::env::var(v).ok()).map(|d| DiskCache::new(&d));
-    let mut warn = warn_stderr;
+    let disk = crate::Settings::current().cache_dir.as_deref().map(DiskCache::new);
+    let mut warn = warn_log;
+    let level = decision_level();
     if let Some(entry) = disk.as_ref().and_then(|d| d.lookup(&key, &mut warn)) {
         if let Some(i) = validate(&entry, info.configs) {
             let tuning = Tuning { config: i, split: entry.split };
-            if print_autotuning() {
+            if log::log_enabled!(level) {
                 let best = candidate_index(i, entry.split, info.configs.len());
                 let tuned = Tuned { best, best_ms: entry.ms, times: Vec::new(), skipped: Vec::new() };
-                eprintln!("{}", describe_decision(info, &key, &tuned, "disk cache"));
+                log::log!(level, "{}", describe_decision(info, &key, &tuned, "disk cache"));
             }
             memory().lock().unwrap_or_else(PoisonError::into_inner).insert(text, entry);
             return Ok(tuning);
@@ -723,13 +709,14 @@ fn decide(
     let start = Instant::now();
     let mut shown = false;
     let label = format!("autotuning {} {}", key.kernel, key.key_values());
+    // Long tuning says so when it passes PROGRESS_AFTER and when it ends (log lines: no
+    // in-place counter).
     let mut progress = |done: usize, n: usize| {
-        if shown || start.elapsed() > PROGRESS_AFTER {
+        if !shown && done < n && start.elapsed() > PROGRESS_AFTER {
             shown = true;
-            eprint!("\r{label}: {done}/{n} candidates");
-            if done == n {
-                eprintln!(" ({:.1} s)", start.elapsed().as_secs_f64());
-            }
+            log::info!("{label}: {done}/{n} candidates timed after {:.1} s ...", start.elapsed().as_secs_f64());
+        } else if shown && done == n {
+            log::info!("{label}: {n}/{n} candidates timed ({:.1} s)", start.elapsed().as_secs_f64());
         }
     };
     let mut timer = CudaTimer { dev: Arc::clone(dev) };
@@ -757,9 +744,7 @@ fn decide(
     let tuned = select_among(2 * n, &applicable, &mut run_candidate, &mut timer, &mut progress)?;
     let (best, choice) = candidate(tuned.best, n);
     let entry = Entry { config: best, config_text: info.configs[best].to_string(), ms: tuned.best_ms, split: choice };
-    if print_autotuning() {
-        eprintln!("{}", describe_decision(info, &key, &tuned, "tuned"));
-    }
+    log::log!(level, "{}", describe_decision(info, &key, &tuned, "tuned"));
     if let Some(disk) = &disk {
         let skipped: Vec<(usize, String)> = tuned
             .skipped
@@ -771,14 +756,14 @@ fn decide(
             .collect();
         if let Err(why) = disk.store(&key, &entry, &skipped, &mut warn) {
             if WARNED_UNWRITABLE.set(()).is_ok() {
-                warn_stderr(format!(
+                warn_log(format!(
                     "cannot write the autotuning cache ({why}); decisions are kept for this process only \
-                     (set KERNEL_CACHE_DIR to a writable directory)"
+                     (set Settings::cache_dir or KERNEL_CACHE_DIR to a writable directory)"
                 ));
             }
         }
     } else if WARNED_UNWRITABLE.set(()).is_ok() {
-        warn_stderr("no autotuning cache directory (set KERNEL_CACHE_DIR, XDG_CACHE_HOME or HOME); decisions are kept for this process only".into());
+        warn_log("no autotuning cache directory (set Settings::cache_dir, KERNEL_CACHE_DIR, XDG_CACHE_HOME or HOME); decisions are kept for this process only".into());
     }
     memory().lock().unwrap_or_else(PoisonError::into_inner).insert(text, entry);
     Ok(Tuning { config: best, split: choice })
@@ -792,6 +777,9 @@ mod tests {
     use std::cell::{Cell, RefCell};
     use std::collections::BTreeMap as Sorted;
     use std::rc::Rc;
+
+    use kernel_formats::autotune::{FORMAT, VERSION as FORMAT_VERSION};
+    use serde_json::{json, Value};
 
     static CONFIGS: [Config; 3] = [
         Config::new(&[("BLOCK", MetaValue::Int(256))], 8, 3),
@@ -856,27 +844,11 @@ mod tests {
         for v in variants {
             assert_ne!(v.to_string(), base);
         }
-        let json = k.to_json();
-        assert_eq!(json["key"]["M"], 4096);
-        assert_eq!(json["dtypes"], json!(["f16", "f32"]));
-        assert_eq!(json["ptx_hash"], "0000000000000abc");
-        // FNV-1a reference values.
-        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
-    }
-
-    #[test]
-    fn cache_dir_precedence() {
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |name: &str| pairs.iter().find(|(n, _)| *n == name).map(|(_, v)| (*v).to_string())
-        };
-        assert_eq!(
-            cache_dir_from(env(&[("KERNEL_CACHE_DIR", "/k"), ("XDG_CACHE_HOME", "/x"), ("HOME", "/h")])),
-            Some(PathBuf::from("/k"))
-        );
-        assert_eq!(cache_dir_from(env(&[("XDG_CACHE_HOME", "/x"), ("HOME", "/h")])), Some(PathBuf::from("/x/kernel-rs")));
-        assert_eq!(cache_dir_from(env(&[("KERNEL_CACHE_DIR", ""), ("HOME", "/h")])), Some(PathBuf::from("/h/.cache/kernel-rs")));
-        assert_eq!(cache_dir_from(env(&[])), None);
+        let c = k.components();
+        assert_eq!(c.key["M"], 4096);
+        assert_eq!(c.dtypes, ["f16", "f32"]);
+        assert_eq!(c.ptx_hash, "0000000000000abc");
+        assert_eq!((c.kernel.as_str(), c.crate_name.as_str(), c.instance.as_str()), ("mm", "examples", "(None,)"));
     }
 
     #[test]
@@ -899,6 +871,14 @@ mod tests {
         let file: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(file["version"], FORMAT_VERSION);
         assert_eq!(file["entries"].as_object().unwrap().len(), 2);
+        // The layout people read: the key's components and the skipped configs beside the choice.
+        let e = &file["entries"][key(1).to_string()];
+        assert_eq!(e["config"], 0);
+        assert_eq!(e["key"]["key"]["M"], 1);
+        assert_eq!(e["key"]["gpu"], "NVIDIA H100 80GB HBM3 (sm_90)");
+        let e2 = &file["entries"][key(2).to_string()];
+        assert_eq!(e2["config_text"], CONFIGS[1].to_string());
+        assert_eq!(e2["ms"], 1.5);
         assert_eq!(validate(&entry(2), &CONFIGS), Some(2));
         fs::remove_dir_all(&dir).unwrap();
     }
@@ -955,6 +935,12 @@ mod tests {
         file["entries"][key(5).to_string()]["config"] = json!("three");
         fs::write(&path, file.to_string()).unwrap();
         assert_eq!(cache.lookup(&key(5), &mut |w| panic!("{w}")), None);
+        // It stays in the file while other keys are stored, and storing its key replaces it.
+        cache.store(&key(7), &entry(0), &[], &mut |w| panic!("{w}")).unwrap();
+        let file: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(file["entries"][key(5).to_string()]["config"], "three");
+        cache.store(&key(5), &entry(1), &[], &mut |w| panic!("{w}")).unwrap();
+        assert_eq!(cache.lookup(&key(5), &mut |w| panic!("{w}")), Some(entry(1)));
         // Entries written before split choices existed are `auto`; an unknown choice is a miss.
         cache.store(&key(6), &entry(2), &[], &mut |w| panic!("{w}")).unwrap();
         let mut file: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();

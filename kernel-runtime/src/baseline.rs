@@ -93,7 +93,7 @@ pub enum BaselineError {
 
 /// Directories tried for `libcublas` when the dynamic loader does not find it by name.
 fn cublas_dirs() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::env::var_os("KERNEL_CUBLAS_DIR").filter(|v| !v.is_empty()).map(PathBuf::from).into_iter().collect();
+    let mut dirs: Vec<PathBuf> = crate::Settings::current().cublas_dir.iter().cloned().collect();
     dirs.push("/usr/local/cuda/lib64".into());
     dirs.push("/usr/local/cuda/targets/x86_64-linux/lib".into());
     if let Ok(entries) = std::fs::read_dir("/usr/local") {

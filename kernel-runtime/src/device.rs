@@ -2,8 +2,10 @@
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
+#[cfg(feature = "cuda")]
 use std::sync::Arc;
 
+#[cfg(feature = "cuda")]
 use crate::cuda::{self, CudaDevice};
 use crate::error::DeviceError;
 
@@ -33,6 +35,7 @@ pub struct Device {
 #[derive(Clone)]
 enum Kind {
     Cpu,
+    #[cfg(feature = "cuda")]
     Cuda(Arc<CudaDevice>),
 }
 
@@ -40,6 +43,7 @@ enum Kind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum DeviceKey {
     Cpu,
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     Cuda(usize),
 }
 
@@ -71,7 +75,8 @@ impl Device {
     /// # Errors
     /// [`DeviceError::NoDriver`] when the NVIDIA driver library cannot be
     /// loaded, [`DeviceError::NoSuchDevice`] for an ordinal past the last GPU,
-    /// [`DeviceError::Driver`] when the driver fails (with the CUDA error name).
+    /// [`DeviceError::Driver`] when the driver fails (with the CUDA error name),
+    /// [`DeviceError::CudaNotBuilt`] when this crate was built without its `cuda` feature.
     ///
     /// ```
     /// use kernel_runtime::{Device, DeviceError};
@@ -85,10 +90,17 @@ impl Device {
     /// }
     /// ```
     pub fn cuda(ordinal: usize) -> Result<Self, DeviceError> {
-        Ok(Device { kind: Kind::Cuda(cuda::open(ordinal)?) })
+        #[cfg(feature = "cuda")]
+        return Ok(Device { kind: Kind::Cuda(cuda::open(ordinal)?) });
+        #[cfg(not(feature = "cuda"))]
+        {
+            let _ = ordinal;
+            Err(DeviceError::CudaNotBuilt)
+        }
     }
 
-    /// How many CUDA devices the driver reports (0 when there is no driver).
+    /// How many CUDA devices the driver reports (0 when there is no driver, or when this crate
+    /// was built without its `cuda` feature).
     ///
     /// # Errors
     /// [`DeviceError::Driver`] when the driver is present but fails to initialize.
@@ -100,7 +112,10 @@ impl Device {
     /// }
     /// ```
     pub fn cuda_count() -> Result<usize, DeviceError> {
-        cuda::device_count()
+        #[cfg(feature = "cuda")]
+        return cuda::device_count();
+        #[cfg(not(feature = "cuda"))]
+        Ok(0)
     }
 
     /// The best device available: GPU 0 when it is usable, else the CPU.
@@ -131,7 +146,7 @@ impl Device {
     /// assert!(!Device::cpu().is_cuda());
     /// ```
     pub fn is_cuda(&self) -> bool {
-        matches!(self.kind, Kind::Cuda(_))
+        !self.is_cpu()
     }
 
     /// The CUDA ordinal, or `None` for the CPU.
@@ -143,6 +158,7 @@ impl Device {
     pub fn cuda_ordinal(&self) -> Option<usize> {
         match &self.kind {
             Kind::Cpu => None,
+            #[cfg(feature = "cuda")]
             Kind::Cuda(d) => Some(d.ordinal),
         }
     }
@@ -157,6 +173,7 @@ impl Device {
     pub fn compute_capability(&self) -> Option<(u32, u32)> {
         match &self.kind {
             Kind::Cpu => None,
+            #[cfg(feature = "cuda")]
             Kind::Cuda(d) => Some(d.cc),
         }
     }
@@ -175,6 +192,7 @@ impl Device {
                 let n = rayon::current_num_threads();
                 format!("CPU (rayon, {n} thread{})", if n == 1 { "" } else { "s" })
             }
+            #[cfg(feature = "cuda")]
             Kind::Cuda(d) => d.describe(),
         }
     }
@@ -197,6 +215,7 @@ impl Device {
     pub fn synchronize(&self) -> Result<(), DeviceError> {
         match &self.kind {
             Kind::Cpu => Ok(()),
+            #[cfg(feature = "cuda")]
             Kind::Cuda(d) => d.synchronize(),
         }
     }
@@ -209,6 +228,9 @@ impl Device {
     /// use kernel_runtime::Device;
     /// assert!(Device::cpu().cuda_stream().is_none());
     /// ```
+    ///
+    /// Only with the `cuda` feature (default).
+    #[cfg(feature = "cuda")]
     pub fn cuda_stream(&self) -> Option<Arc<cudarc::driver::CudaStream>> {
         match &self.kind {
             Kind::Cpu => None,
@@ -217,6 +239,7 @@ impl Device {
     }
 
     /// The opened CUDA device, or `None` for the CPU.
+    #[cfg(feature = "cuda")]
     pub(crate) fn cuda_device(&self) -> Option<&Arc<CudaDevice>> {
         match &self.kind {
             Kind::Cpu => None,
@@ -228,6 +251,7 @@ impl Device {
     pub(crate) fn key(&self) -> DeviceKey {
         match &self.kind {
             Kind::Cpu => DeviceKey::Cpu,
+            #[cfg(feature = "cuda")]
             Kind::Cuda(d) => DeviceKey::Cuda(d.ordinal),
         }
     }
@@ -274,11 +298,23 @@ mod tests {
     use super::*;
 
     /// Whether this machine has the NVIDIA driver (the CI and build machines do not).
+    #[cfg(feature = "cuda")]
     fn has_driver() -> bool {
         !matches!(Device::cuda(0), Err(DeviceError::NoDriver { .. }))
     }
 
     #[test]
+    #[cfg(not(feature = "cuda"))]
+    fn without_the_cuda_feature_there_is_no_gpu() {
+        let err = Device::cuda(0).unwrap_err();
+        assert_eq!(err, DeviceError::CudaNotBuilt);
+        assert!(err.to_string().contains("without its `cuda` feature"), "{err}");
+        assert_eq!(Device::cuda_count(), Ok(0));
+        assert!(Device::best().is_cpu());
+    }
+
+    #[test]
+    #[cfg(feature = "cuda")]
     fn cuda_without_a_driver_is_a_typed_error() {
         if has_driver() {
             println!("note: skipped, this machine has a CUDA driver");

@@ -116,13 +116,23 @@ pub(crate) mod sealed {
         }
     }
 
+    /// What a GPU buffer's element must be (with the `cuda` feature): `DeviceRepr`, and all-zero
+    /// bits are zero.
+    #[cfg(feature = "cuda")]
+    pub trait DeviceElement: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits {}
+    #[cfg(feature = "cuda")]
+    impl<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits> DeviceElement for T {}
+    /// Nothing without the `cuda` feature.
+    #[cfg(not(feature = "cuda"))]
+    pub trait DeviceElement {}
+    #[cfg(not(feature = "cuda"))]
+    impl<T> DeviceElement for T {}
+
     /// How a tensor element is stored: on the CPU one atomic cell per element,
     /// so that all views and all concurrently running program instances may
     /// read and write it without `unsafe` (relaxed atomics compile to plain
     /// moves); on a GPU as itself (`DeviceRepr`, all-zero bits are zero).
-    pub trait Storage:
-        Copy + Default + Send + Sync + 'static + cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits
-    {
+    pub trait Storage: Copy + Default + Send + Sync + 'static + DeviceElement {
         type Atomic: Send + Sync + fmt::Debug + 'static;
         fn new_atomic(self) -> Self::Atomic;
         fn load(cell: &Self::Atomic) -> Self;

@@ -276,6 +276,12 @@ pub enum DeviceError {
         /// What was tried and what to do.
         reason: String,
     },
+    /// This build of `kernel-runtime` has no CUDA backend (its `cuda` feature is off).
+    #[error(
+        "the CUDA backend is not built: kernel-runtime was compiled without its `cuda` feature \
+         (enable it, or run kernels on the CPU with `Device::cpu()`)"
+    )]
+    CudaNotBuilt,
     /// There is no CUDA device with this ordinal.
     #[error("cuda device {ordinal} does not exist: this machine has {count} CUDA device{}", if *count == 1 { "" } else { "s" })]
     NoSuchDevice {

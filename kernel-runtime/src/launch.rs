@@ -13,6 +13,7 @@ use rayon::prelude::*;
 
 use crate::config::Config;
 use crate::cpu::{Ctx, KernelError, INTERNAL_PREFIX};
+#[cfg(feature = "cuda")]
 use crate::cuda;
 use crate::device::{Device, DeviceKey};
 use crate::dtype::sealed::Cells;
@@ -287,13 +288,13 @@ pub fn launch(
 ) -> Result<(), LaunchError> {
     let device = check_args(info, args, None)?;
     check_scalars(info, scalars)?;
-    match device.as_ref().and_then(Device::cuda_device) {
-        None => launch_cpu(info, args, grid, cpu),
-        Some(dev) => {
-            let grid = check_dims(grid.map(i128::from))?;
-            cuda::launch::launch_cuda(dev, info, instance, args, grid, scalars)
-        }
+    #[cfg(feature = "cuda")]
+    if let Some(dev) = device.as_ref().and_then(Device::cuda_device) {
+        let grid = check_dims(grid.map(i128::from))?;
+        return cuda::launch::launch_cuda(dev, info, instance, args, grid, scalars);
     }
+    let _ = (device, instance);
+    launch_cpu(info, args, grid, cpu)
 }
 
 impl KernelInfo {
@@ -337,6 +338,7 @@ pub(crate) enum ArgMem<'a> {
     /// Host cells (the CPU backend).
     Host(Cells<'a>),
     /// A device allocation: the address of element 0 and the number of elements.
+    #[cfg(feature = "cuda")]
     Cuda { ptr: u64, len: usize },
 }
 
@@ -345,6 +347,7 @@ impl ArgMem<'_> {
     fn len(&self) -> usize {
         match self {
             ArgMem::Host(c) => c.len(),
+            #[cfg(feature = "cuda")]
             ArgMem::Cuda { len, .. } => *len,
         }
     }
@@ -417,6 +420,7 @@ impl PtrArg<'_> {
 pub fn ptr_arg<'a, T: DType>(name: &'static str, t: &'a Tensor<T>) -> PtrArg<'a> {
     let mem = match t.storage() {
         StorageRef::Cpu(cells) => ArgMem::Host(T::cells(cells)),
+        #[cfg(feature = "cuda")]
         StorageRef::Cuda(buf) => ArgMem::Cuda { ptr: buf.device_ptr(), len: buf.len() },
     };
     PtrArg { name, kind: T::KIND, device: t.device(), mem, offset: t.storage_offset() }

@@ -16,7 +16,6 @@
 //! parts each, whatever the waves).
 
 use std::cell::Cell;
-use std::sync::OnceLock;
 
 /// How a launch runs the programs of a 1-D grid: the first `whole` programs on one block each,
 /// the others on `parts` blocks each (`blocks` in all). `parts == 1`: no split.
@@ -181,6 +180,7 @@ pub fn with_split<R>(choice: SplitChoice, f: impl FnOnce() -> R) -> R {
 }
 
 /// The choice of the launches on this thread now.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) fn current_choice() -> SplitChoice {
     CHOICE.with(Cell::get)
 }
@@ -188,6 +188,7 @@ pub(crate) fn current_choice() -> SplitChoice {
 /// Inside [`probe_wide`], records whether a launch would have run another plan under
 /// [`SplitChoice::Wide`] than under [`SplitChoice::Auto`] (`differs` is evaluated only there:
 /// launches outside autotuning do not plan twice).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) fn note_wide_differs(differs: impl FnOnce() -> bool) {
     WIDE_DIFFERS.with(|c| {
         if c.get().is_some() {
@@ -198,6 +199,7 @@ pub(crate) fn note_wide_differs(differs: impl FnOnce() -> bool) {
 
 /// Runs `f` and says whether a launch in it noted that the wide plan differs (autotuning then
 /// times both).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) fn probe_wide<R>(f: impl FnOnce() -> R) -> (R, bool) {
     struct End(Option<bool>);
     impl Drop for End {
@@ -212,19 +214,43 @@ pub(crate) fn probe_wide<R>(f: impl FnOnce() -> R) -> (R, bool) {
     (r, differs)
 }
 
-/// The `KERNEL_SPLIT` policy.
+/// When launches split their programs' K loops over several blocks ([`Settings::split`],
+/// `KERNEL_SPLIT`).
+///
+/// ```
+/// use kernel_runtime::{SplitPolicy, DEFAULT_MAX_PARTS};
+/// assert_eq!(SplitPolicy::default(), SplitPolicy::Auto(DEFAULT_MAX_PARTS));
+/// assert_eq!(SplitPolicy::parse(Some("off")), Ok(SplitPolicy::Off));
+/// assert_eq!(SplitPolicy::parse(Some("8")), Ok(SplitPolicy::Auto(8)));
+/// assert!(SplitPolicy::parse(Some("lots")).is_err());
+/// ```
+///
+/// [`Settings::split`]: crate::Settings::split
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum SplitPolicy {
-    /// [`split_plan`] with at most this many parts.
+pub enum SplitPolicy {
+    /// [`split_plan`] (and, when autotuning chose it, [`wide_plan`]) with at most this many
+    /// parts per program (`KERNEL_SPLIT=auto` or `N`).
     Auto(u32),
+    /// Never split (`KERNEL_SPLIT=off`).
     Off,
-    /// Half the programs whole, the others in 3 parts (tests).
+    /// Half the programs whole, the others in 3 parts (`KERNEL_SPLIT=force`; for tests).
     Force,
 }
 
+impl Default for SplitPolicy {
+    /// `Auto(DEFAULT_MAX_PARTS)`.
+    fn default() -> Self {
+        SplitPolicy::Auto(DEFAULT_MAX_PARTS)
+    }
+}
+
 impl SplitPolicy {
-    /// The policy a `KERNEL_SPLIT` value asks for, or why the value is not one.
-    pub(crate) fn parse(v: Option<&str>) -> Result<SplitPolicy, String> {
+    /// The policy a `KERNEL_SPLIT` value asks for (`None`, empty or `auto`: the default;
+    /// `off`, `0` or `1`; `force`; a part count in 2..=64), or why the value is not one.
+    ///
+    /// # Errors
+    /// A message naming the value and the accepted ones.
+    pub fn parse(v: Option<&str>) -> Result<SplitPolicy, String> {
         match v.map(str::trim) {
             None | Some("" | "auto") => Ok(SplitPolicy::Auto(DEFAULT_MAX_PARTS)),
             Some("off" | "0" | "1") => Ok(SplitPolicy::Off),
@@ -236,19 +262,14 @@ impl SplitPolicy {
         }
     }
 
-    /// The process's policy (read once; an invalid value is reported on stderr and ignored).
+    /// The process's policy ([`crate::Settings::split`]).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn current() -> SplitPolicy {
-        static POLICY: OnceLock<SplitPolicy> = OnceLock::new();
-        *POLICY.get_or_init(|| {
-            let v = std::env::var("KERNEL_SPLIT").ok();
-            SplitPolicy::parse(v.as_deref()).unwrap_or_else(|why| {
-                eprintln!("kernel-runtime: {why}; using auto");
-                SplitPolicy::Auto(DEFAULT_MAX_PARTS)
-            })
-        })
+        crate::Settings::current().split
     }
 
     /// The plan for `programs` programs when `wave` blocks run at once, under `choice`.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn plan(self, programs: u32, wave: u32, choice: SplitChoice) -> SplitPlan {
         match self {
             SplitPolicy::Auto(max) => match choice {

@@ -8,6 +8,7 @@ use rand::SeedableRng;
 use rand_distr::{Distribution, StandardNormal, Uniform};
 
 use crate::cpu::for_each_strided;
+#[cfg(feature = "cuda")]
 use crate::cuda::memory::DeviceBuffer;
 use crate::device::Device;
 use crate::dtype::{DType, DTypeKind};
@@ -50,6 +51,7 @@ enum Buffer<T: DType> {
     /// allocated once, fallibly, and never copied into the `Arc`).
     Cpu(Arc<Box<[T::Atomic]>>),
     /// A device allocation.
+    #[cfg(feature = "cuda")]
     Cuda(Arc<DeviceBuffer<T>>),
 }
 
@@ -57,6 +59,7 @@ impl<T: DType> Clone for Buffer<T> {
     fn clone(&self) -> Self {
         match self {
             Buffer::Cpu(c) => Buffer::Cpu(Arc::clone(c)),
+            #[cfg(feature = "cuda")]
             Buffer::Cuda(b) => Buffer::Cuda(Arc::clone(b)),
         }
     }
@@ -67,6 +70,7 @@ pub(crate) enum StorageRef<'a, T: DType> {
     /// Host cells.
     Cpu(&'a [T::Atomic]),
     /// A device allocation.
+    #[cfg(feature = "cuda")]
     Cuda(&'a DeviceBuffer<T>),
 }
 
@@ -133,23 +137,22 @@ fn try_vec<X>(n: usize, place: &str) -> Result<Vec<X>, TensorError> {
 /// allocation is fallible: the host cells or staging copy through [`try_vec`], the device
 /// memory through the driver (`CUDA_ERROR_OUT_OF_MEMORY` becomes `OutOfMemory`).
 fn store_on<T: DType>(device: &Device, n: usize, data: impl Iterator<Item = T>) -> Result<Buffer<T>, TensorError> {
-    Ok(match device.cuda_device() {
-        None => {
-            let mut cells = try_vec::<T::Atomic>(n, "cpu")?;
-            cells.extend(data.take(n).map(T::new_atomic));
-            Buffer::Cpu(Arc::new(cells.into_boxed_slice()))
-        }
-        Some(d) => {
-            let mut host = try_vec::<T>(n, "host memory")?;
-            host.extend(data.take(n));
-            let buf = DeviceBuffer::upload(d, &host).map_err(|e| out_of_memory::<T>(device, n, e))?;
-            Buffer::Cuda(Arc::new(buf))
-        }
-    })
+    #[cfg(feature = "cuda")]
+    if let Some(d) = device.cuda_device() {
+        let mut host = try_vec::<T>(n, "host memory")?;
+        host.extend(data.take(n));
+        let buf = DeviceBuffer::upload(d, &host).map_err(|e| out_of_memory::<T>(device, n, e))?;
+        return Ok(Buffer::Cuda(Arc::new(buf)));
+    }
+    let _ = device;
+    let mut cells = try_vec::<T::Atomic>(n, "cpu")?;
+    cells.extend(data.take(n).map(T::new_atomic));
+    Ok(Buffer::Cpu(Arc::new(cells.into_boxed_slice())))
 }
 
 /// `OutOfMemory` for a device allocation of `n` elements that the driver refused for lack of
 /// memory; any other device error unchanged.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 fn out_of_memory<T: DType>(device: &Device, n: usize, e: DeviceError) -> TensorError {
     match e {
         DeviceError::Driver { code, message, .. } if code == "CUDA_ERROR_OUT_OF_MEMORY" => TensorError::OutOfMemory {
@@ -229,12 +232,13 @@ impl<T: DType> Tensor<T> {
     /// assert!(matches!(err, TensorError::ShapeOverflow { .. }));
     /// ```
     pub fn zeros(device: &Device, shape: &[usize]) -> Result<Self, TensorError> {
-        let Some(d) = device.cuda_device() else {
-            return Self::full(device, shape, T::default());
-        };
-        let n = checked_numel::<T>(shape)?;
-        let buf = DeviceBuffer::zeros(d, n).map_err(|e| out_of_memory::<T>(device, n, e))?;
-        Ok(Self::from_storage(device, shape, Buffer::Cuda(Arc::new(buf))))
+        #[cfg(feature = "cuda")]
+        if let Some(d) = device.cuda_device() {
+            let n = checked_numel::<T>(shape)?;
+            let buf = DeviceBuffer::zeros(d, n).map_err(|e| out_of_memory::<T>(device, n, e))?;
+            return Ok(Self::from_storage(device, shape, Buffer::Cuda(Arc::new(buf))));
+        }
+        Self::full(device, shape, T::default())
     }
 
     /// Samples of the standard normal distribution N(0, 1), rounded to `T`
@@ -282,7 +286,8 @@ impl<T: DType> Tensor<T> {
             return Err(TensorError::InvalidRange { lo, hi });
         }
         let n = checked_numel::<T>(shape)?;
-        let dist = Uniform::new(lo, hi);
+        // Cannot fail: `lo < hi` and both are finite (checked above).
+        let dist = Uniform::new(lo, hi).map_err(|_| TensorError::InvalidRange { lo, hi })?;
         let mut rng = StdRng::seed_from_u64(seed);
         let data = std::iter::repeat_with(|| T::from_f64(dist.sample(&mut rng)));
         Ok(Self::from_storage(device, shape, store_on(device, n, data)?))
@@ -495,6 +500,7 @@ impl<T: DType> Tensor<T> {
                 let base = &cells[self.offset.min(cells.len())..];
                 for_each_strided(&self.shape, &self.strides, |i| out.push(T::load(&base[i])));
             }
+            #[cfg(feature = "cuda")]
             Buffer::Cuda(buf) => {
                 let span = buf.read(self.offset.min(buf.len()), self.span())?;
                 for_each_strided(&self.shape, &self.strides, |i| out.push(span[i]));
@@ -505,6 +511,7 @@ impl<T: DType> Tensor<T> {
 
     /// Number of storage elements from the first element of this view to its
     /// last one, inclusive (0 for an empty view).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     fn span(&self) -> usize {
         if self.shape.contains(&0) {
             return 0;
@@ -672,6 +679,7 @@ impl<T: DType> Tensor<T> {
             storage: self.storage.clone(),
             shape: vec![match self.storage() {
                 StorageRef::Cpu(c) => c.len(),
+                #[cfg(feature = "cuda")]
                 StorageRef::Cuda(b) => b.len(),
             }],
             strides: vec![1],
@@ -744,6 +752,7 @@ impl<T: DType> Tensor<T> {
                 let base = &cells[self.offset.min(cells.len())..];
                 for_each_strided(&self.shape, &self.strides, |i| T::store(&base[i], v));
             }
+            #[cfg(feature = "cuda")]
             Buffer::Cuda(buf) => {
                 let start = self.offset.min(buf.len());
                 if self.is_contiguous() {
@@ -769,6 +778,9 @@ impl<T: DType> Tensor<T> {
     /// let t = Tensor::<f32>::zeros(&Device::cpu(), &[4]).unwrap();
     /// assert!(t.cuda_slice().is_none());
     /// ```
+    ///
+    /// Only with the `cuda` feature (default).
+    #[cfg(feature = "cuda")]
     pub fn cuda_slice(&self) -> Option<&cudarc::driver::CudaSlice<T>> {
         match &self.storage {
             Buffer::Cpu(_) => None,
@@ -778,6 +790,7 @@ impl<T: DType> Tensor<T> {
 
     /// The device address of the view's first element (storage offset included), or `None`
     /// for a tensor in host memory.
+    #[cfg(feature = "cuda")]
     pub(crate) fn device_addr(&self) -> Option<u64> {
         match &self.storage {
             Buffer::Cpu(_) => None,
@@ -789,6 +802,7 @@ impl<T: DType> Tensor<T> {
     pub(crate) fn storage(&self) -> StorageRef<'_, T> {
         match &self.storage {
             Buffer::Cpu(c) => StorageRef::Cpu(c),
+            #[cfg(feature = "cuda")]
             Buffer::Cuda(b) => StorageRef::Cuda(b),
         }
     }

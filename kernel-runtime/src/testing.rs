@@ -401,6 +401,7 @@ impl BenchOptions {
 pub const L2_FLUSH_BYTES: usize = 256 << 20;
 
 /// The L2-flush buffer of a GPU, allocated once per device and process.
+#[cfg(feature = "cuda")]
 fn flush_buffer(dev: &std::sync::Arc<crate::cuda::CudaDevice>) -> Result<std::sync::Arc<crate::cuda::memory::DeviceBuffer<i32>>, DeviceError> {
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex, PoisonError};
@@ -476,9 +477,22 @@ pub fn do_bench_gpu_interleaved<E: From<DeviceError>>(
     fs: &mut [BenchFn<'_, E>],
     opts: &BenchOptions,
 ) -> Result<Vec<BenchResult>, E> {
-    let Some(dev) = device.cuda_device() else {
-        return bench_wall_interleaved(fs, opts);
-    };
+    #[cfg(feature = "cuda")]
+    if let Some(dev) = device.cuda_device() {
+        return bench_cuda_interleaved(device, dev, fs, opts);
+    }
+    let _ = device;
+    bench_wall_interleaved(fs, opts)
+}
+
+/// [`do_bench_gpu_interleaved`] on a GPU: CUDA events on its stream.
+#[cfg(feature = "cuda")]
+fn bench_cuda_interleaved<E: From<DeviceError>>(
+    device: &Device,
+    dev: &std::sync::Arc<crate::cuda::CudaDevice>,
+    fs: &mut [BenchFn<'_, E>],
+    opts: &BenchOptions,
+) -> Result<Vec<BenchResult>, E> {
     device.synchronize()?;
     let flush = if opts.flush_l2 { Some(flush_buffer(dev)?) } else { None };
     let flush_l2 = || -> Result<(), DeviceError> {

@@ -7,6 +7,9 @@
 //! prints a note on stderr and returns.
 //!
 //! `KERNEL_TEST_CUDA=1 cargo test -p kernel-runtime --test cuda -- --test-threads=1`
+//!
+//! Built only with the `cuda` feature (default).
+#![cfg(feature = "cuda")]
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -12,9 +12,9 @@ const GPU_TESTS: &[&str] = &["matmul", "kernels", "language", "numerics", "launc
 /// kernel-runtime's own GPU tests (`tests/cuda.rs`, `KERNEL_TEST_CUDA=1`), bundled as
 /// `tests/runtime_cuda`.
 const RUNTIME_TEST: &str = "cuda";
-/// The example binaries (run by `scripts/gpu-check.sh`).
+/// The examples (`examples/examples/`, run by `scripts/gpu-check.sh`), copied to `bin/`.
 const EXAMPLES: &[&str] = &["matmul", "vector_add"];
-/// The benchmark binaries, in `target/gpu-bundle/bench/` (not run by `gpu-check.sh`).
+/// The benchmark examples, in `target/gpu-bundle/bench/` (not run by `gpu-check.sh`).
 const BENCHES: &[&str] = &["bench_matmul"];
 
 pub fn gpu_bundle(root: &Path) -> Result<()> {
@@ -30,7 +30,7 @@ pub fn gpu_bundle(root: &Path) -> Result<()> {
         args.push((*t).into());
     }
     let runtime = ["test", "--release", "--no-run", "--message-format=json", "-p", "kernel-runtime", "--test", RUNTIME_TEST].map(String::from).to_vec();
-    let examples = ["build", "--release", "--message-format=json", "-p", "examples", "--bins"].map(String::from).to_vec();
+    let examples = ["build", "--release", "--message-format=json", "-p", "examples", "--examples"].map(String::from).to_vec();
     for (what, args) in [("tests", args), ("runtime tests", runtime), ("examples", examples)] {
         let output = Command::new(&cargo)
             .args(&args)

@@ -3,6 +3,7 @@
 
 mod bundle;
 mod difftest;
+mod package;
 mod ptx;
 mod ptxas;
 mod toolchain;
@@ -17,7 +18,7 @@ cargo xtask <command>
 commands:
   matmul       run the matmul example (GPU when one is usable, else the CPU backend)
   test         what CI runs: build every kernel instance to PTX for sm_80 and sm_90a,
-               validate it with ptxas, then run the whole test suite
+               validate it with ptxas, run the whole test suite, then package-check
   bench-cpu    benchmark the CPU backend (matmul 512^3 f16, vector add) in release mode
   bench matmul the seeds' GPU benchmark: ours (with/without fused LeakyReLU) vs cuBLAS
                (with/without a separate LeakyReLU), square 256..8192 step 256 and non-square
@@ -33,6 +34,10 @@ commands:
                [--lenient] (spills and ptxas performance advisories warn instead of failing)
                output: target/ptx/<arch>/<crate>.{ptx,cubin,manifest.json}
   ci           same as test
+  package-check
+               the library crates can be depended on: `cargo package --no-verify` of every
+               publishable crate, no dependency in two versions (`cargo tree --duplicates`),
+               kernel-runtime builds without its `cuda` feature
   gpu-bundle   build release test and example binaries plus sm_90a PTX into target/gpu-bundle,
                for a GPU machine without Rust (run scripts/gpu-check.sh there); benchmark
                binaries go to target/gpu-bundle/bench (bench_matmul, not run by gpu-check.sh)
@@ -81,10 +86,10 @@ fn run() -> Result<()> {
                 let args = ["--arch".to_string(), arch];
                 ptx::build_ptx(&root(), &ptx::Options::parse(&root(), &args)?)?;
             }
-            cargo(&["run", "--release", "--quiet", "-p", "examples", "--bin", "matmul", "--"], rest)
+            cargo(&["run", "--release", "--quiet", "-p", "examples", "--example", "matmul", "--"], rest)
         }
         "bench" => bench(rest),
-        "bench-cpu" => cargo(&["run", "--release", "--quiet", "-p", "examples", "--bin", "bench_cpu", "--"], rest),
+        "bench-cpu" => cargo(&["run", "--release", "--quiet", "-p", "examples", "--example", "bench_cpu", "--"], rest),
         "build-ptx" => ptx::build_ptx(&root(), &ptx::Options::parse(&root(), rest)?),
         "gpu-bundle" => {
             let args = ["--arch".to_string(), "sm_90a".to_string()];
@@ -94,9 +99,11 @@ fn run() -> Result<()> {
         "test" | "ci" => {
             let archs = ["--arch", "sm_80", "--arch", "sm_90a"].map(String::from);
             ptx::build_ptx(&root(), &ptx::Options::parse(&root(), &archs)?)?;
-            cargo(&["test", "--workspace"], rest)
+            cargo(&["test", "--workspace"], rest)?;
+            package::package_check(&root())
         }
         "bless" => cargo_with_env(&["test", "-p", "kernel-macros", "snapshots"], rest, &[("KERNEL_BLESS", "1")]),
+        "package-check" => package::package_check(&root()),
         "difftest" => difftest::difftest(&root(), &difftest::Options::parse(rest)?, gpu_arch()),
         "help" | "--help" | "-h" => {
             print!("{HELP}");
@@ -118,7 +125,7 @@ fn bench(rest: &[String]) -> Result<()> {
                 let args = ["--arch".to_string(), arch];
                 ptx::build_ptx(&root(), &ptx::Options::parse(&root(), &args)?)?;
             }
-            cargo(&["run", "--release", "--quiet", "-p", "examples", "--bin", "bench_matmul", "--"], &rest[1..])
+            cargo(&["run", "--release", "--quiet", "-p", "examples", "--example", "bench_matmul", "--"], &rest[1..])
         }
         Some(other) => bail!("unknown benchmark `{other}` (available: matmul)\n\n{HELP}"),
         None => bail!("which benchmark? `cargo xtask bench matmul [--quick]`\n\n{HELP}"),
@@ -141,7 +148,7 @@ fn gpu_arch() -> Option<String> {
 }
 
 /// The repository root (xtask's parent directory).
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lies inside the repository").to_path_buf()
 }
 

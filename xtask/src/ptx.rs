@@ -33,7 +33,7 @@
 use crate::ptxas::{FunctionReport, Ptxas};
 use crate::toolchain::Toolchain;
 use anyhow::{bail, ensure, Context, Result};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -292,7 +292,7 @@ fn build_key(art: &Artifacts, tc: &Toolchain, ptxas: &Ptxas, arch: &str, lenient
     let mut key = format!("rustc: {}\nptxas: {} {}\narch: {arch}\nlenient: {lenient}\n", tc.version, ptxas.version, ptxas.path.display());
     for rlib in sorted(&art.own) {
         let bytes = std::fs::read(rlib).with_context(|| format!("reading {}", rlib.display()))?;
-        let _ = writeln!(key, "{:016x} {}", fnv1a64(&bytes), rlib.display());
+        let _ = writeln!(key, "{:016x} {}", kernel_formats::fnv1a64(&bytes), rlib.display());
     }
     // `core` and `compiler_builtins` (40 MB) change only with the toolchain or the flags, and
     // then cargo rewrites them: their size and time stand for their contents.
@@ -560,20 +560,14 @@ fn print_table(ptx: &Path, arch: &str, rows: &[(&PtxEntry, &FunctionReport)]) {
     print!("{s}");
 }
 
-/// Writes the manifest the runtime reads:
+/// Writes the manifest the runtime reads, `kernel_formats::manifest::Manifest` (the format is
+/// documented there): the crate, architecture, both files' hashes, the tools' versions, and
+/// per entry its parameters, `ptxas`'s report and the instance description `#[kernel]`
+/// exported with it.
 ///
-/// ```json
-/// { "crate": "ptx_smoke", "arch": "sm_90a", "ptx": "ptx_smoke.ptx",
-///   "ptx_hash": "fnv1a64:<16 hex digits of FNV-1a 64 over the PTX bytes>",
-///   "rustc": "rustc 1.97.0-nightly (...)", "ptxas": "12.9, V12.9.86",
-///   "entries": [ { "name": "smoke_vector_add", "arch": "sm_90a",
-///                  "params": [ { "type": "u64", "size": 8, "align": 1, "pointer": true }, ... ],
-///                  "registers": 12, "shared_bytes": 0, "barriers": 0, "stack_frame_bytes": 0,
-///                  "spill_store_bytes": 0, "spill_load_bytes": 0 } ] }
-/// ```
-///
-/// `arch` and `ptx_hash` are properties of the whole file; `arch` is repeated per entry so
-/// entries stay self-describing when manifests of several architectures are merged.
+/// # Errors
+/// An instance description that does not parse as `kernel_formats::manifest::Instance` (the
+/// macro and the manifest disagree), or the file cannot be written.
 fn write_manifest(
     path: &Path,
     name: &str,
@@ -584,45 +578,31 @@ fn write_manifest(
     ptxas: &Ptxas,
     rows: &[(&PtxEntry, &FunctionReport)],
 ) -> Result<()> {
+    use kernel_formats::manifest::{Entry, Instance, Manifest, Param};
     let metadata = parse_metadata(ptx);
-    let entries: Vec<Value> = rows
-        .iter()
-        .map(|(e, r)| {
-            let instance = metadata.iter().find(|(n, _)| n == &e.name).map(|(_, v)| v.clone()).unwrap_or(Value::Null);
-            let params: Vec<Value> = e
-                .params
-                .iter()
-                .map(|p| json!({ "type": p.ty, "size": p.size, "align": p.align, "pointer": p.pointer }))
-                .collect();
-            json!({
-                "name": e.name,
-                "arch": arch,
-                "params": params,
-                "registers": r.registers,
-                "shared_bytes": r.shared_bytes,
-                "barriers": r.barriers,
-                "stack_frame_bytes": r.stack_frame_bytes,
-                "spill_store_bytes": r.spill_store_bytes,
-                "spill_load_bytes": r.spill_load_bytes,
-                "instance": instance,
-            })
-        })
-        .collect();
-    let manifest = json!({
-        "crate": name,
-        "arch": arch,
-        "ptx": format!("{name}.ptx"),
-        "ptx_hash": format!("fnv1a64:{:016x}", fnv1a64(ptx.as_bytes())),
-        // The runtime loads this machine code instead of JIT-compiling the PTX when both hashes
-        // match the files and the GPU is of this architecture.
-        "cubin": format!("{name}.cubin"),
-        "cubin_hash": format!("fnv1a64:{:016x}", fnv1a64(cubin)),
-        "rustc": tc.version,
-        "ptxas": ptxas.version,
-        "entries": entries,
-    });
-    let text = serde_json::to_string_pretty(&manifest)? + "\n";
-    write_atomic(path, text.as_bytes())
+    let mut manifest = Manifest::new(name, arch, ptx.as_bytes(), Some(cubin), &tc.version, &ptxas.version);
+    for (e, r) in rows {
+        let instance = match metadata.iter().find(|(n, _)| n == &e.name) {
+            Some((_, v)) => Some(
+                serde_json::from_value::<Instance>(v.clone())
+                    .with_context(|| format!("the instance description of `{}` in the PTX: {v}", e.name))?,
+            ),
+            None => None,
+        };
+        manifest.entries.push(Entry {
+            name: e.name.clone(),
+            arch: arch.to_string(),
+            params: e.params.iter().map(|p| Param { ty: p.ty.clone(), size: p.size, align: p.align, pointer: p.pointer }).collect(),
+            registers: r.registers,
+            shared_bytes: r.shared_bytes,
+            barriers: r.barriers,
+            stack_frame_bytes: r.stack_frame_bytes,
+            spill_store_bytes: r.spill_store_bytes,
+            spill_load_bytes: r.spill_load_bytes,
+            instance,
+        });
+    }
+    write_atomic(path, manifest.to_json().as_bytes())
 }
 
 /// Writes `bytes` to a temporary file beside `path` and renames it over `path`, so readers
@@ -631,11 +611,6 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
     std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
-}
-
-/// FNV-1a, 64 bit: tiny, dependency-free, and easy to recompute in the runtime.
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3))
 }
 
 #[cfg(test)]
@@ -715,8 +690,39 @@ mod tests {
     }
 
     #[test]
-    fn fnv1a64_matches_reference_values() {
-        assert_eq!(fnv1a64(b""), 0xcbf29ce484222325);
-        assert_eq!(fnv1a64(b"a"), 0xaf63dc4c8601ec8c);
+    fn the_manifest_is_what_the_runtime_reads() {
+        use kernel_formats::manifest::Manifest;
+        let meta = br#"{"entry": "k__c0", "kernel": "k", "meta": {"B": 64}, "functions": {"ACT": null}, "num_warps": 4, "num_stages": 2, "threads_per_block": 128, "dynamic_shared_bytes": 0}"#;
+        let bytes: Vec<String> = meta.iter().map(|b| b.to_string()).collect();
+        let ptx = format!(
+            ".visible .global .align 1 .b8 __KERNEL_META_k__c0[{}] = {{{}}};\n.visible .entry k__c0(\n\t.param .u64 .ptr .align 1 k__c0_param_0\n)\n{{\n\tret;\n}}\n.entry other()\n{{ ret; }}\n",
+            meta.len(),
+            bytes.join(", ")
+        );
+        let entries = parse_entries(&ptx);
+        let reports = [
+            FunctionReport { name: "k__c0".into(), is_entry: true, registers: 12, shared_bytes: 16, ..Default::default() },
+            FunctionReport { name: "other".into(), is_entry: true, ..Default::default() },
+        ];
+        let rows: Vec<(&PtxEntry, &FunctionReport)> = entries.iter().zip(&reports).collect();
+        let tc = Toolchain { version: "rustc 1.97.0-nightly".into(), llvm_bin: PathBuf::new(), sysroot: PathBuf::new() };
+        let ptxas = Ptxas { path: PathBuf::new(), version: "12.9, V12.9.86".into() };
+        let dir = std::env::temp_dir().join(format!("xtask-manifest-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("k.manifest.json");
+        write_manifest(&path, "k", "sm_90a", &ptx, b"cubin", &tc, &ptxas, &rows).unwrap();
+        let m = Manifest::read(&path).unwrap();
+        assert!(m.ptx_matches(ptx.as_bytes()) && m.cubin_matches(b"cubin"));
+        assert_eq!((m.crate_name.as_str(), m.arch.as_str(), m.ptx.as_str(), m.cubin.as_deref()), ("k", "sm_90a", "k.ptx", Some("k.cubin")));
+        assert_eq!((m.rustc.as_str(), m.ptxas.as_str()), ("rustc 1.97.0-nightly", "12.9, V12.9.86"));
+        assert_eq!(m.entries.len(), 2);
+        let e = &m.entries[0];
+        assert_eq!((e.name.as_str(), e.registers, e.shared_bytes, e.params.len()), ("k__c0", 12, 16, 1));
+        assert!(e.params[0].pointer);
+        let i = e.instance.as_ref().expect("the instance description");
+        assert_eq!((i.meta["B"], i.functions["ACT"].clone(), i.threads_per_block), (64, None, 128));
+        // An entry without a description (a hand-written kernel) has none.
+        assert_eq!(m.entries[1].instance, None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -361,3 +361,26 @@ fn loops_that_cannot_be_split_are_not() {
     // After the loop anything goes: it runs once, in the last part.
     assert_eq!(split_bytes(&seed.replace("let c_ptrs", "acc = where_(acc >= 0.0, acc, 0.01 * acc);\n let c_ptrs")), 16384);
 }
+
+/// The instance description each entry exports (`__KERNEL_META_<entry>`) is what `build-ptx`
+/// copies into the manifest: it must parse as the manifest's `Instance`.
+#[test]
+fn instance_descriptions_parse_as_the_manifests_instances() {
+    let (_, instances) = expand(
+        "",
+        r#"#[autotune(configs = [config(BLOCK = 256, num_warps = 8, num_stages = 2)], key = [n])]
+        fn add<const BLOCK: i32>(x: Ptr<f32>, out: Ptr<f32>, n: i32) {
+            let offs = program_id(0) * BLOCK + arange(0, BLOCK);
+            store(out + offs, load(x + offs, offs < n), offs < n);
+        }"#,
+    );
+    assert!(!instances.is_empty());
+    for (k, vals, warps, stages) in &instances {
+        let text = entry_metadata(k, "add__c0", vals, *warps, *stages, 4096);
+        let i: kernel_formats::manifest::Instance = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        assert_eq!((i.entry.as_str(), i.kernel.as_str()), ("add__c0", "add"));
+        assert_eq!(i.meta.get("BLOCK"), Some(&256));
+        assert!(i.functions.is_empty());
+        assert_eq!((i.num_warps, i.num_stages, i.threads_per_block, i.dynamic_shared_bytes), (8, 2, 256, 4096));
+    }
+}

@@ -63,7 +63,7 @@ mod tests {
     use crate::testing::matmul_ref_f64;
 
     fn random_blk<T: Float>(rng: &mut StdRng, shape: [usize; 2]) -> Blk<T> {
-        let data = (0..shape[0] * shape[1]).map(|_| T::from_f32(rng.gen_range(-1.0..1.0))).collect();
+        let data = (0..shape[0] * shape[1]).map(|_| T::from_f32(rng.random_range(-1.0..1.0))).collect();
         Blk::from_vec(shape.to_vec(), data)
     }
 

@@ -1,7 +1,6 @@
 //! Launching a compiled instance on a CUDA device.
 
 use std::ffi::c_void;
-use std::sync::OnceLock;
 
 use cudarc::driver::result;
 
@@ -9,11 +8,10 @@ use super::{ptx, CudaDevice};
 use crate::error::{DeviceError, LaunchError};
 use crate::launch::{ArgMem, InstanceInfo, KernelInfo, ParamKind, PtrArg, ScalarArg};
 
-/// Whether `KERNEL_SYNC=1`: synchronize after every launch so that a failing
-/// kernel is reported by its own launch (read once per process).
+/// Whether [`Settings::sync`](crate::Settings::sync) (`KERNEL_SYNC=1`): synchronize after
+/// every launch so that a failing kernel is reported by its own launch.
 fn sync_after_launch() -> bool {
-    static SYNC: OnceLock<bool> = OnceLock::new();
-    *SYNC.get_or_init(|| std::env::var_os("KERNEL_SYNC").is_some_and(|v| v == "1"))
+    crate::Settings::current().sync
 }
 
 /// The bytes of a scalar argument as the kernel receives it (little-endian,

@@ -2,8 +2,9 @@
 //!
 //! Where the PTX is looked for, in order (the first existing file wins):
 //!
-//! 1. when `KERNEL_PTX_DIR` is set: `$KERNEL_PTX_DIR/<crate>.ptx`, then
-//!    `$KERNEL_PTX_DIR/<arch>/<crate>.ptx` for each architecture, and nothing else;
+//! 1. when [`Settings::ptx_dir`](crate::Settings::ptx_dir) is set (`KERNEL_PTX_DIR`):
+//!    `<dir>/<crate>.ptx`, then `<dir>/<arch>/<crate>.ptx` for each architecture, and nothing
+//!    else;
 //! 2. otherwise `target/ptx/<arch>/<crate>.ptx` under the current directory and
 //!    each of its ancestors, then under the defining crate's `CARGO_MANIFEST_DIR`
 //!    (as it was at build time) and each of its ancestors. In each directory the
@@ -11,7 +12,8 @@
 //!
 //! The module loaded is the machine code `cargo xtask build-ptx` assembled beside the PTX
 //! (`<crate>.cubin`) when the manifest's hashes match both files and the GPU runs it, else the
-//! PTX itself, which the driver compiles on first load (`KERNEL_JIT_PTX=1` forces that).
+//! PTX itself, which the driver compiles on first load ([`Settings::jit_ptx`](crate::Settings::jit_ptx),
+//! `KERNEL_JIT_PTX=1`, forces that). The manifest's format is `kernel_formats::manifest`.
 //!
 //! Architectures by compute capability: 9.0 → `sm_90a`, then `sm_90`; 8.x →
 //! `sm_80`; 10.0 and newer → `sm_<major><minor>`, then `sm_90` and `sm_80` (PTX
@@ -24,6 +26,8 @@ use std::sync::{Arc, PoisonError};
 
 use cudarc::driver::sys::{self, CUfunction_attribute as FnAttr, CUjit_option};
 use cudarc::driver::{result, CudaContext};
+
+use kernel_formats::manifest::{Manifest, ManifestError};
 
 use super::{error_parts, guarded, panic_text, CudaDevice};
 use crate::error::{DeviceError, LaunchError};
@@ -86,7 +90,7 @@ pub(crate) fn find_ptx(dev: &CudaDevice, info: &KernelInfo) -> Result<PathBuf, L
             ),
         }));
     }
-    let env_dir = std::env::var_os("KERNEL_PTX_DIR").filter(|v| !v.is_empty()).map(PathBuf::from);
+    let env_dir = crate::Settings::current().ptx_dir.clone();
     let cwd = std::env::current_dir().ok();
     let searched = candidate_paths(
         info.module.crate_name,
@@ -151,46 +155,34 @@ unsafe impl Sync for LoadedFunction {}
 
 /// A one-line warning when the manifest beside a PTX (`<crate>.manifest.json`, written by
 /// `cargo xtask build-ptx`) records another PTX hash: the PTX or the manifest is stale or was
-/// partly written. `None` when they agree or there is no readable manifest.
+/// partly written. `None` when they agree or there is no manifest.
 pub(crate) fn manifest_mismatch(ptx_path: &Path, ptx: &[u8]) -> Option<String> {
-    let stem = ptx_path.file_stem()?.to_str()?;
-    let manifest = ptx_path.with_file_name(format!("{stem}.manifest.json"));
-    let text = std::fs::read_to_string(&manifest).ok()?;
-    let recorded = serde_json::from_str::<serde_json::Value>(&text).ok().and_then(|v| v["ptx_hash"].as_str().map(String::from));
-    let actual = format!("fnv1a64:{:016x}", fnv1a64(ptx));
-    match recorded {
-        Some(r) if r == actual => None,
-        Some(r) => Some(format!(
-            "warning: {} does not match its manifest ({} records {r}, the file hashes to {actual}): stale or partly written; rebuild with `cargo xtask build-ptx`",
+    let path = Manifest::path_for(ptx_path);
+    match Manifest::read(&path) {
+        Ok(m) if m.ptx_matches(ptx) => None,
+        Ok(m) => Some(format!(
+            "{} does not match its manifest ({} records {}, the file hashes to {}): stale or partly written; rebuild with `cargo xtask build-ptx`",
             ptx_path.display(),
-            manifest.display()
+            path.display(),
+            m.ptx_hash,
+            kernel_formats::hash_text(ptx)
         )),
-        None => Some(format!(
-            "warning: {} is unreadable or corrupt (no `ptx_hash`); rebuild with `cargo xtask build-ptx`",
-            manifest.display()
-        )),
+        Err(ManifestError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => Some(format!("{} is unreadable or corrupt ({e}); rebuild with `cargo xtask build-ptx`", path.display())),
     }
-}
-
-/// FNV-1a, 64 bit, as `cargo xtask build-ptx` records it.
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3))
 }
 
 /// The machine code `cargo xtask build-ptx` assembled from the PTX at `ptx_path`
 /// (`<crate>.cubin` beside it), when the manifest's hashes match both files: loading it skips
 /// the driver's JIT compilation of the PTX (seconds to a minute for large modules).
-/// `KERNEL_JIT_PTX=1` ignores it.
-pub(crate) fn matching_cubin(ptx_path: &Path, ptx: &[u8]) -> Option<Vec<u8>> {
-    if std::env::var_os("KERNEL_JIT_PTX").is_some_and(|v| v == "1") {
+/// `jit_ptx` ([`Settings::jit_ptx`](crate::Settings::jit_ptx)) ignores it.
+pub(crate) fn matching_cubin(ptx_path: &Path, ptx: &[u8], jit_ptx: bool) -> Option<Vec<u8>> {
+    if jit_ptx {
         return None;
     }
-    let stem = ptx_path.file_stem()?.to_str()?;
-    let text = std::fs::read_to_string(ptx_path.with_file_name(format!("{stem}.manifest.json"))).ok()?;
-    let manifest = serde_json::from_str::<serde_json::Value>(&text).ok()?;
-    let cubin = std::fs::read(ptx_path.with_file_name(manifest["cubin"].as_str()?)).ok()?;
-    let hash = |b: &[u8]| format!("fnv1a64:{:016x}", fnv1a64(b));
-    (manifest["ptx_hash"].as_str()? == hash(ptx) && manifest["cubin_hash"].as_str()? == hash(&cubin)).then_some(cubin)
+    let manifest = Manifest::read(&Manifest::path_for(ptx_path)).ok()?;
+    let cubin = std::fs::read(ptx_path.with_file_name(manifest.cubin.as_deref()?)).ok()?;
+    (manifest.ptx_matches(ptx) && manifest.cubin_matches(&cubin)).then_some(cubin)
 }
 
 /// Loads `path` into `dev`'s context: its matching cubin when there is one that this GPU runs,
@@ -199,10 +191,10 @@ fn load_module(dev: &CudaDevice, kernel: &'static str, path: &Path) -> Result<Lo
     let load_error = |code: String, message: String| LaunchError::PtxLoad { kernel, path: path.to_path_buf(), code, message };
     let bytes = std::fs::read(path).map_err(|e| load_error("io".into(), e.to_string()))?;
     if let Some(warning) = manifest_mismatch(path, &bytes) {
-        eprintln!("{warning}");
+        log::warn!("{warning}");
     }
-    let hash = crate::autotune::fnv1a(&bytes);
-    if let Some(cubin) = matching_cubin(path, &bytes) {
+    let hash = kernel_formats::fnv1a64(&bytes);
+    if let Some(cubin) = matching_cubin(path, &bytes, crate::Settings::current().jit_ptx) {
         let loaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             dev.ctx.bind_to_thread()?;
             let mut module = std::mem::MaybeUninit::<sys::CUmodule>::uninit();
@@ -284,7 +276,7 @@ pub(crate) fn code_hash(dev: &CudaDevice, info: &'static KernelInfo) -> Result<u
         code: "io".into(),
         message: e.to_string(),
     })?;
-    Ok(crate::autotune::fnv1a(&bytes))
+    Ok(kernel_formats::fnv1a64(&bytes))
 }
 
 /// The entry point of instance `index` of `info` on `dev` (with `split`, its entry for split
@@ -444,16 +436,17 @@ mod tests {
         // No manifest: nothing to say.
         assert_eq!(manifest_mismatch(&ptx_path, ptx), None);
         let manifest = dir.join("k.manifest.json");
-        std::fs::write(&manifest, format!("{{\"ptx_hash\": \"fnv1a64:{:016x}\"}}", fnv1a64(ptx))).unwrap();
+        std::fs::write(&manifest, Manifest::new("k", "sm_90a", ptx, None, "rustc", "ptxas").to_json()).unwrap();
         assert_eq!(manifest_mismatch(&ptx_path, ptx), None);
         // A truncated (or otherwise changed) PTX no longer matches.
         let w = manifest_mismatch(&ptx_path, &ptx[..10]).unwrap();
-        assert!(w.starts_with("warning: ") && w.contains("stale or partly written") && w.contains("cargo xtask build-ptx"), "{w}");
+        assert!(w.contains("stale or partly written") && w.contains("cargo xtask build-ptx"), "{w}");
         assert_eq!(w.lines().count(), 1);
         // A corrupt manifest is reported, not fatal.
         std::fs::write(&manifest, "{\"ptx_ha").unwrap();
         let w = manifest_mismatch(&ptx_path, ptx).unwrap();
         assert!(w.contains("unreadable or corrupt"), "{w}");
+        assert_eq!(w.lines().count(), 1);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -464,22 +457,25 @@ mod tests {
         let ptx_path = dir.join("k.ptx");
         let (ptx, cubin) = (b".version 8.0\n.target sm_90a\n".as_slice(), b"\x7fELF machine code".as_slice());
         std::fs::write(dir.join("k.cubin"), cubin).unwrap();
-        let write_manifest = |ptx_h: u64, cubin_h: u64| {
-            let m = format!("{{\"ptx_hash\": \"fnv1a64:{ptx_h:016x}\", \"cubin\": \"k.cubin\", \"cubin_hash\": \"fnv1a64:{cubin_h:016x}\"}}");
-            std::fs::write(dir.join("k.manifest.json"), m).unwrap();
+        let write_manifest = |ptx: &[u8], cubin: Option<&[u8]>| {
+            let m = Manifest::new("k", "sm_90a", ptx, cubin, "rustc", "ptxas");
+            std::fs::write(dir.join("k.manifest.json"), m.to_json()).unwrap();
         };
-        write_manifest(fnv1a64(ptx), fnv1a64(cubin));
-        assert_eq!(matching_cubin(&ptx_path, ptx).as_deref(), Some(cubin));
+        write_manifest(ptx, Some(cubin));
+        assert_eq!(matching_cubin(&ptx_path, ptx, false).as_deref(), Some(cubin));
+        // `Settings::jit_ptx` ignores it.
+        assert_eq!(matching_cubin(&ptx_path, ptx, true), None);
         // A PTX rebuilt after the cubin, or a cubin that changed: the PTX is JIT-compiled.
-        assert_eq!(matching_cubin(&ptx_path, b"other ptx"), None);
-        write_manifest(fnv1a64(ptx), fnv1a64(b"old cubin"));
-        assert_eq!(matching_cubin(&ptx_path, ptx), None);
+        assert_eq!(matching_cubin(&ptx_path, b"other ptx", false), None);
+        write_manifest(ptx, Some(b"old cubin"));
+        assert_eq!(matching_cubin(&ptx_path, ptx, false), None);
         // No cubin file, or a manifest from before cubins were recorded.
-        write_manifest(fnv1a64(ptx), fnv1a64(cubin));
+        write_manifest(ptx, Some(cubin));
         std::fs::remove_file(dir.join("k.cubin")).unwrap();
-        assert_eq!(matching_cubin(&ptx_path, ptx), None);
-        std::fs::write(dir.join("k.manifest.json"), format!("{{\"ptx_hash\": \"fnv1a64:{:016x}\"}}", fnv1a64(ptx))).unwrap();
-        assert_eq!(matching_cubin(&ptx_path, ptx), None);
+        assert_eq!(matching_cubin(&ptx_path, ptx, false), None);
+        std::fs::write(dir.join("k.cubin"), cubin).unwrap();
+        write_manifest(ptx, None);
+        assert_eq!(matching_cubin(&ptx_path, ptx, false), None);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -167,11 +167,10 @@ fn encode(dev: &CudaDevice, op: &TmaOperand, kind: DTypeKind, v: View) -> Result
     Ok(bytes)
 }
 
-/// Whether `KERNEL_NO_TMA=1`: launches build no tensor maps, so entries copy every operand
-/// with `cp.async` (to compare the two; read once per process).
+/// Whether tensor maps are off ([`Settings::tma`](crate::Settings::tma), `KERNEL_NO_TMA=1`):
+/// launches build none, so entries copy every operand with `cp.async` (to compare the two).
 fn disabled() -> bool {
-    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *OFF.get_or_init(|| std::env::var_os("KERNEL_NO_TMA").is_some_and(|v| v == "1"))
+    !crate::Settings::current().tma
 }
 
 /// The two hidden parameters of an entry with tensor maps: the maps' address in global memory

@@ -5,6 +5,7 @@ use examples::vector_add::add;
 use kernel_runtime::{testing, Device, Tensor};
 
 fn main() -> Result<()> {
+    examples::logging::init_logging();
     let dev = Device::best();
     println!("device: {}", dev.describe());
     let n = 98_432;

@@ -17,6 +17,7 @@ fn size() -> Result<(usize, usize, usize)> {
 }
 
 fn main() -> Result<()> {
+    examples::logging::init_logging();
     let dev = Device::best();
     println!("device: {}", dev.describe());
     let (m, n, k) = size()?;

@@ -407,6 +407,7 @@ fn points_csv(rows: &[Row]) -> String {
 }
 
 fn main() -> Result<()> {
+    examples::logging::init_logging();
     let args = parse_args()?;
     let dev = match Device::cuda(0) {
         Ok(d) => d,

@@ -6,6 +6,7 @@ use examples::{matmul::matmul, vector_add::add};
 use kernel_runtime::{f16, testing::do_bench, Device, Tensor};
 
 fn main() -> Result<()> {
+    examples::logging::init_logging();
     let dev = Device::cpu();
     println!("device: {}", dev.describe());
     let (m, n, k) = (512, 512, 512);
