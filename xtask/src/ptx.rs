@@ -645,7 +645,7 @@ mod tests {
 
     #[test]
     fn entries_are_counted_per_kernel() {
-        let meta = |entry: &str, kernel: &str| (entry.to_string(), json!({ "entry": entry, "kernel": kernel }));
+        let meta = |entry: &str, kernel: &str| (entry.to_string(), serde_json::json!({ "entry": entry, "kernel": kernel }));
         let m = [meta("mm__c0", "mm"), meta("mm__c0__split", "mm"), meta("mm__c1", "mm"), meta("add__B_4", "add")];
         assert_eq!(entries_per_kernel(&m), "mm 3 entries (1 split), add 1 entry");
         assert_eq!(entries_per_kernel(&[]), "");
