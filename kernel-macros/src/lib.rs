@@ -20,7 +20,9 @@ mod recover;
 mod shape;
 mod signature;
 
+/// Fuzzing of the macros' entry points (`cargo test -p kernel-macros fuzz`).
 #[cfg(test)]
+#[path = "../tests/fuzz/mod.rs"]
 mod fuzz;
 
 /// The code generator's snapshot suite (`KERNEL_BLESS=1 cargo test -p kernel-macros snapshots`
