@@ -20,19 +20,13 @@ nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv | tee "$out/
 export KERNEL_TEST_DEVICE=cuda KERNEL_SYNC=1 KERNEL_PTX_DIR=$PWD/target/gpu-bundle/ptx
 for t in target/gpu-bundle/tests/*; do
     if [ "$(basename "$t")" = runtime_cuda ]; then
-        # kernel-runtime's own GPU tests run only with KERNEL_TEST_CUDA=1, and those that place
-        # their own PTX only without KERNEL_PTX_DIR.
-        run "test-$(basename "$t")" env -u KERNEL_PTX_DIR KERNEL_TEST_CUDA=1 "$t" --test-threads=1
+        # kernel-runtime's own GPU tests: those that place their own PTX run only without
+        # KERNEL_PTX_DIR.
+        run "test-$(basename "$t")" env -u KERNEL_PTX_DIR "$t" --test-threads=1
     else
         run "test-$(basename "$t")" "$t" --test-threads=1
     fi
 done
-# Split launches (kernel_runtime::split_plan): the matmul tests again with half of every
-# launch's programs split in 3 parts whatever the waves (the default splits only last waves at
-# most half full).
-if [ -x target/gpu-bundle/tests/matmul ]; then
-    run "test-matmul-split-force" env KERNEL_SPLIT=force target/gpu-bundle/tests/matmul --test-threads=1
-fi
 # The differential test (cargo xtask difftest --bundle): random valid kernels on the CPU
 # backend and on the GPU, compared; each runner prints its kernel and mismatch counts.
 for d in target/difftest/bundle/difftest_*; do
@@ -45,7 +39,8 @@ if command -v compute-sanitizer >/dev/null; then
     for tool in memcheck racecheck synccheck; do
         # Ragged sizes: masked edges in M, N and K.
         run "sanitizer-$tool-matmul" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/bin/matmul --size 150 130 70
-        run "sanitizer-$tool-matmul-split" env KERNEL_SPLIT=force compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/bin/matmul --size 300 260 200
+        # Split launches: the matmul test that forces them (with_forced_split) on ragged sizes.
+        run "sanitizer-$tool-matmul-split" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/matmul --exact forced_split_ragged_300x260x200 --test-threads=1
         run "sanitizer-$tool-vector_add" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/bin/vector_add
         run "sanitizer-$tool-tests-kernels" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/kernels --test-threads=1
         run "sanitizer-$tool-tests-language" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/language --test-threads=1

@@ -42,9 +42,9 @@
 //! ([`Settings::install`], before the first launch) first, environment variables
 //! ([`Settings::from_env`]) second. See its table for each field's variable and default:
 //! `KERNEL_CACHE_DIR`, `KERNEL_PTX_DIR`, `KERNEL_JIT_PTX`, `KERNEL_SYNC`,
-//! `KERNEL_PRINT_AUTOTUNING`, `KERNEL_NO_TMA`, `KERNEL_SPLIT`, `KERNEL_CUBLAS_DIR`.
-//! `KERNEL_TEST_CUDA=1` runs this crate's GPU tests (`tests/cuda.rs`); without it they print a
-//! note and skip.
+//! `KERNEL_PRINT_AUTOTUNING`, `KERNEL_SPLIT`, `KERNEL_CUBLAS_DIR`.
+//! `KERNEL_TEST_DEVICE=cuda` runs this crate's GPU tests (`tests/cuda.rs`), as it runs the
+//! workspace's integration tests on the GPU; without it they print a note and skip.
 //!
 //! # Messages
 //!

@@ -11,7 +11,8 @@ use crate::split::SplitPolicy;
 ///
 /// **Precedence.** A field set by code (on the value passed to [`Settings::install`]) wins;
 /// [`Settings::from_env`] gives each field from its environment variable, and the built-in
-/// default where the variable is unset or empty. The runtime reads the settings at its first
+/// default where the variable is unset or empty (a field without a variable is set by code
+/// only). The runtime reads the settings at its first
 /// launch (or the first call that needs one of them) and keeps them for the process: install
 /// them before that, typically at the start of `main`.
 ///
@@ -22,8 +23,8 @@ use crate::split::SplitPolicy;
 /// | [`jit_ptx`](Self::jit_ptx) | `KERNEL_JIT_PTX=1` | false |
 /// | [`sync`](Self::sync) | `KERNEL_SYNC=1` | false |
 /// | [`print_autotuning`](Self::print_autotuning) | `KERNEL_PRINT_AUTOTUNING=1` | false |
-/// | [`tma`](Self::tma) | `KERNEL_NO_TMA=1` turns it off | true |
-/// | [`split`](Self::split) | `KERNEL_SPLIT=auto\|off\|N\|force` | `auto` |
+/// | [`tma`](Self::tma) | none | true |
+/// | [`split`](Self::split) | `KERNEL_SPLIT=auto\|off\|N` | `auto` |
 /// | [`cublas_dir`](Self::cublas_dir) | `KERNEL_CUBLAS_DIR` | none |
 ///
 /// ```
@@ -57,7 +58,7 @@ pub struct Settings {
     /// `kernel_runtime::autotune`.
     pub print_autotuning: bool,
     /// Build Hopper tensor maps for the entries that can use them; `false`: those entries copy
-    /// operand tiles with `cp.async` instead (to compare).
+    /// operand tiles with `cp.async` instead (to compare the two; set by code only).
     pub tma: bool,
     /// When launches split their programs' K loops over several blocks.
     pub split: SplitPolicy,
@@ -118,7 +119,7 @@ impl Settings {
             jit_ptx: flag("KERNEL_JIT_PTX"),
             sync: flag("KERNEL_SYNC"),
             print_autotuning: flag("KERNEL_PRINT_AUTOTUNING"),
-            tma: !flag("KERNEL_NO_TMA"),
+            tma: true,
             split,
             cublas_dir: var("KERNEL_CUBLAS_DIR").map(PathBuf::from),
         };
@@ -176,19 +177,21 @@ mod tests {
             ("KERNEL_JIT_PTX", "1"),
             ("KERNEL_SYNC", "1"),
             ("KERNEL_PRINT_AUTOTUNING", "1"),
-            ("KERNEL_NO_TMA", "1"),
             ("KERNEL_SPLIT", "off"),
             ("KERNEL_CUBLAS_DIR", "/c"),
         ]));
         assert!(warnings.is_empty());
         assert_eq!(s.cache_dir, Some(PathBuf::from("/k")));
         assert_eq!(s.ptx_dir, Some(PathBuf::from("/p")));
-        assert!(s.jit_ptx && s.sync && s.print_autotuning && !s.tma);
+        assert!(s.jit_ptx && s.sync && s.print_autotuning);
         assert_eq!(s.split, SplitPolicy::Off);
         assert_eq!(s.cublas_dir, Some(PathBuf::from("/c")));
         // Flags are on only for "1".
-        let (s, _) = Settings::from_vars(env(&[("KERNEL_SYNC", "yes"), ("KERNEL_NO_TMA", "0")]));
-        assert!(!s.sync && s.tma);
+        let (s, _) = Settings::from_vars(env(&[("KERNEL_SYNC", "yes")]));
+        assert!(!s.sync);
+        // Tensor maps are turned off by code only.
+        let (s, _) = Settings::from_vars(env(&[("KERNEL_NO_TMA", "1")]));
+        assert!(s.tma);
     }
 
     #[test]

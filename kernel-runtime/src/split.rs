@@ -10,10 +10,11 @@
 //! split beyond the order of the f32 additions (fixed: part 0 first), so every launch of the
 //! same plan gives the same bits.
 //!
-//! `KERNEL_SPLIT` (read once per process) chooses the policy: `auto` (default: [`split_plan`]
-//! with at most [`DEFAULT_MAX_PARTS`] parts), a number `N` (the same with at most `N` parts),
-//! `off` or `0` (never split), `force` (for tests: half the programs whole, the others in 3
-//! parts each, whatever the waves).
+//! [`Settings::split`](crate::Settings::split) (`KERNEL_SPLIT`) chooses the policy: `auto`
+//! (default: [`split_plan`] with at most [`DEFAULT_MAX_PARTS`] parts), a number `N` (the same
+//! with at most `N` parts), `off` or `0` (never split). Tests make every split-capable launch
+//! split, whatever the waves, inside [`with_forced_split`]
+//! (`kernel_runtime::testing::with_forced_split`).
 
 use std::cell::Cell;
 
@@ -53,8 +54,7 @@ pub const DEFAULT_MAX_PARTS: u32 = 4;
 /// when at least one full wave comes first and the last wave holds `r` programs with
 /// `2 r <= wave`, each of them runs on `min(wave / r, max_parts)` blocks, so that the last wave
 /// fills the GPU; otherwise nothing is split. (A grid of less than one wave is left alone: its
-/// programs' loops are short, and on an H100 splitting 512² cost more in hand-over than it
-/// gained.)
+/// programs' loops are short, and splitting them costs more in hand-over than it gains.)
 ///
 /// ```
 /// use kernel_runtime::{split_plan, SplitPlan};
@@ -127,8 +127,8 @@ pub fn wide_plan(programs: u32, wave: u32, max_parts: u32) -> SplitPlan {
     last_programs_split(programs, rem as u32, best_p as u32)
 }
 
-/// Which plan the launches inside [`with_split`] use when `KERNEL_SPLIT` is `auto` or a part
-/// count (`off` and `force` apply whatever the choice).
+/// Which plan the launches inside [`with_split`] use when the policy is `auto` or a part count
+/// (`off` and [`with_forced_split`] apply whatever the choice).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum SplitChoice {
     /// [`split_plan`]: only a last wave at most half full (the default).
@@ -155,6 +155,8 @@ impl SplitChoice {
 
 thread_local! {
     static CHOICE: Cell<SplitChoice> = const { Cell::new(SplitChoice::Auto) };
+    /// Whether [`with_forced_split`] runs on this thread.
+    static FORCED: Cell<bool> = const { Cell::new(false) };
     /// `Some` while [`probe_wide`] runs: whether a launch would have planned otherwise under
     /// [`SplitChoice::Wide`].
     static WIDE_DIFFERS: Cell<Option<bool>> = const { Cell::new(None) };
@@ -177,6 +179,43 @@ pub fn with_split<R>(choice: SplitChoice, f: impl FnOnce() -> R) -> R {
     }
     let _restore = Restore(CHOICE.with(|c| c.replace(choice)));
     f()
+}
+
+/// For tests: runs `f` with every split-capable launch it makes on this thread splitting half
+/// its programs (the last ones) in 3 parts each, whatever the waves and the policy, so that the
+/// split entries run on small grids too (the previous state is restored afterwards, also when
+/// `f` panics). Launches on the CPU backend are not split.
+///
+/// ```
+/// use kernel_runtime::testing::with_forced_split;
+/// assert_eq!(with_forced_split(|| 1 + 1), 2);
+/// ```
+pub fn with_forced_split<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            FORCED.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(FORCED.with(|c| c.replace(true)));
+    f()
+}
+
+/// Whether launches on this thread are inside [`with_forced_split`].
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn forced() -> bool {
+    FORCED.with(Cell::get)
+}
+
+/// The plan of [`with_forced_split`]: the first half of the programs whole, the others in 3
+/// parts.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn forced_plan(programs: u32) -> SplitPlan {
+    let whole = programs / 2;
+    match (programs - whole).checked_mul(3).and_then(|b| b.checked_add(whole)) {
+        Some(blocks) if programs > 0 => SplitPlan { whole, parts: 3, blocks },
+        _ => SplitPlan::none(programs),
+    }
 }
 
 /// The choice of the launches on this thread now.
@@ -233,8 +272,6 @@ pub enum SplitPolicy {
     Auto(u32),
     /// Never split (`KERNEL_SPLIT=off`).
     Off,
-    /// Half the programs whole, the others in 3 parts (`KERNEL_SPLIT=force`; for tests).
-    Force,
 }
 
 impl Default for SplitPolicy {
@@ -246,7 +283,7 @@ impl Default for SplitPolicy {
 
 impl SplitPolicy {
     /// The policy a `KERNEL_SPLIT` value asks for (`None`, empty or `auto`: the default;
-    /// `off`, `0` or `1`; `force`; a part count in 2..=64), or why the value is not one.
+    /// `off`, `0` or `1`; a part count in 2..=64), or why the value is not one.
     ///
     /// # Errors
     /// A message naming the value and the accepted ones.
@@ -254,10 +291,9 @@ impl SplitPolicy {
         match v.map(str::trim) {
             None | Some("" | "auto") => Ok(SplitPolicy::Auto(DEFAULT_MAX_PARTS)),
             Some("off" | "0" | "1") => Ok(SplitPolicy::Off),
-            Some("force") => Ok(SplitPolicy::Force),
             Some(s) => match s.parse::<u32>() {
                 Ok(n) if (2..=64).contains(&n) => Ok(SplitPolicy::Auto(n)),
-                _ => Err(format!("KERNEL_SPLIT={s:?} is not one of auto, off, force or a part count in 2..=64")),
+                _ => Err(format!("KERNEL_SPLIT={s:?} is not one of auto, off or a part count in 2..=64")),
             },
         }
     }
@@ -277,13 +313,6 @@ impl SplitPolicy {
                 SplitChoice::Wide => wide_plan(programs, wave, max),
             },
             SplitPolicy::Off => SplitPlan::none(programs),
-            SplitPolicy::Force => {
-                let whole = programs / 2;
-                match (programs - whole).checked_mul(3).and_then(|b| b.checked_add(whole)) {
-                    Some(blocks) if programs > 0 => SplitPlan { whole, parts: 3, blocks },
-                    _ => SplitPlan::none(programs),
-                }
-            }
         }
     }
 }
@@ -395,20 +424,23 @@ mod tests {
         assert_eq!(SplitPolicy::parse(Some("auto")), Ok(SplitPolicy::Auto(DEFAULT_MAX_PARTS)));
         assert_eq!(SplitPolicy::parse(Some("off")), Ok(SplitPolicy::Off));
         assert_eq!(SplitPolicy::parse(Some("0")), Ok(SplitPolicy::Off));
-        assert_eq!(SplitPolicy::parse(Some("force")), Ok(SplitPolicy::Force));
+        assert!(SplitPolicy::parse(Some("force")).is_err(), "forced splits are for tests: with_forced_split");
         assert_eq!(SplitPolicy::parse(Some("8")), Ok(SplitPolicy::Auto(8)));
         let e = SplitPolicy::parse(Some("lots")).unwrap_err();
-        assert!(e.contains("\"lots\"") && e.contains("auto, off, force"), "{e}");
+        assert!(e.contains("\"lots\"") && e.contains("auto, off or a part count"), "{e}");
         assert!(SplitPolicy::parse(Some("100")).is_err());
     }
 
     #[test]
     fn forced_plans_split_half_the_programs_in_three() {
-        let p = SplitPolicy::Force.plan(10, 132, SplitChoice::Auto);
+        let p = forced_plan(10);
         assert_eq!(p, SplitPlan { whole: 5, parts: 3, blocks: 20 });
         assert!(covers(p, 10));
-        assert_eq!(SplitPolicy::Force.plan(1, 132, SplitChoice::Wide), SplitPlan { whole: 0, parts: 3, blocks: 3 });
-        assert_eq!(SplitPolicy::Force.plan(0, 132, SplitChoice::Auto), SplitPlan::none(0));
+        assert_eq!(forced_plan(1), SplitPlan { whole: 0, parts: 3, blocks: 3 });
+        assert_eq!(forced_plan(0), SplitPlan::none(0));
+        assert!(!forced());
+        assert!(with_forced_split(forced));
+        assert!(!forced());
         assert_eq!(SplitPolicy::Off.plan(162, 132, SplitChoice::Wide), SplitPlan::none(162));
     }
 }

@@ -1,7 +1,8 @@
 //! Test and benchmark helpers (Triton's `triton.testing`): [`allclose`],
 //! [`assert_close`], [`matmul_ref_f64`], [`do_bench`] (wall clock) and
 //! [`do_bench_gpu`] (CUDA events, L2 flushed, Triton's warm-up/repetition budgets), and
-//! [`do_bench_gpu_interleaved`] (the same for several functions, their calls interleaved).
+//! [`do_bench_gpu_interleaved`] (the same for several functions, their calls interleaved);
+//! [`with_forced_split`] makes the launches in it split their K loops whatever the waves.
 //!
 //! ```
 //! use kernel_runtime::testing::{assert_close, matmul_ref_f64};
@@ -19,6 +20,8 @@ use crate::device::Device;
 use crate::dtype::{DType, DTypeKind};
 use crate::error::DeviceError;
 use crate::tensor::Tensor;
+
+pub use crate::split::with_forced_split;
 
 /// Absolute and relative tolerance: `|actual - expected| <= atol + rtol * |expected|`.
 ///

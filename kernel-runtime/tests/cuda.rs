@@ -3,10 +3,11 @@
 //! and the errors for missing, broken or stale PTX and for too much shared
 //! memory.
 //!
-//! They need a GPU and run only with `KERNEL_TEST_CUDA=1`; otherwise each
-//! prints a note on stderr and returns.
+//! They need a GPU and run only with `KERNEL_TEST_DEVICE=cuda` (the variable that runs the
+//! integration tests of the `tests` crate on the GPU); otherwise each prints a note on stderr
+//! and returns.
 //!
-//! `KERNEL_TEST_CUDA=1 cargo test -p kernel-runtime --test cuda -- --test-threads=1`
+//! `KERNEL_TEST_DEVICE=cuda cargo test -p kernel-runtime --test cuda -- --test-threads=1`
 //!
 //! Built only with the `cuda` feature (default).
 #![cfg(feature = "cuda")]
@@ -19,16 +20,16 @@ use kernel_runtime::__private::{
 };
 use kernel_runtime::{bf16, cdiv, f16, DType, DTypeKind, Device, DeviceError, LaunchError, Tensor};
 
-/// The GPU, or `None` (after a note on stderr) unless `KERNEL_TEST_CUDA=1`.
+/// The GPU, or `None` (after a note on stderr) unless `KERNEL_TEST_DEVICE=cuda`.
 fn gpu(test: &str) -> Option<Device> {
-    if std::env::var_os("KERNEL_TEST_CUDA").is_none_or(|v| v != "1") {
+    if std::env::var_os("KERNEL_TEST_DEVICE").is_none_or(|v| v != "cuda") {
         // Written to stderr directly, so the note shows through the test harness's capture.
-        let _ = writeln!(std::io::stderr(), "note: {test} skipped: set KERNEL_TEST_CUDA=1 to run it on a GPU");
+        let _ = writeln!(std::io::stderr(), "note: {test} skipped: set KERNEL_TEST_DEVICE=cuda to run it on a GPU");
         return None;
     }
     match Device::cuda(0) {
         Ok(d) => Some(d),
-        Err(e) => panic!("KERNEL_TEST_CUDA=1 but cuda:0 cannot be used: {e}"),
+        Err(e) => panic!("KERNEL_TEST_DEVICE=cuda but cuda:0 cannot be used: {e}"),
     }
 }
 

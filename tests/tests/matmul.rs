@@ -1,6 +1,7 @@
 //! The seeds' matmul on the CPU backend against a float64 reference on random data.
 
 use examples::matmul::{kernels, leaky_relu, matmul, matmul_into, swish, MatmulError};
+use kernel_runtime::testing::with_forced_split;
 use kernel_runtime::{f16, Func, Tensor};
 use tests::*;
 
@@ -78,7 +79,7 @@ fn launch_config_act(cfg: usize, a: &Tensor<f16>, b: &Tensor<f16>, c: &Tensor<f1
 
 /// Every config, without and with each fused activation. The swish instances whose accumulators
 /// do not fit the tensor-core register budget take the general (f32 FMA) `dot` and K loop, which
-/// split launches split too (run with `KERNEL_SPLIT=force` by `scripts/gpu-check.sh`); K = 150
+/// split launches split too (`every_launch_again_with_forced_splits`); K = 150
 /// gives every config several K iterations and a tail.
 #[test]
 fn every_autotune_config_is_correct() {
@@ -283,4 +284,37 @@ fn undeclared_activation_is_a_launch_error() {
     let err = matmul(&a, &b, Some(Func::new("gelu"))).unwrap_err();
     let msg = err.to_string();
     assert!(msg.contains("matmul_kernel") && msg.contains("ACTIVATION"), "{msg}");
+}
+
+/// The launches of the tests above again, with half of every launch's programs (the last ones)
+/// split in 3 parts whatever the waves (`with_forced_split`; by default only last waves at most
+/// half full are split), so the split entries of every config and activation run on small and
+/// ragged grids. GPU only: the CPU backend does not split.
+#[test]
+fn every_launch_again_with_forced_splits() {
+    if !tests::test_device().is_cuda() {
+        return;
+    }
+    with_forced_split(|| {
+        square_512_matches_reference();
+        non_multiple_sizes_300x500x200();
+        k_needs_masking();
+        tiny_and_degenerate_shapes();
+        fused_leaky_relu();
+        fused_swish();
+        every_autotune_config_is_correct();
+        every_autotune_config_on_misaligned_and_aligned_views();
+        every_autotune_config_on_tensor_map_shapes();
+        split_last_waves_match_the_reference();
+        wide_split_plans_match_the_reference();
+        transposed_views_use_strides();
+        views_with_offsets_use_strides_and_offsets();
+    });
+}
+
+/// Ragged sizes (masked edges in M, N and K) with forced splits: one short test, which
+/// `scripts/gpu-check.sh` also runs under compute-sanitizer.
+#[test]
+fn forced_split_ragged_300x260x200() {
+    with_forced_split(|| check(300, 260, 200, None, identity, 12));
 }

@@ -55,12 +55,16 @@ pub(crate) fn split_launch(dev: &CudaDevice, info: &'static KernelInfo, index: u
 
 /// The plan for `programs` programs of an entry with `blocks_per_sm` blocks per SM on `dev`
 /// under this thread's [`SplitChoice`], within the device's grid limit and the workspace's
-/// counters. Under [`SplitChoice::Auto`] it also notes whether [`SplitChoice::Wide`] would
-/// plan otherwise (autotuning then times both).
+/// counters (inside [`split::with_forced_split`]: the forced plan). Under
+/// [`SplitChoice::Auto`] it also notes whether [`SplitChoice::Wide`] would plan otherwise
+/// (autotuning then times both).
 fn plan(dev: &CudaDevice, programs: u32, blocks_per_sm: u32) -> SplitPlan {
     let policy = SplitPolicy::current();
     let wave = dev.sm_count.saturating_mul(blocks_per_sm.max(1));
     let fits = |p: SplitPlan| if p.blocks > dev.max_grid[0] || p.split_programs() > MAX_SLOTS { SplitPlan::none(programs) } else { p };
+    if split::forced() {
+        return fits(split::forced_plan(programs));
+    }
     let choice = split::current_choice();
     let p = fits(policy.plan(programs, wave, choice));
     if choice == SplitChoice::Auto {

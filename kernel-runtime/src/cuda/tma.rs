@@ -167,7 +167,7 @@ fn encode(dev: &CudaDevice, op: &TmaOperand, kind: DTypeKind, v: View) -> Result
     Ok(bytes)
 }
 
-/// Whether tensor maps are off ([`Settings::tma`](crate::Settings::tma), `KERNEL_NO_TMA=1`):
+/// Whether tensor maps are off ([`Settings::tma`](crate::Settings::tma) is false):
 /// launches build none, so entries copy every operand with `cp.async` (to compare the two).
 fn disabled() -> bool {
     !crate::Settings::current().tma
