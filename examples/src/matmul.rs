@@ -46,8 +46,8 @@ pub mod kernels {
             config(BLOCK_SIZE_M = 64, BLOCK_SIZE_N = 64, BLOCK_SIZE_K = 64, GROUP_SIZE_M = 8, num_stages = 4, num_warps = 4),
             config(BLOCK_SIZE_M = 128, BLOCK_SIZE_N = 64, BLOCK_SIZE_K = 64, GROUP_SIZE_M = 8, num_stages = 4, num_warps = 4),
             // 128x192 tiles: fuller last waves where 128x256 tiles leave SMs idle (3072: 2.9
-            // waves of 132 SMs instead of 2.2); four stages (five 40 KiB buffers on sm_90a) ran
-            // about 1 % faster than three at 1536-3072 on an H100.
+            // waves of 132 SMs instead of 2.2); four stages (five 40 KiB buffers on sm_90a),
+            // which time better than three at 1536-3072 (BENCHMARKS.md).
             config(BLOCK_SIZE_M = 128, BLOCK_SIZE_N = 192, BLOCK_SIZE_K = 64, GROUP_SIZE_M = 8, num_stages = 4, num_warps = 8),
             // BLOCK_SIZE_K = 128: half the K iterations again for the small sizes, whose time
             // is per-iteration latency (each iteration's wait, barrier and issue).

@@ -722,7 +722,7 @@ fn decide(
     let mut timer = CudaTimer { dev: Arc::clone(dev) };
     // Each config first under the default plan; then, for each config whose launch would have
     // planned otherwise under the wide one and whose time is within RECHECK_FACTOR of the best,
-    // again with it (on an H100 the wide plan never won a matmul decision: see BENCHMARKS.md).
+    // again with it.
     let n = info.configs.len();
     let wide_differs: Vec<std::cell::Cell<bool>> = (0..n).map(|_| std::cell::Cell::new(false)).collect();
     let mut run_candidate = |i: usize| -> Result<(), LaunchError> {

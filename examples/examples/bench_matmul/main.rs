@@ -15,8 +15,8 @@
 //! timed together with their calls interleaved
 //! (`kernel_runtime::testing::do_bench_gpu_interleaved`), so that each sees the same GPU
 //! clock: after the host-side checks the GPU is idle, and an H100 timed after an idle spell
-//! runs above the clock it holds once at its power limit, which favoured whichever provider
-//! was timed first (BENCHMARKS.md, tenth session). `--sequential` times them one
+//! runs above the clock it holds once at its power limit, which favours whichever provider
+//! is timed first (BENCHMARKS.md). `--sequential` times them one
 //! after the other instead (`do_bench_gpu` per provider, Triton's `perf_report` order).
 //! Autotuning happens during the check, so it is not timed (`KERNEL_PRINT_AUTOTUNING=1`
 //! shows it).

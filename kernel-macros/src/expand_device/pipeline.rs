@@ -887,7 +887,7 @@ impl DevGen<'_> {
         let body = if use_tma {
             // Reader barriers (see `tma_loop`) where they measured faster than a block barrier per
             // iteration: blocks of two or more warpgroups, or K tiles of 128 and more (H100,
-            // BENCHMARKS.md, tenth session); with one warpgroup and shallower tiles the extra
+            // BENCHMARKS.md); with one warpgroup and shallower tiles the extra
             // arrive and wait per iteration cost more than the barrier they replace.
             let readers = stages >= 3 && (threads >= 256 || kk >= 128);
             // `stages` barriers that the copies complete, then, with reader barriers, `stages`

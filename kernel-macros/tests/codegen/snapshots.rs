@@ -21,7 +21,7 @@
 //!   launches. `POLICIES` limits what is written for a few kernels.
 //!
 //! Rust is formatted by `prettyplease`, then indented by 2 spaces per level instead of 4 (the
-//! generated code nests deeply: 4-space indentation was over half of the bytes).
+//! generated code nests deeply: 4-space indentation would be over half of the bytes).
 //!
 //! A per-instance device plan (issue 21) is meant to become one more file per instance
 //! (`<instance>.plan`), from a field of `kernel::LoweredInstance`.
