@@ -170,10 +170,17 @@ fn build_one(root: &Path, tc: &Toolchain, ptxas: &Ptxas, krate: &Path, arch: &st
     // Written last, only when everything passed: a manifest never describes a failed build.
     let manifest_path = out_dir.join(format!("{name}.manifest.json"));
     let cubin_path = out_dir.join(format!("{name}.cubin"));
-    // The link, `ptxas` and manifest steps depend only on the rlibs, the tools and the
-    // options: when none changed since the last successful build, its outputs stand.
+    // The crate's own bitcode (its rlibs and its dependencies', linked): what the later steps
+    // compile. When it, the tools and the options are those of the last successful build, that
+    // build's outputs stand (an edit that leaves the code as it was, a comment, rebuilds nothing).
+    let own_bc = link_dir.join(format!("{name}.own.bc"));
+    // In a fixed order (cargo reports artifacts in the order they finish): the same code links
+    // to the same bitcode.
+    llvm(tc, "llvm-link", |c| {
+        c.arg("--ignore-non-bitcode").args(sorted(&art.own)).arg("-o").arg(&own_bc);
+    })?;
     let key_path = link_dir.join(format!("{name}.key"));
-    let key = build_key(&art, tc, ptxas, arch, lenient)?;
+    let key = build_key(&own_bc, &art, tc, ptxas, arch, lenient)?;
     let outputs = [&manifest_path, &ptx_path, &cubin_path];
     if std::fs::read_to_string(&key_path).is_ok_and(|k| k == key) && outputs.iter().all(|p| p.is_file()) {
         eprintln!(
@@ -189,10 +196,6 @@ fn build_one(root: &Path, tc: &Toolchain, ptxas: &Ptxas, krate: &Path, arch: &st
             std::fs::remove_file(stale).with_context(|| format!("removing {}", stale.display()))?;
         }
     }
-    let own_bc = link_dir.join(format!("{name}.own.bc"));
-    llvm(tc, "llvm-link", |c| {
-        c.arg("--ignore-non-bitcode").args(&art.own).arg("-o").arg(&own_bc);
-    })?;
     let exported = kernel_names(tc, &own_bc)?;
     let entries: Vec<String> = exported.iter().filter(|n| !n.starts_with(METADATA_PREFIX)).cloned().collect();
     ensure!(
@@ -204,7 +207,7 @@ fn build_one(root: &Path, tc: &Toolchain, ptxas: &Ptxas, krate: &Path, arch: &st
     std::fs::write(&entries_file, exported.join("\n") + "\n")?;
     let linked_bc = link_dir.join(format!("{name}.linked.bc"));
     llvm(tc, "llvm-link", |c| {
-        c.arg("--ignore-non-bitcode").arg(&own_bc).arg("--only-needed").args(&art.std).arg("-o").arg(&linked_bc);
+        c.arg("--ignore-non-bitcode").arg(&own_bc).arg("--only-needed").args(sorted(&art.std)).arg("-o").arg(&linked_bc);
     })?;
     let opt_bc = link_dir.join(format!("{name}.opt.bc"));
     llvm(tc, "opt", |c| {
@@ -285,15 +288,13 @@ fn build_one(root: &Path, tc: &Toolchain, ptxas: &Ptxas, krate: &Path, arch: &st
     Ok(())
 }
 
-/// What the steps after the device `cargo build` depend on: the contents of every rlib they
-/// read, the tool versions, the architecture and `--lenient` (a lenient build may have passed
-/// with spills that a strict one rejects).
-fn build_key(art: &Artifacts, tc: &Toolchain, ptxas: &Ptxas, arch: &str, lenient: bool) -> Result<String> {
+/// What the steps after the device `cargo build` depend on: the crate's linked bitcode, the
+/// standard library's rlibs, the tool versions, the architecture and `--lenient` (a lenient
+/// build may have passed with spills that a strict one rejects).
+fn build_key(own_bc: &Path, art: &Artifacts, tc: &Toolchain, ptxas: &Ptxas, arch: &str, lenient: bool) -> Result<String> {
     let mut key = format!("rustc: {}\nptxas: {} {}\narch: {arch}\nlenient: {lenient}\n", tc.version, ptxas.version, ptxas.path.display());
-    for rlib in sorted(&art.own) {
-        let bytes = std::fs::read(rlib).with_context(|| format!("reading {}", rlib.display()))?;
-        let _ = writeln!(key, "{:016x} {}", kernel_formats::fnv1a64(&bytes), rlib.display());
-    }
+    let bytes = std::fs::read(own_bc).with_context(|| format!("reading {}", own_bc.display()))?;
+    let _ = writeln!(key, "bitcode: {:016x}", kernel_formats::fnv1a64(&bytes));
     // `core` and `compiler_builtins` (40 MB) change only with the toolchain or the flags, and
     // then cargo rewrites them: their size and time stand for their contents.
     for rlib in sorted(&art.std) {

@@ -35,7 +35,7 @@ struct PipePlan {
 }
 
 /// The code of chunk `jc`'s base pointer in the K loop.
-type ChunkPtr<'a> = Box<dyn Fn(&TokenStream) -> TokenStream + 'a>;
+type ChunkPtr<'a> = Box<dyn Fn(usize) -> TokenStream + 'a>;
 
 /// The tensor-map copy of one operand (sm_90a): the map's slot and, per iteration, the code of
 /// its copies (thread 0) and of the fix-up of masked elements (every thread).
@@ -313,21 +313,16 @@ impl DevGen<'_> {
                 let bytes = 2 * i;
                 quote!((#p as usize) == (__p0 as usize) + #bytes)
             }).collect::<Vec<_>>();
-            // `body` for each chunk `__jc` of this thread (chunk `__c` of the tile), written once;
-            // the range test folds away for the chunks every thread has.
-            let guard = |body: TokenStream| -> TokenStream {
-                self.unrolled(
-                    per_thread,
-                    quote!(__jc),
-                    quote! {
-                        let __c: usize = __jc * #threads + __tid;
-                        if (__jc + 1) * #threads <= #chunks || __c < #chunks { #body }
-                    },
-                )
+            let guard = |jc: usize, body: TokenStream| -> TokenStream {
+                if (jc + 1) * threads <= chunks {
+                    quote!({ let __c: usize = #jc * #threads + __tid; #body })
+                } else {
+                    quote!({ let __c: usize = #jc * #threads + __tid; if __c < #chunks { #body } })
+                }
             };
             // `chunk_ptr`: the chunk's base pointer (misaligned when the chunk is not contiguous);
             // `proven_ptr`: the same for the loop version where every chunk is proven contiguous.
-            let (pb_t, pb_init, chunk_ptr, proven_ptr, pre_chunks): (TokenStream, TokenStream, ChunkPtr<'_>, ChunkPtr<'_>, TokenStream) = match split {
+            let (pb_t, pb_init, chunk_ptr, proven_ptr, pre_chunks): (TokenStream, TokenStream, ChunkPtr<'_>, ChunkPtr<'_>, Vec<TokenStream>) = match split {
                 Some((p, o)) => {
                     let ot = self.elem(&k.exprs[o].ty);
                     let offs: Vec<TokenStream> = (0..8).map(|i| self.operand(op.base, o, &at(i))).collect();
@@ -339,37 +334,51 @@ impl DevGen<'_> {
                     }).collect::<Vec<_>>();
                     let pv = self.ev(p, &At::Own);
                     let pv2 = pv.clone();
-                    let chunks_code = guard(quote! {
-                        let __f0: usize = __c * 8;
-                        #(let #o_names: #ot = #offs;)*
-                        #pb[__jc] = if true #(&& #contiguous)* { __o0 } else { <#ot as #d::Bounds>::lowest() };
-                        if #pb[__jc] != <#ot as #d::Bounds>::lowest() {
-                            __al = __al && (#d::ptr_add(#pv, __o0) as usize) % 16 == 0;
-                            let __o: i64 = #d::cast::<#ot, i64>(__o0);
-                            #lo = if __o < #lo { __o } else { #lo };
-                            #hi = if __o > #hi { __o } else { #hi };
-                        } else {
-                            __nc = true;
-                        }
-                    });
+                    let chunks_code = (0..per_thread)
+                        .map(|jc| {
+                            guard(
+                                jc,
+                                quote! {
+                                    let __f0: usize = __c * 8;
+                                    #(let #o_names: #ot = #offs;)*
+                                    #pb[#jc] = if true #(&& #contiguous)* { __o0 } else { <#ot as #d::Bounds>::lowest() };
+                                    if #pb[#jc] != <#ot as #d::Bounds>::lowest() {
+                                        __al = __al && (#d::ptr_add(#pv, __o0) as usize) % 16 == 0;
+                                        let __o: i64 = #d::cast::<#ot, i64>(__o0);
+                                        #lo = if __o < #lo { __o } else { #lo };
+                                        #hi = if __o > #hi { __o } else { #hi };
+                                    } else {
+                                        __nc = true;
+                                    }
+                                },
+                            )
+                        })
+                        .collect();
                     let (pb2, e2) = (pb.clone(), e.clone());
                     let pb3 = pb.clone();
                     (
                         ot.clone(),
                         quote!(<#ot as #d::Bounds>::lowest()),
-                        Box::new(move |jc: &TokenStream| quote!({ let __b: *mut #e2 = #d::ptr_add(#pv, #pb2[#jc]); if #pb2[#jc] != <#ot as #d::Bounds>::lowest() { __b } else { (__b as *mut u8).wrapping_add(1) as *mut #e2 } })),
-                        Box::new(move |jc: &TokenStream| quote!(#d::ptr_add(#pv2, #pb3[#jc]))),
+                        Box::new(move |jc: usize| quote!({ let __b: *mut #e2 = #d::ptr_add(#pv, #pb2[#jc]); if #pb2[#jc] != <#ot as #d::Bounds>::lowest() { __b } else { (__b as *mut u8).wrapping_add(1) as *mut #e2 } })),
+                        Box::new(move |jc: usize| quote!(#d::ptr_add(#pv2, #pb3[#jc]))),
                         chunks_code,
                     )
                 }
                 None => {
-                    let chunks_code = guard(quote! {
-                        let __f0: usize = __c * 8;
-                        #(let #p_names = #bases;)*
-                        #pb[__jc] = if true #(&& #contiguous)* { __p0 } else { (__p0 as *mut u8).wrapping_add(1) as *mut #e };
-                    });
+                    let chunks_code = (0..per_thread)
+                        .map(|jc| {
+                            guard(
+                                jc,
+                                quote! {
+                                    let __f0: usize = __c * 8;
+                                    #(let #p_names = #bases;)*
+                                    #pb[#jc] = if true #(&& #contiguous)* { __p0 } else { (__p0 as *mut u8).wrapping_add(1) as *mut #e };
+                                },
+                            )
+                        })
+                        .collect();
                     let (pb2, pb3) = (pb.clone(), pb.clone());
-                    (quote!(*mut #e), quote!(::core::ptr::null_mut()), Box::new(move |jc: &TokenStream| quote!(#pb2[#jc])), Box::new(move |jc: &TokenStream| quote!(#pb3[#jc])), chunks_code)
+                    (quote!(*mut #e), quote!(::core::ptr::null_mut()), Box::new(move |jc: usize| quote!(#pb2[#jc])), Box::new(move |jc: usize| quote!(#pb3[#jc])), chunks_code)
                 }
             };
             pre.push(quote! {
@@ -378,7 +387,7 @@ impl DevGen<'_> {
                 let mut #hi: i64 = i64::MIN;
                 let mut __nc: bool = false;
                 let mut __al: bool = true;
-                #pre_chunks
+                #(#pre_chunks)*
                 // A chunk that is not contiguous or not 16-byte aligned takes the element path:
                 // no unchecked version.
                 if __nc || !__al {
@@ -453,21 +462,28 @@ impl DevGen<'_> {
             // element (`scalar`, rare: edges, unaligned or strided operands). `__f0` and the
             // shared offset are recomputed per iteration (a few integer operations) rather than
             // hoisted out of the loop into registers, except where `so` says otherwise.
-            let chunk_code = |ptr: &ChunkPtr<'_>, so: &dyn Fn(&TokenStream) -> TokenStream, test: &TokenStream, scalar: &TokenStream| -> TokenStream {
-                let (cp, so_jc) = (ptr(&quote!(__jc)), so(&quote!(__jc)));
-                guard(quote! {
-                    let __f0: usize = #d::opaque_usize(__c * 8);
-                    let __g: *mut #e = #d::ptr_add(#cp, #off);
-                    let __so: usize = __dst + #so_jc;
-                    if #test {
-                        #d::cp_async_16(#d::smem_addr() + __so as u32, __g as *const u8);
-                    } else {
-                        let __sp = __smem.add(__so) as *mut #e;
-                        #scalar
-                    }
-                })
+            let chunk_code = |ptr: &ChunkPtr<'_>, so: &dyn Fn(usize) -> TokenStream, test: &TokenStream, scalar: &TokenStream| -> Vec<TokenStream> {
+                (0..per_thread)
+                    .map(|jc| {
+                        let (cp, so_jc) = (ptr(jc), so(jc));
+                        guard(
+                            jc,
+                            quote! {
+                                let __f0: usize = #d::opaque_usize(__c * 8);
+                                let __g: *mut #e = #d::ptr_add(#cp, #off);
+                                let __so: usize = __dst + #so_jc;
+                                if #test {
+                                    #d::cp_async_16(#d::smem_addr() + __so as u32, __g as *const u8);
+                                } else {
+                                    let __sp = __smem.add(__so) as *mut #e;
+                                    #scalar
+                                }
+                            },
+                        )
+                    })
+                    .collect()
             };
-            let recomputed = |_: &TokenStream| quote!((#s0) * 2);
+            let recomputed = |_: usize| quote!((#s0) * 2);
             let issue_chunks = chunk_code(&chunk_ptr, &recomputed, &quote!(#all && (__g as usize) % 16 == 0 && #fits), &scalar);
             // The proven version: every chunk is contiguous, 16-byte aligned and inside its
             // buffer in every iteration, so only the mask is tested. `wgmma` bodies compute each
@@ -475,15 +491,20 @@ impl DevGen<'_> {
             // `mma.sync` bodies need those registers for their fragments and recompute it.
             let so = format_ident!("__so{}", oi);
             let fast_chunks = if wg {
-                let so_init = guard(quote! {
-                    let __f0: usize = __c * 8;
-                    #so[__jc] = ((#s0) * 2) as u32;
+                let so_init = (0..per_thread).map(|jc| {
+                    guard(
+                        jc,
+                        quote! {
+                            let __f0: usize = __c * 8;
+                            #so[#jc] = ((#s0) * 2) as u32;
+                        },
+                    )
                 });
                 pre.push(quote! {
                     let mut #so: [u32; #per_thread] = [0u32; #per_thread];
-                    #so_init
+                    #(#so_init)*
                 });
-                chunk_code(&proven_ptr, &|jc: &TokenStream| quote!(#so[#jc] as usize), &all, &fast_scalar)
+                chunk_code(&proven_ptr, &|jc: usize| quote!(#so[#jc] as usize), &all, &fast_scalar)
             } else {
                 chunk_code(&proven_ptr, &recomputed, &all, &fast_scalar)
             };
@@ -729,11 +750,11 @@ impl DevGen<'_> {
                 tma_ops.push(TmaOp { copies: quote!(#(#copies)*), fixup, check });
                 tma_descs.push(t.clone());
             }
-            let op_code = |chunks: &TokenStream| {
+            let op_code = |chunks: &[TokenStream]| {
                 quote! {{
                     let #off: i64 = #off_expr;
                     let __dst: usize = #tile_off + __buf * #stage_bytes;
-                    #chunks
+                    #(#chunks)*
                 }}
             };
             issue_ops.push(op_code(&issue_chunks));
@@ -887,7 +908,7 @@ impl DevGen<'_> {
         let body = if use_tma {
             // Reader barriers (see `tma_loop`) where they measured faster than a block barrier per
             // iteration: blocks of two or more warpgroups, or K tiles of 128 and more (H100,
-            // BENCHMARKS.md); with one warpgroup and shallower tiles the extra
+            // BENCHMARKS.md, tenth session); with one warpgroup and shallower tiles the extra
             // arrive and wait per iteration cost more than the barrier they replace.
             let readers = stages >= 3 && (threads >= 256 || kk >= 128);
             // `stages` barriers that the copies complete, then, with reader barriers, `stages`

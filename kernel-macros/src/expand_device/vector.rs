@@ -79,12 +79,17 @@ impl DevGen<'_> {
         let (pre, post) = self.staging(&staged);
         let threads = self.threads;
         if let Layout::Mma { .. } = layout {
-            let f = Self::mma_flat_at(layout, &quote!(__j));
-            let copies = self.unrolled(2, quote!(__v), quote!(let __j: usize = 2 * __p + __v; let __f: usize = #f; #b));
-            let pairs = self.unrolled(self.slots(numel, layout) / 2, quote!(__p), quote!(#decls #copies #after));
+            let pairs = (0..self.slots(numel, layout) / 2).map(|p| {
+                let copies = (0..2).map(|i| {
+                    let j = 2 * p + i;
+                    let f = Self::mma_flat(layout, j);
+                    quote!({ let __v: usize = #i; let __j: usize = #j; let __f: usize = #f; #b })
+                });
+                quote!({ #decls #(#copies)* #after })
+            });
             return quote! {
                 #pre
-                #pairs
+                #(#pairs)*
                 #post
             };
         }
