@@ -33,7 +33,13 @@ for d in target/difftest/bundle/difftest_*; do
     [ -x "$d" ] && run "difftest-$(basename "$d")" env KERNEL_PTX_DIR="$PWD/target/difftest/bundle/ptx" "$d"
 done
 for b in target/gpu-bundle/bin/*; do
-    run "example-$(basename "$b")" "$b"
+    if [ "$(basename "$b")" = kernel-crate ]; then
+        # The template downstream crate embeds its PTX: run it from the binary alone, with no
+        # KERNEL_PTX_DIR and from / (no target/ptx on the way up).
+        run "example-$(basename "$b")" env -u KERNEL_PTX_DIR --chdir=/ "$PWD/$b"
+    else
+        run "example-$(basename "$b")" "$b"
+    fi
 done
 if command -v compute-sanitizer >/dev/null; then
     for tool in memcheck racecheck synccheck; do

@@ -14,6 +14,20 @@ fn rt() -> TokenStream {
     quote!(::kernel_runtime::__private)
 }
 
+/// The `embedded` field of a kernel's `ModuleInfo`: the crate root's `__KERNEL_EMBEDDED_PTX`
+/// (defined by `kernel_std::embed_ptx!()`) when the crate's build script built and embedded its
+/// device code, which it says by setting `KERNEL_EMBEDDED_PTX` to the library's name for its
+/// compilation (`cargo:rustc-env`, which reaches this macro's process); else nothing. The
+/// variable reaches every target of the package, so binaries, tests and examples (other crate
+/// names, or `CARGO_BIN_NAME` set) do not take it.
+fn embedded_modules() -> TokenStream {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    match (var("KERNEL_EMBEDDED_PTX"), var("CARGO_CRATE_NAME")) {
+        (Some(lib), Some(krate)) if lib == krate && var("CARGO_BIN_NAME").is_none() => quote!(crate::__KERNEL_EMBEDDED_PTX),
+        _ => quote!(&[]),
+    }
+}
+
 fn dtype_kind(d: DType) -> TokenStream {
     let rt = rt();
     let v = format_ident!(
@@ -421,6 +435,7 @@ pub fn module(
     let n_configs = inst.configs.len();
     let n_ptrs = sig.params.iter().filter(|p| matches!(p.kind, ParamKind::Ptr(_))).count();
     let autotuned = inst.autotuned;
+    let embedded = embedded_modules();
 
     quote! {
         #(#docs)*
@@ -447,7 +462,7 @@ pub fn module(
                 configs: CONFIGS,
                 key: &[#(#key_names),*],
                 instances: &[#(#instance_infos),*],
-                module: #rt::ModuleInfo { crate_name: env!("CARGO_CRATE_NAME"), manifest_dir: env!("CARGO_MANIFEST_DIR") },
+                module: #rt::ModuleInfo { crate_name: env!("CARGO_CRATE_NAME"), manifest_dir: env!("CARGO_MANIFEST_DIR"), embedded: #embedded },
             };
 
             fn __meta_for(__config: usize, #(#launch_meta_params),*) -> Meta {

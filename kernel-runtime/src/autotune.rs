@@ -797,7 +797,7 @@ mod tests {
         configs: &CONFIGS,
         key: &["M", "N"],
         instances: &[],
-        module: ModuleInfo { crate_name: "examples", manifest_dir: "." },
+        module: ModuleInfo { crate_name: "examples", manifest_dir: ".", embedded: &[] },
     };
 
     fn key(m: i64) -> CacheKey {

@@ -94,7 +94,7 @@ pub struct ParamInfo {
 ///     configs: &[Config::new(&[("BLOCK", MetaValue::Int(1024))], 4, 2)],
 ///     key: &["n"],
 ///     instances: &[],
-///     module: ModuleInfo { crate_name: "t", manifest_dir: "." },
+///     module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] },
 /// };
 /// assert_eq!(INFO.ptr_params().count(), 1);
 /// ```
@@ -163,13 +163,53 @@ pub struct TmaOperand {
     pub swizzle: u32,
 }
 
-/// The crate that defines a kernel: its PTX is `target/ptx/<arch>/<crate_name>.ptx`.
+/// The crate that defines a kernel: its PTX is embedded in the binary (`embedded`, when the
+/// crate's build script uses `kernel-build` and its root `kernel_std::embed_ptx!()`), or found
+/// on disk as `target/ptx/<arch>/<crate_name>.ptx` (see `cuda::ptx` for the order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ModuleInfo {
     /// `CARGO_CRATE_NAME` of the defining crate.
     pub crate_name: &'static str,
     /// `CARGO_MANIFEST_DIR` of the defining crate at build time.
     pub manifest_dir: &'static str,
+    /// The device code built into the binary, one module per architecture; empty when the
+    /// crate embeds none.
+    pub embedded: &'static [EmbeddedModule],
+}
+
+/// The device code of a crate for one architecture, embedded in the binary by
+/// `kernel_std::embed_ptx!()` from the files `kernel_build::Builder` wrote to `OUT_DIR`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct EmbeddedModule {
+    /// `sm_80`, `sm_90`, `sm_90a`.
+    pub arch: &'static str,
+    /// Where the PTX was at build time (for messages; never read at run time).
+    pub path: &'static str,
+    /// The PTX text.
+    pub ptx: &'static [u8],
+    /// The cubin `ptxas` assembled from it for `arch` (empty: none).
+    pub cubin: &'static [u8],
+    /// The manifest (`kernel_formats::manifest`) describing both (empty: none).
+    pub manifest: &'static str,
+}
+
+impl fmt::Debug for EmbeddedModule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EmbeddedModule")
+            .field("arch", &self.arch)
+            .field("path", &self.path)
+            .field("ptx_bytes", &self.ptx.len())
+            .field("cubin_bytes", &self.cubin.len())
+            .field("manifest_bytes", &self.manifest.len())
+            .finish()
+    }
+}
+
+impl std::hash::Hash for EmbeddedModule {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        // Cheap and consistent with `Eq`: the contents are megabytes.
+        (self.arch, self.path, self.ptx.len(), self.cubin.len()).hash(state);
+    }
 }
 
 /// A scalar kernel argument, in declaration order among the scalar parameters.
@@ -227,7 +267,7 @@ impl ScalarArg {
 /// use kernel_runtime::__private::{autotune, KernelInfo, ModuleInfo};
 /// static INFO: KernelInfo = KernelInfo {
 ///     name: "noop", params: &[], configs: &[], key: &[], instances: &[],
-///     module: ModuleInfo { crate_name: "doc", manifest_dir: "." },
+///     module: ModuleInfo { crate_name: "doc", manifest_dir: ".", embedded: &[] },
 /// };
 /// assert_eq!(autotune(&INFO, &[], &[], "()", &mut |_| Ok(())).unwrap().config, 0);
 /// ```
@@ -274,7 +314,7 @@ pub fn autotune(
 /// use kernel_runtime::__private::{launch, KernelInfo, ModuleInfo};
 /// static INFO: KernelInfo = KernelInfo {
 ///     name: "noop", params: &[], configs: &[], key: &[], instances: &[],
-///     module: ModuleInfo { crate_name: "doc", manifest_dir: "." },
+///     module: ModuleInfo { crate_name: "doc", manifest_dir: ".", embedded: &[] },
 /// };
 /// launch(&INFO, 0, &[], [1, 1, 1], &[], &|_| Ok(())).unwrap();
 /// ```
@@ -304,7 +344,7 @@ impl KernelInfo {
     /// ```
     /// use kernel_runtime::__private::{KernelInfo, ModuleInfo, ParamInfo, ParamKind};
     /// use kernel_runtime::DTypeKind;
-    /// let info = KernelInfo { name: "k", params: &[], configs: &[], key: &[], instances: &[], module: ModuleInfo { crate_name: "t", manifest_dir: "." } };
+    /// let info = KernelInfo { name: "k", params: &[], configs: &[], key: &[], instances: &[], module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] } };
     /// assert_eq!(info.ptr_params().count(), 0);
     /// ```
     pub fn ptr_params(&self) -> impl Iterator<Item = &'static ParamInfo> {
@@ -450,7 +490,7 @@ pub fn ptr_arg<'a, T: DType>(name: &'static str, t: &'a Tensor<T>) -> PtrArg<'a>
 ///     configs: &[],
 ///     key: &[],
 ///     instances: &[],
-///     module: ModuleInfo { crate_name: "t", manifest_dir: "." },
+///     module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] },
 /// };
 /// let y = Tensor::<i32>::zeros(&Device::cpu(), &[4]).unwrap();
 /// let site = Site { kernel: "fill_kernel", line: 1, column: 1 };
@@ -608,7 +648,7 @@ mod tests {
         configs: &[],
         key: &["n"],
         instances: &[],
-        module: ModuleInfo { crate_name: "t", manifest_dir: "." },
+        module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] },
     };
 
     const LOAD_X: Site = Site { kernel: "add_kernel", line: 10, column: 9 };
@@ -672,7 +712,7 @@ mod tests {
 
     #[test]
     fn smallest_failing_program_wins_and_others_stop() {
-        let info = KernelInfo { name: "fail", params: &[], configs: &[], key: &[], instances: &[], module: ModuleInfo { crate_name: "t", manifest_dir: "." } };
+        let info = KernelInfo { name: "fail", params: &[], configs: &[], key: &[], instances: &[], module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] } };
         let ran = std::sync::atomic::AtomicUsize::new(0);
         let err = launch_cpu(&info, &[], [64, 4, 2], &|ctx| {
             ran.fetch_add(1, Ordering::Relaxed);
@@ -694,7 +734,7 @@ mod tests {
             configs: &[],
             key: &[],
             instances: &[],
-            module: ModuleInfo { crate_name: "t", manifest_dir: "." },
+            module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] },
         };
         let out = Tensor::<i32>::zeros(&Device::cpu(), &[3 * 4 * 5]).unwrap();
         let site = Site { kernel: "ids", line: 1, column: 1 };
@@ -713,7 +753,7 @@ mod tests {
 
     #[test]
     fn panics_become_internal_errors() {
-        let info = KernelInfo { name: "bad", params: &[], configs: &[], key: &[], instances: &[], module: ModuleInfo { crate_name: "t", manifest_dir: "." } };
+        let info = KernelInfo { name: "bad", params: &[], configs: &[], key: &[], instances: &[], module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] } };
         let err = launch_cpu(&info, &[], [2, 1, 1], &|_| {
             let _ = crate::cpu::trans(&arange(0, 3));
             Ok(())

@@ -46,6 +46,36 @@ use core::marker::PhantomData;
 pub use half::{bf16, f16};
 pub use kernel_macros::{autotune, helper, kernel, kernel_module};
 
+/// Embeds the device code that the crate's build script built with `kernel_build::Builder`
+/// (PTX, cubin and manifest per architecture, from `OUT_DIR`) in the binary, so that the
+/// crate's kernels run on a GPU with nothing to find on disk. Invoke it once, at the crate
+/// root (`src/lib.rs`), after the crate attributes:
+///
+/// ```ignore
+/// #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
+/// kernel_std::embed_ptx!();
+/// ```
+///
+/// It defines the static the crate's `#[kernel]`s point at (the build script tells them to,
+/// through the `KERNEL_EMBEDDED_PTX` variable it sets for the crate's compilation); on the
+/// device it expands to nothing. The runtime prefers it to the search path, and
+/// `KERNEL_PTX_DIR` to it (see `kernel_runtime`'s `cuda::ptx`).
+#[macro_export]
+macro_rules! embed_ptx {
+    () => {
+        #[cfg(not(target_arch = "nvptx64"))]
+        #[doc(hidden)]
+        #[allow(dead_code)]
+        pub(crate) static __KERNEL_EMBEDDED_PTX: &[::kernel_runtime::__private::EmbeddedModule] = include!(concat!(
+            env!(
+                "OUT_DIR",
+                "kernel_std::embed_ptx!() includes what the crate's build script built: add a build.rs calling kernel_build::Builder::new().build() (see the README)"
+            ),
+            "/kernel-embedded.rs"
+        ));
+    };
+}
+
 /// A pointer to elements of type `T` in device (or host) memory: the type of a kernel's
 /// buffer parameters, like `a_ptr: Ptr<f16>`.
 ///

@@ -1,7 +1,8 @@
 //! `cargo xtask gpu-bundle`: everything a GPU machine without Rust needs to run the test
 //! suite and the examples: release test binaries, example binaries and the PTX, under
 //! `target/gpu-bundle/` (benchmarks in `target/gpu-bundle/bench/`), plus `scripts/gpu-check.sh` to run them (tests on the GPU,
-//! compute-sanitizer memcheck/racecheck/synccheck on the examples).
+//! compute-sanitizer memcheck/racecheck/synccheck on the examples). The template downstream
+//! crate's binary, `bin/kernel-crate`, carries its own PTX ([`crate::downstream`]).
 
 use anyhow::{bail, Context, Result};
 use std::path::Path;
@@ -60,6 +61,11 @@ pub fn gpu_bundle(root: &Path) -> Result<()> {
             println!("gpu-bundle: {}", dest.strip_prefix(root).unwrap_or(&dest).display());
         }
     }
+    // The template downstream crate: its device code is in the binary (no PTX directory).
+    let exe = crate::downstream::build_template(root, "release", &[("RUSTFLAGS", "-C strip=debuginfo")])?;
+    let dest = out.join("bin").join(crate::downstream::BINARY);
+    std::fs::copy(&exe, &dest).with_context(|| format!("copying {}", exe.display()))?;
+    println!("gpu-bundle: {}", dest.strip_prefix(root).unwrap_or(&dest).display());
     // Only the PTX and manifests travel (the device target directory is large).
     let ptx_out = out.join("ptx/sm_90a");
     std::fs::create_dir_all(&ptx_out)?;

@@ -3,10 +3,9 @@
 
 mod bundle;
 mod difftest;
+mod downstream;
 mod package;
 mod ptx;
-mod ptxas;
-mod toolchain;
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -18,7 +17,9 @@ cargo xtask <command>
 commands:
   matmul       run the matmul example (GPU when one is usable, else the CPU backend)
   test         what CI runs: build every kernel instance to PTX for sm_80 and sm_90a,
-               validate it with ptxas, run the whole test suite, then package-check
+               validate it with ptxas, run the whole test suite, build the template crate
+               templates/kernel-crate from a fresh copy (its build.rs builds and embeds its
+               PTX) and run it without KERNEL_PTX_DIR, then package-check
   bench-cpu    benchmark the CPU backend (matmul 512^3 f16, vector add) in release mode
   bench matmul the seeds' GPU benchmark: ours (with/without fused LeakyReLU) vs cuBLAS
                (with/without a separate LeakyReLU), square 256..8192 step 256 and non-square
@@ -39,8 +40,12 @@ commands:
                publishable crate, no dependency in two versions (`cargo tree --duplicates`),
                kernel-runtime builds without its `cuda` feature
   gpu-bundle   build release test and example binaries plus sm_90a PTX into target/gpu-bundle,
-               for a GPU machine without Rust (run scripts/gpu-check.sh there); benchmark
+               for a GPU machine without Rust (run scripts/gpu-check.sh there), and the
+               template crate's binary (PTX embedded) as bin/kernel-crate; benchmark
                binaries go to target/gpu-bundle/bench (bench_matmul, not run by gpu-check.sh)
+  downstream   the step of `test` that builds templates/kernel-crate from a fresh copy in
+               target/downstream/ (cargo build: its build.rs builds and embeds the PTX) and
+               runs it without KERNEL_PTX_DIR
   bless        rewrite the code generator's snapshots (kernel-macros/tests/codegen/out: the IR,
                host and device code of the corpus kernels) after an intended change of what
                #[kernel] generates, and remove stale ones; review them with git diff
@@ -100,8 +105,10 @@ fn run() -> Result<()> {
             let archs = ["--arch", "sm_80", "--arch", "sm_90a"].map(String::from);
             ptx::build_ptx(&root(), &ptx::Options::parse(&root(), &archs)?)?;
             cargo(&["test", "--workspace"], rest)?;
+            downstream::test_template(&root())?;
             package::package_check(&root())
         }
+        "downstream" => downstream::test_template(&root()),
         "bless" => cargo_with_env(&["test", "-p", "kernel-macros", "snapshots"], rest, &[("KERNEL_BLESS", "1")]),
         "package-check" => package::package_check(&root()),
         "difftest" => difftest::difftest(&root(), &difftest::Options::parse(rest)?, gpu_arch()),

@@ -1,19 +1,23 @@
 //! Finding, loading and caching the PTX of a kernel's crate.
 //!
-//! Where the PTX is looked for, in order (the first existing file wins):
+//! Where the PTX comes from, in order (the first one found wins):
 //!
 //! 1. when [`Settings::ptx_dir`](crate::Settings::ptx_dir) is set (`KERNEL_PTX_DIR`):
-//!    `<dir>/<crate>.ptx`, then `<dir>/<arch>/<crate>.ptx` for each architecture, and nothing
-//!    else;
-//! 2. otherwise `target/ptx/<arch>/<crate>.ptx` under the current directory and
+//!    `<dir>/<crate>.ptx`, then `<dir>/<arch>/<crate>.ptx` for each architecture; then the
+//!    PTX embedded in the binary, if any, and nothing else;
+//! 2. otherwise the PTX embedded in the binary ([`ModuleInfo::embedded`]: the crate's build
+//!    script ran `kernel_build::Builder` and its root `kernel_std::embed_ptx!()`), for the
+//!    best architecture it holds;
+//! 3. otherwise `target/ptx/<arch>/<crate>.ptx` under the current directory and
 //!    each of its ancestors, then under the defining crate's `CARGO_MANIFEST_DIR`
 //!    (as it was at build time) and each of its ancestors. In each directory the
 //!    architectures are tried best first, so the nearest build tree wins.
 //!
-//! The module loaded is the machine code `cargo xtask build-ptx` assembled beside the PTX
-//! (`<crate>.cubin`) when the manifest's hashes match both files and the GPU runs it, else the
-//! PTX itself, which the driver compiles on first load ([`Settings::jit_ptx`](crate::Settings::jit_ptx),
-//! `KERNEL_JIT_PTX=1`, forces that). The manifest's format is `kernel_formats::manifest`.
+//! The module loaded is the machine code `ptxas` assembled from the PTX (`<crate>.cubin`
+//! beside the file, or embedded with it) when the manifest's hashes match both and the GPU
+//! runs it, else the PTX itself, which the driver compiles on first load
+//! ([`Settings::jit_ptx`](crate::Settings::jit_ptx), `KERNEL_JIT_PTX=1`, forces that). The
+//! manifest's format is `kernel_formats::manifest`.
 //!
 //! Architectures by compute capability: 9.0 → `sm_90a`, then `sm_90`; 8.x →
 //! `sm_80`; 10.0 and newer → `sm_<major><minor>`, then `sm_90` and `sm_80` (PTX
@@ -31,7 +35,7 @@ use kernel_formats::manifest::{Manifest, ManifestError};
 
 use super::{error_parts, guarded, panic_text, CudaDevice};
 use crate::error::{DeviceError, LaunchError};
-use crate::launch::{InstanceInfo, KernelInfo};
+use crate::launch::{EmbeddedModule, InstanceInfo, KernelInfo, ModuleInfo};
 
 /// Shared memory a block may use without opting in.
 pub(crate) const DEFAULT_SHARED_LIMIT: u64 = 48 * 1024;
@@ -78,8 +82,54 @@ pub(crate) fn candidate_paths(
     paths
 }
 
-/// The PTX file of `info`'s crate for `dev`, or [`LaunchError::PtxNotFound`].
-pub(crate) fn find_ptx(dev: &CudaDevice, info: &KernelInfo) -> Result<PathBuf, LaunchError> {
+/// Where the PTX of a kernel's crate comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum PtxSource {
+    /// A file on disk, with `<crate>.manifest.json` and `<crate>.cubin` beside it.
+    File(PathBuf),
+    /// Built into the binary.
+    Embedded(&'static EmbeddedModule),
+}
+
+impl PtxSource {
+    /// The module cache's key, and the path errors name: the file, or `embedded:<the PTX's
+    /// path at build time>`.
+    pub(crate) fn key(&self) -> PathBuf {
+        match self {
+            PtxSource::File(p) => p.clone(),
+            PtxSource::Embedded(m) => embedded_key(m),
+        }
+    }
+}
+
+fn embedded_key(m: &EmbeddedModule) -> PathBuf {
+    PathBuf::from(format!("embedded:{}", m.path))
+}
+
+/// The embedded module of the best architecture in `archs`, if any.
+pub(crate) fn embedded_for(embedded: &'static [EmbeddedModule], archs: &[String]) -> Option<&'static EmbeddedModule> {
+    archs.iter().find_map(|a| embedded.iter().find(|m| m.arch == a.as_str()))
+}
+
+/// Chooses the PTX of `module` for `archs` (see the module docs), `is_file` telling which
+/// paths exist; `Err` lists everything looked at: the paths, and `embedded:<path>` for each
+/// embedded module of another architecture.
+pub(crate) fn choose_source(
+    module: &ModuleInfo,
+    archs: &[String],
+    env_dir: Option<&Path>,
+    cwd: Option<&Path>,
+    is_file: impl Fn(&Path) -> bool,
+) -> Result<PtxSource, Vec<PathBuf>> {
+    let embedded = embedded_for(module.embedded, archs).map(PtxSource::Embedded);
+    let searched = candidate_paths(module.crate_name, archs, env_dir, cwd, Path::new(module.manifest_dir));
+    let on_disk = || searched.iter().find(|p| is_file(p)).cloned().map(PtxSource::File);
+    let found = if env_dir.is_some() { on_disk().or(embedded) } else { embedded.or_else(on_disk) };
+    found.ok_or_else(|| searched.iter().cloned().chain(module.embedded.iter().map(embedded_key)).collect())
+}
+
+/// The PTX of `info`'s crate for `dev`, or [`LaunchError::PtxNotFound`].
+pub(crate) fn find_ptx(dev: &CudaDevice, info: &KernelInfo) -> Result<PtxSource, LaunchError> {
     let archs = arch_candidates(dev.cc);
     if archs.is_empty() {
         return Err(LaunchError::Device(DeviceError::CudaUnavailable {
@@ -92,22 +142,9 @@ pub(crate) fn find_ptx(dev: &CudaDevice, info: &KernelInfo) -> Result<PathBuf, L
     }
     let env_dir = crate::Settings::current().ptx_dir.clone();
     let cwd = std::env::current_dir().ok();
-    let searched = candidate_paths(
-        info.module.crate_name,
-        &archs,
-        env_dir.as_deref(),
-        cwd.as_deref(),
-        Path::new(info.module.manifest_dir),
-    );
-    match searched.iter().find(|p| p.is_file()) {
-        Some(p) => Ok(p.clone()),
-        None => Err(LaunchError::PtxNotFound {
-            kernel: info.name,
-            crate_name: info.module.crate_name,
-            archs: archs.join(", "),
-            searched,
-        }),
-    }
+    choose_source(&info.module, &archs, env_dir.as_deref(), cwd.as_deref(), Path::is_file).map_err(|searched| {
+        LaunchError::PtxNotFound { kernel: info.name, crate_name: info.module.crate_name, archs: archs.join(", "), searched }
+    })
 }
 
 /// A loaded PTX module; unloaded when the last function using it is dropped.
@@ -158,17 +195,22 @@ unsafe impl Sync for LoadedFunction {}
 /// partly written. `None` when they agree or there is no manifest.
 pub(crate) fn manifest_mismatch(ptx_path: &Path, ptx: &[u8]) -> Option<String> {
     let path = Manifest::path_for(ptx_path);
-    match Manifest::read(&path) {
+    mismatch_message(ptx_path, &path, Manifest::read(&path), ptx)
+}
+
+/// [`manifest_mismatch`] for a manifest read from `manifest_path` (for messages) with `read`.
+fn mismatch_message(ptx_path: &Path, manifest_path: &Path, read: Result<Manifest, ManifestError>, ptx: &[u8]) -> Option<String> {
+    match read {
         Ok(m) if m.ptx_matches(ptx) => None,
         Ok(m) => Some(format!(
             "{} does not match its manifest ({} records {}, the file hashes to {}): stale or partly written; rebuild with `cargo xtask build-ptx`",
             ptx_path.display(),
-            path.display(),
+            manifest_path.display(),
             m.ptx_hash,
             kernel_formats::hash_text(ptx)
         )),
         Err(ManifestError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => Some(format!("{} is unreadable or corrupt ({e}); rebuild with `cargo xtask build-ptx`", path.display())),
+        Err(e) => Some(format!("{} is unreadable or corrupt ({e}); rebuild with `cargo xtask build-ptx`", manifest_path.display())),
     }
 }
 
@@ -185,16 +227,67 @@ pub(crate) fn matching_cubin(ptx_path: &Path, ptx: &[u8], jit_ptx: bool) -> Opti
     (manifest.ptx_matches(ptx) && manifest.cubin_matches(&cubin)).then_some(cubin)
 }
 
-/// Loads `path` into `dev`'s context: its matching cubin when there is one that this GPU runs,
-/// else the PTX, with the JIT compiler's error log on failure.
-fn load_module(dev: &CudaDevice, kernel: &'static str, path: &Path) -> Result<LoadedModule, LaunchError> {
-    let load_error = |code: String, message: String| LaunchError::PtxLoad { kernel, path: path.to_path_buf(), code, message };
-    let bytes = std::fs::read(path).map_err(|e| load_error("io".into(), e.to_string()))?;
-    if let Some(warning) = manifest_mismatch(path, &bytes) {
+/// An embedded module's manifest, as [`Manifest::read`] would give it (`Io(NotFound)` when it
+/// has none).
+fn embedded_manifest(m: &EmbeddedModule) -> Result<Manifest, ManifestError> {
+    if m.manifest.is_empty() {
+        return Err(ManifestError::Io(std::io::ErrorKind::NotFound.into()));
+    }
+    Manifest::from_json(m.manifest)
+}
+
+/// [`manifest_mismatch`] for an embedded module.
+pub(crate) fn embedded_mismatch(m: &EmbeddedModule) -> Option<String> {
+    let path = embedded_key(m);
+    mismatch_message(&path, &Manifest::path_for(&path), embedded_manifest(m), m.ptx)
+}
+
+/// [`matching_cubin`] for an embedded module: its cubin when its manifest's hashes match both.
+pub(crate) fn embedded_cubin(m: &EmbeddedModule, jit_ptx: bool) -> Option<&'static [u8]> {
+    if jit_ptx || m.cubin.is_empty() {
+        return None;
+    }
+    let manifest = embedded_manifest(m).ok()?;
+    (manifest.ptx_matches(m.ptx) && manifest.cubin_matches(m.cubin)).then_some(m.cubin)
+}
+
+/// What [`read_source`] gives.
+struct SourceBytes {
+    ptx: Vec<u8>,
+    /// The manifest's warning ([`manifest_mismatch`]).
+    warning: Option<String>,
+    /// The matching cubin ([`matching_cubin`]).
+    cubin: Option<Vec<u8>>,
+}
+
+/// The PTX bytes of `source`, with the warning its manifest gives and its matching cubin.
+fn read_source(source: &PtxSource, jit_ptx: bool) -> std::io::Result<SourceBytes> {
+    Ok(match source {
+        PtxSource::File(path) => {
+            let ptx = std::fs::read(path)?;
+            let warning = manifest_mismatch(path, &ptx);
+            let cubin = matching_cubin(path, &ptx, jit_ptx);
+            SourceBytes { ptx, warning, cubin }
+        }
+        PtxSource::Embedded(m) => SourceBytes {
+            ptx: m.ptx.to_vec(),
+            warning: embedded_mismatch(m),
+            cubin: embedded_cubin(m, jit_ptx).map(<[u8]>::to_vec),
+        },
+    })
+}
+
+/// Loads `source` into `dev`'s context: its matching cubin when there is one that this GPU
+/// runs, else the PTX, with the JIT compiler's error log on failure.
+fn load_module(dev: &CudaDevice, kernel: &'static str, source: &PtxSource) -> Result<LoadedModule, LaunchError> {
+    let load_error = |code: String, message: String| LaunchError::PtxLoad { kernel, path: source.key(), code, message };
+    let SourceBytes { ptx: bytes, warning, cubin } =
+        read_source(source, crate::Settings::current().jit_ptx).map_err(|e| load_error("io".into(), e.to_string()))?;
+    if let Some(warning) = warning {
         log::warn!("{warning}");
     }
     let hash = kernel_formats::fnv1a64(&bytes);
-    if let Some(cubin) = matching_cubin(path, &bytes, crate::Settings::current().jit_ptx) {
+    if let Some(cubin) = cubin {
         let loaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             dev.ctx.bind_to_thread()?;
             let mut module = std::mem::MaybeUninit::<sys::CUmodule>::uninit();
@@ -249,14 +342,15 @@ fn load_module(dev: &CudaDevice, kernel: &'static str, path: &Path) -> Result<Lo
     }
 }
 
-/// The cached module for `path`, loading it on first use.
-fn module(dev: &CudaDevice, kernel: &'static str, path: &Path) -> Result<Arc<LoadedModule>, LaunchError> {
+/// The cached module for `source`, loading it on first use.
+fn module(dev: &CudaDevice, kernel: &'static str, source: &PtxSource) -> Result<Arc<LoadedModule>, LaunchError> {
     let mut modules = dev.modules.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(m) = modules.get(path) {
+    let key = source.key();
+    if let Some(m) = modules.get(&key) {
         return Ok(Arc::clone(m));
     }
-    let m = Arc::new(load_module(dev, kernel, path)?);
-    modules.insert(path.to_path_buf(), Arc::clone(&m));
+    let m = Arc::new(load_module(dev, kernel, source)?);
+    modules.insert(key, Arc::clone(&m));
     Ok(m)
 }
 
@@ -266,10 +360,15 @@ fn module(dev: &CudaDevice, kernel: &'static str, path: &Path) -> Result<Arc<Loa
 /// # Errors
 /// As [`find_ptx`], or [`LaunchError::PtxLoad`] when the file cannot be read.
 pub(crate) fn code_hash(dev: &CudaDevice, info: &'static KernelInfo) -> Result<u64, LaunchError> {
-    let path = find_ptx(dev, info)?;
+    let source = find_ptx(dev, info)?;
+    let path = source.key();
     if let Some(m) = dev.modules.lock().unwrap_or_else(PoisonError::into_inner).get(&path) {
         return Ok(m.hash);
     }
+    let path = match source {
+        PtxSource::Embedded(m) => return Ok(kernel_formats::fnv1a64(m.ptx)),
+        PtxSource::File(path) => path,
+    };
     let bytes = std::fs::read(&path).map_err(|e| LaunchError::PtxLoad {
         kernel: info.name,
         path: path.clone(),
@@ -294,8 +393,9 @@ pub(crate) fn function(
     }
     // Leaked once per loaded instance (the cache keeps the function for the process's life).
     let entry: &'static str = if split { Box::leak(format!("{}__split", inst.entry).into_boxed_str()) } else { inst.entry };
-    let path = find_ptx(dev, info)?;
-    let module = module(dev, info.name, &path)?;
+    let source = find_ptx(dev, info)?;
+    let path = source.key();
+    let module = module(dev, info.name, &source)?;
     let missing = || LaunchError::MissingEntry { kernel: info.name, entry, path: path.clone() };
     let name = CString::new(entry).map_err(|_| missing())?;
     let raw = module.module;
@@ -411,6 +511,61 @@ mod tests {
         assert_eq!(paths, expected, "ancestors shared with the current directory are searched once");
     }
 
+    fn leak_module(arch: &'static str, ptx: &'static [u8], cubin: &'static [u8], manifest: Option<Manifest>) -> EmbeddedModule {
+        let manifest: &'static str = manifest.map_or("", |m| Box::leak(m.to_json().into_boxed_str()));
+        EmbeddedModule { arch, path: Box::leak(format!("/out/ptx/{arch}/k.ptx").into_boxed_str()), ptx, cubin, manifest }
+    }
+
+    #[test]
+    fn embedded_ptx_comes_before_the_search_path_and_after_ptx_dir() {
+        let modules: &'static [EmbeddedModule] =
+            Box::leak(Box::new([leak_module("sm_80", b"ptx80", b"", None), leak_module("sm_90a", b"ptx90a", b"", None)]));
+        let embedded = ModuleInfo { crate_name: "k", manifest_dir: "/w/m", embedded: modules };
+        let plain = ModuleInfo { embedded: &[], ..embedded };
+        let hopper = arch_candidates((9, 0));
+        let on_disk = |p: &Path| p == Path::new("/w/target/ptx/sm_90a/k.ptx") || p == Path::new("/ptx/k.ptx");
+        let cwd = Some(Path::new("/w/a"));
+        // Without KERNEL_PTX_DIR: the embedded module for the best architecture, even with a
+        // build tree on the way up.
+        assert_eq!(choose_source(&embedded, &hopper, None, cwd, on_disk), Ok(PtxSource::Embedded(&modules[1])));
+        assert_eq!(choose_source(&embedded, &arch_candidates((8, 6)), None, cwd, on_disk), Ok(PtxSource::Embedded(&modules[0])));
+        // A crate that embeds nothing: the search path, as before.
+        assert_eq!(choose_source(&plain, &hopper, None, cwd, on_disk), Ok(PtxSource::File("/w/target/ptx/sm_90a/k.ptx".into())));
+        // KERNEL_PTX_DIR holding the crate's PTX wins over the embedded one...
+        assert_eq!(choose_source(&embedded, &hopper, Some(Path::new("/ptx")), cwd, on_disk), Ok(PtxSource::File("/ptx/k.ptx".into())));
+        // ... and one that does not hold it falls back to the embedded PTX, not the search path.
+        assert_eq!(choose_source(&embedded, &hopper, Some(Path::new("/other")), cwd, on_disk), Ok(PtxSource::Embedded(&modules[1])));
+        // Only another architecture embedded, nothing on disk: the error lists it too.
+        let only80 = ModuleInfo { embedded: &modules[..1], ..embedded };
+        let searched = choose_source(&only80, &hopper, None, cwd, |_| false).unwrap_err();
+        assert_eq!(searched.last(), Some(&PathBuf::from("embedded:/out/ptx/sm_80/k.ptx")));
+        assert_eq!(searched.first(), Some(&PathBuf::from("/w/a/target/ptx/sm_90a/k.ptx")));
+        assert_eq!(PtxSource::Embedded(&modules[1]).key(), PathBuf::from("embedded:/out/ptx/sm_90a/k.ptx"));
+    }
+
+    #[test]
+    fn an_embedded_cubin_is_used_only_when_its_manifest_matches() {
+        let (ptx, cubin): (&'static [u8], &'static [u8]) = (b".version 8.0\n.target sm_90a\n", b"\x7fELF machine code");
+        let good = leak_module("sm_90a", ptx, cubin, Some(Manifest::new("k", "sm_90a", ptx, Some(cubin), "rustc", "ptxas")));
+        assert_eq!(embedded_cubin(&good, false), Some(cubin));
+        assert_eq!(embedded_cubin(&good, true), None, "Settings::jit_ptx ignores it");
+        assert_eq!(embedded_mismatch(&good), None);
+        let stale = leak_module("sm_90a", ptx, cubin, Some(Manifest::new("k", "sm_90a", b"older ptx", Some(cubin), "rustc", "ptxas")));
+        assert_eq!(embedded_cubin(&stale, false), None);
+        let w = embedded_mismatch(&stale).unwrap();
+        assert!(w.starts_with("embedded:/out/ptx/sm_90a/k.ptx does not match its manifest"), "{w}");
+        let other_cubin = leak_module("sm_90a", ptx, cubin, Some(Manifest::new("k", "sm_90a", ptx, Some(b"other"), "rustc", "ptxas")));
+        assert_eq!(embedded_cubin(&other_cubin, false), None);
+        // No manifest or no cubin: the PTX, without a warning.
+        let bare = leak_module("sm_90a", ptx, cubin, None);
+        assert_eq!((embedded_cubin(&bare, false), embedded_mismatch(&bare)), (None, None));
+        let no_cubin = leak_module("sm_90a", ptx, b"", Some(Manifest::new("k", "sm_90a", ptx, None, "rustc", "ptxas")));
+        assert_eq!(embedded_cubin(&no_cubin, false), None);
+        let corrupt = EmbeddedModule { manifest: "{\"ptx_ha", ..good };
+        assert!(embedded_mismatch(&corrupt).unwrap().contains("unreadable or corrupt"));
+        assert_eq!(embedded_cubin(&corrupt, false), None);
+    }
+
     #[test]
     fn missing_ptx_message_lists_paths_and_the_fix() {
         let e = LaunchError::PtxNotFound {
@@ -497,7 +652,7 @@ mod tests {
             configs: &[],
             key: &[],
             instances: std::slice::from_ref(&INST),
-            module: crate::launch::ModuleInfo { crate_name: "t", manifest_dir: "." },
+            module: crate::launch::ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] },
         };
         assert!(check_shared(&INFO, &INST, 232_448, 232_448).is_ok());
         let e = check_shared(&INFO, &INST, 300_000, 232_448).unwrap_err();

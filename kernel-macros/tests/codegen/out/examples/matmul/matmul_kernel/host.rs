@@ -1300,6 +1300,7 @@ pub mod matmul_kernel {
     module: ::kernel_runtime::__private::ModuleInfo {
       crate_name: env!("CARGO_CRATE_NAME"),
       manifest_dir: env!("CARGO_MANIFEST_DIR"),
+      embedded: &[],
     },
   };
   fn __meta_for(__config: usize) -> Meta {

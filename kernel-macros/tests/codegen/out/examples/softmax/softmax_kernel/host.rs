@@ -93,6 +93,7 @@ pub mod softmax_kernel {
     module: ::kernel_runtime::__private::ModuleInfo {
       crate_name: env!("CARGO_CRATE_NAME"),
       manifest_dir: env!("CARGO_MANIFEST_DIR"),
+      embedded: &[],
     },
   };
   fn __meta_for(__config: usize, BLOCK_SIZE: i32) -> Meta {

@@ -102,6 +102,7 @@ pub mod add_strided_kernel {
     module: ::kernel_runtime::__private::ModuleInfo {
       crate_name: env!("CARGO_CRATE_NAME"),
       manifest_dir: env!("CARGO_MANIFEST_DIR"),
+      embedded: &[],
     },
   };
   fn __meta_for(__config: usize, BLOCK_SIZE: i32) -> Meta {

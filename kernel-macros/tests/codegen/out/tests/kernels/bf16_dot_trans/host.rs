@@ -77,6 +77,7 @@ pub mod bf16_dot_trans {
     module: ::kernel_runtime::__private::ModuleInfo {
       crate_name: env!("CARGO_CRATE_NAME"),
       manifest_dir: env!("CARGO_MANIFEST_DIR"),
+      embedded: &[],
     },
   };
   fn __meta_for(__config: usize, BM: i32, BN: i32, BK: i32) -> Meta {

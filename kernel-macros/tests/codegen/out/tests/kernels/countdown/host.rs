@@ -74,6 +74,7 @@ pub mod countdown {
     module: ::kernel_runtime::__private::ModuleInfo {
       crate_name: env!("CARGO_CRATE_NAME"),
       manifest_dir: env!("CARGO_MANIFEST_DIR"),
+      embedded: &[],
     },
   };
   fn __meta_for(__config: usize, B: i32, DOUBLE: bool) -> Meta {

@@ -70,6 +70,7 @@ pub mod long_reductions {
     module: ::kernel_runtime::__private::ModuleInfo {
       crate_name: env!("CARGO_CRATE_NAME"),
       manifest_dir: env!("CARGO_MANIFEST_DIR"),
+      embedded: &[],
     },
   };
   fn __meta_for(__config: usize, R: i32, C: i32) -> Meta {

@@ -95,6 +95,7 @@ pub mod nan_minmax_shifts {
     module: ::kernel_runtime::__private::ModuleInfo {
       crate_name: env!("CARGO_CRATE_NAME"),
       manifest_dir: env!("CARGO_MANIFEST_DIR"),
+      embedded: &[],
     },
   };
   fn __meta_for(__config: usize, B: i32) -> Meta {

@@ -67,7 +67,7 @@ impl Toolchain {
             bail!(
                 "toolchain {NIGHTLY} is rustc commit {commit}, expected {NIGHTLY_COMMIT}\n\
                  (reinstall it with `rustup toolchain uninstall {NIGHTLY}` and rerun, or update \
-                 NIGHTLY/NIGHTLY_COMMIT in xtask/src/toolchain.rs)"
+                 NIGHTLY/NIGHTLY_COMMIT in kernel-build/src/toolchain.rs)"
             );
         }
         let host = field("host:").to_string();
@@ -90,23 +90,21 @@ impl Toolchain {
         self.llvm_bin.join(tool)
     }
 
-    /// `cargo` of the pinned nightly, with the environment that `cargo xtask` passes down and
-    /// that would redirect it (a host `RUSTC`, target dir or flags) removed.
+    /// `cargo` of the pinned nightly, with the environment removed that `cargo xtask` or the
+    /// cargo running a build script passes down and that would redirect or break it: a host
+    /// `RUSTC` and its wrappers (`cargo clippy` sets `RUSTC_WORKSPACE_WRAPPER`), the target
+    /// directory, target and flags, and what cargo sets for the build script itself
+    /// (`OUT_DIR`, `TARGET`, `CARGO_CFG_*`, `CARGO_FEATURE_*`, `DEP_*`, ...), which would
+    /// otherwise reach the build scripts of the device build. The jobserver (`CARGO_MAKEFLAGS`)
+    /// stays, so that a device build started by a build script shares the outer build's jobs.
     pub fn cargo(&self) -> Command {
         let mut cmd = Command::new("rustup");
         cmd.args(["run", NIGHTLY, "cargo"]);
-        for var in [
-            "RUSTC",
-            "RUSTDOC",
-            "RUSTUP_TOOLCHAIN",
-            "CARGO",
-            "CARGO_TARGET_DIR",
-            "CARGO_BUILD_TARGET",
-            "CARGO_BUILD_RUSTFLAGS",
-            "CARGO_ENCODED_RUSTFLAGS",
-            "RUSTFLAGS",
-        ] {
-            cmd.env_remove(var);
+        for (var, _) in std::env::vars_os() {
+            let Some(var) = var.to_str() else { continue };
+            if inherited_env_breaks_device_build(var) {
+                cmd.env_remove(var);
+            }
         }
         cmd
     }
@@ -115,6 +113,47 @@ impl Toolchain {
     pub fn in_sysroot(&self, path: &Path) -> bool {
         path.starts_with(&self.sysroot)
     }
+}
+
+/// Whether an inherited environment variable must not reach the device `cargo build`
+/// ([`Toolchain::cargo`]).
+pub(crate) fn inherited_env_breaks_device_build(var: &str) -> bool {
+    const EXACT: &[&str] = &[
+        "RUSTC",
+        "RUSTDOC",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "RUSTC_LINKER",
+        "RUSTUP_TOOLCHAIN",
+        "RUSTFLAGS",
+        "RUSTDOCFLAGS",
+        "CARGO",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET_DIR",
+        "CARGO_BUILD_TARGET",
+        "CARGO_BUILD_RUSTC",
+        "CARGO_BUILD_RUSTC_WRAPPER",
+        "CARGO_BUILD_RUSTC_WORKSPACE_WRAPPER",
+        "CARGO_BUILD_RUSTDOC",
+        "CARGO_BUILD_RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_ENCODED_RUSTDOCFLAGS",
+        "CARGO_MANIFEST_DIR",
+        "CARGO_MANIFEST_PATH",
+        "CARGO_MANIFEST_LINKS",
+        "CARGO_CRATE_NAME",
+        "CARGO_PRIMARY_PACKAGE",
+        "CARGO_RUSTC_CURRENT_DIR",
+        "OUT_DIR",
+        "TARGET",
+        "HOST",
+        "NUM_JOBS",
+        "OPT_LEVEL",
+        "DEBUG",
+        "PROFILE",
+    ];
+    const PREFIXES: &[&str] = &["CARGO_CFG_", "CARGO_FEATURE_", "CARGO_PKG_", "DEP_"];
+    EXACT.contains(&var) || PREFIXES.iter().any(|p| var.starts_with(p))
 }
 
 fn run_nightly(tool: &str, args: &[&str]) -> Result<String> {
@@ -145,4 +184,19 @@ fn rustup_status(args: &[&str]) -> Result<()> {
         bail!("`rustup {}` failed ({status})", args.join(" "));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_a_build_script_inherits_is_removed_and_the_rest_kept() {
+        for var in ["RUSTC", "RUSTC_WORKSPACE_WRAPPER", "CARGO_ENCODED_RUSTFLAGS", "CARGO_TARGET_DIR", "OUT_DIR", "TARGET", "CARGO_CFG_TARGET_ARCH", "CARGO_FEATURE_CUDA", "DEP_Z_INCLUDE", "CARGO_PKG_NAME"] {
+            assert!(inherited_env_breaks_device_build(var), "{var}");
+        }
+        for var in ["PATH", "HOME", "CARGO_HOME", "RUSTUP_HOME", "CARGO_MAKEFLAGS", "CARGO_NET_OFFLINE", "PTXAS", "CARGO_TERM_COLOR"] {
+            assert!(!inherited_env_breaks_device_build(var), "{var}");
+        }
+    }
 }

@@ -6,8 +6,9 @@
 //! manifest records. Any error or any spill fails the build.
 //!
 //! Which `ptxas`: `$PTXAS` if set, else `ptxas` on `PATH`, else the one from the pip wheel
-//! `nvidia-cuda-nvcc-cu12` ([`PTXAS_WHEEL`]) in the repository's `.venv`, installed there on
-//! first use (`python3 -m venv .venv && .venv/bin/pip install ...`).
+//! `nvidia-cuda-nvcc-cu12` ([`PTXAS_WHEEL`]) in a virtual environment (`.venv` of the
+//! repository for `cargo xtask`, `<target>/kernel-build/.venv` for a build script), installed
+//! there on first use (`python3 -m venv <venv> && <venv>/bin/pip install ...`).
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -49,13 +50,14 @@ pub struct Report {
 }
 
 impl Ptxas {
-    /// Finds `ptxas` (see the module docs), installing the wheel into `<root>/.venv` if needed.
-    pub fn locate(root: &Path) -> Result<Ptxas> {
+    /// Finds `ptxas` (see the module docs), installing the wheel into the virtual environment
+    /// `venv` if needed.
+    pub fn locate(venv: &Path) -> Result<Ptxas> {
         let path = match std::env::var_os("PTXAS") {
             Some(p) => PathBuf::from(p),
             None => match on_path("ptxas") {
                 Some(p) => p,
-                None => venv_ptxas(root)?,
+                None => venv_ptxas(venv)?,
             },
         };
         let out = Command::new(&path)
@@ -183,9 +185,9 @@ fn on_path(exe: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join(exe)).find(|p| p.is_file())
 }
 
-/// `ptxas` inside the wheel in `<root>/.venv`, installing the venv and wheel when missing.
-fn venv_ptxas(root: &Path) -> Result<PathBuf> {
-    let venv = root.join(".venv");
+/// `ptxas` inside the wheel in `venv`, installing the venv and wheel when missing.
+fn venv_ptxas(venv: &Path) -> Result<PathBuf> {
+    let venv = venv.to_path_buf();
     if let Some(p) = find_in_venv(&venv) {
         return Ok(p);
     }
