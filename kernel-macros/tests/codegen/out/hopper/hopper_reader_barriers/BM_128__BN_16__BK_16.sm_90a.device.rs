@@ -1361,355 +1361,337 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
         let mut __hi0: i64 = i64::MIN;
         let mut __nc: bool = false;
         let mut __al: bool = true;
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __c: usize = __jc * 256usize + __tid;
-            if (__jc + 1) * 256usize <= 256usize || __c < 256usize {
-              let __f0: usize = __c * 8;
-              let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 16usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_K,
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 16usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_K,
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 16usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_K,
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 16usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_K,
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 16usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_K,
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 16usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_K,
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 16usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_K,
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 16usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_K,
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              __pb0[__jc] = if true
-                && __o1
-                  == <i32 as ::kernel_std::__private::device::Num>::add(
-                    __o0,
+        {
+          let __c: usize = 0usize * 256usize + __tid;
+          let __f0: usize = __c * 8;
+          let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      1i64,
+                      128i64,
                     ),
-                  )
-                && __o2
-                  == <i32 as ::kernel_std::__private::device::Num>::add(
-                    __o0,
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 16usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_K,
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      2i64,
+                      128i64,
                     ),
-                  )
-                && __o3
-                  == <i32 as ::kernel_std::__private::device::Num>::add(
-                    __o0,
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 16usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_K,
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 1usize);
+                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      3i64,
+                      128i64,
                     ),
-                  )
-                && __o4
-                  == <i32 as ::kernel_std::__private::device::Num>::add(
-                    __o0,
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 16usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_K,
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 2usize);
+                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      4i64,
+                      128i64,
                     ),
-                  )
-                && __o5
-                  == <i32 as ::kernel_std::__private::device::Num>::add(
-                    __o0,
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 16usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_K,
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 3usize);
+                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      5i64,
+                      128i64,
                     ),
-                  )
-                && __o6
-                  == <i32 as ::kernel_std::__private::device::Num>::add(
-                    __o0,
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 16usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_K,
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 4usize);
+                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      6i64,
+                      128i64,
                     ),
-                  )
-                && __o7
-                  == <i32 as ::kernel_std::__private::device::Num>::add(
-                    __o0,
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 16usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_K,
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 5usize);
+                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      7i64,
+                      128i64,
                     ),
-                  )
-              {
-                __o0
-              } else {
-                <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-              };
-              if __pb0[__jc]
-                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-              {
-                __al = __al
-                  && (::kernel_std::__private::device::ptr_add(
-                    __p_a_ptr,
-                    __o0,
-                  ) as usize) % 16 == 0;
-                let __o: i64 = ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(__o0);
-                __lo0 = if __o < __lo0 { __o } else { __lo0 };
-                __hi0 = if __o > __hi0 { __o } else { __hi0 };
-              } else {
-                __nc = true;
-              }
-            }
-          },
-        );
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 16usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_K,
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 6usize);
+                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 16usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_K,
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+          );
+          __pb0[0usize] = if true
+            && __o1
+              == <i32 as ::kernel_std::__private::device::Num>::add(
+                __o0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  1i64,
+                ),
+              )
+            && __o2
+              == <i32 as ::kernel_std::__private::device::Num>::add(
+                __o0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  2i64,
+                ),
+              )
+            && __o3
+              == <i32 as ::kernel_std::__private::device::Num>::add(
+                __o0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  3i64,
+                ),
+              )
+            && __o4
+              == <i32 as ::kernel_std::__private::device::Num>::add(
+                __o0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  4i64,
+                ),
+              )
+            && __o5
+              == <i32 as ::kernel_std::__private::device::Num>::add(
+                __o0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  5i64,
+                ),
+              )
+            && __o6
+              == <i32 as ::kernel_std::__private::device::Num>::add(
+                __o0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  6i64,
+                ),
+              )
+            && __o7
+              == <i32 as ::kernel_std::__private::device::Num>::add(
+                __o0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  7i64,
+                ),
+              )
+          {
+            __o0
+          } else {
+            <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+          };
+          if __pb0[0usize]
+            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+          {
+            __al = __al
+              && (::kernel_std::__private::device::ptr_add(__p_a_ptr, __o0)
+                as usize) % 16 == 0;
+            let __o: i64 = ::kernel_std::__private::device::cast::<
+              i32,
+              i64,
+            >(__o0);
+            __lo0 = if __o < __lo0 { __o } else { __lo0 };
+            __hi0 = if __o > __hi0 { __o } else { __hi0 };
+          } else {
+            __nc = true;
+          }
+        }
         if __nc || !__al {
           __lo0 = i64::MAX;
           __hi0 = i64::MIN;
         }
         let mut __so0: [u32; 1usize] = [0u32; 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __c: usize = __jc * 256usize + __tid;
-            if (__jc + 1) * 256usize <= 256usize || __c < 256usize {
-              let __f0: usize = __c * 8;
-              __so0[__jc] = ((({
-                let __sf: usize = __f0;
-                ({
-                  let __r: usize = __sf / 16usize;
-                  __r * 16usize
-                    + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                }) + __sf % 8
-              })) * 2) as u32;
-            }
-          },
-        );
+        {
+          let __c: usize = 0usize * 256usize + __tid;
+          let __f0: usize = __c * 8;
+          __so0[0usize] = ((({
+            let __sf: usize = __f0;
+            ({
+              let __r: usize = __sf / 16usize;
+              __r * 16usize
+                + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+            }) + __sf % 8
+          })) * 2) as u32;
+        }
         let __inb0: bool = {
           let __first: i64 = {
             let __it: i64 = 0;
@@ -1737,355 +1719,343 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
         let mut __hi1: i64 = i64::MIN;
         let mut __nc: bool = false;
         let mut __al: bool = true;
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __c: usize = __jc * 256usize + __tid;
-            if (__jc + 1) * 256usize <= 32usize || __c < 32usize {
-              let __f0: usize = __c * 8;
-              let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
+        {
+          let __c: usize = 0usize * 256usize + __tid;
+          if __c < 32usize {
+            let __f0: usize = __c * 8;
+            let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_N,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
                       }) as i32,
                     ),
-                  __p_N,
                 ),
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
+                __p_N,
+              ),
+            );
+            let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 1usize);
+                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                    }) as i32,
                   ),
-                  __p_N,
-                ),
-              );
-              let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_N,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 1usize);
-                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
                       }) as i32,
                     ),
-                  __p_N,
                 ),
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
+                __p_N,
+              ),
+            );
+            let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 2usize);
+                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                    }) as i32,
                   ),
-                  __p_N,
-                ),
-              );
-              let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_N,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 2usize);
-                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
                       }) as i32,
                     ),
-                  __p_N,
                 ),
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
+                __p_N,
+              ),
+            );
+            let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 3usize);
+                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                    }) as i32,
                   ),
-                  __p_N,
-                ),
-              );
-              let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_N,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 3usize);
-                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
                       }) as i32,
                     ),
-                  __p_N,
                 ),
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
+                __p_N,
+              ),
+            );
+            let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 4usize);
+                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                    }) as i32,
                   ),
-                  __p_N,
-                ),
-              );
-              let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_N,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 4usize);
-                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
                       }) as i32,
                     ),
-                  __p_N,
                 ),
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
+                __p_N,
+              ),
+            );
+            let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 5usize);
+                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                    }) as i32,
                   ),
-                  __p_N,
-                ),
-              );
-              let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_N,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 5usize);
-                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
                       }) as i32,
                     ),
-                  __p_N,
                 ),
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
+                __p_N,
+              ),
+            );
+            let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 6usize);
+                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                    }) as i32,
                   ),
-                  __p_N,
-                ),
-              );
-              let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_N,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 6usize);
-                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
                       }) as i32,
                     ),
-                  __p_N,
                 ),
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
+                __p_N,
+              ),
+            );
+            let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 7usize);
+                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                    }) as i32,
                   ),
-                  __p_N,
-                ),
-              );
-              let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_N,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
                       }) as i32,
                     ),
-                  __p_N,
                 ),
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
+                __p_N,
+              ),
+            );
+            __pb1[0usize] = if true
+              && __o1
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __o0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1i64,
                   ),
-                  __p_N,
-                ),
-              );
-              __pb1[__jc] = if true
-                && __o1
-                  == <i32 as ::kernel_std::__private::device::Num>::add(
-                    __o0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      1i64,
-                    ),
-                  )
-                && __o2
-                  == <i32 as ::kernel_std::__private::device::Num>::add(
-                    __o0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      2i64,
-                    ),
-                  )
-                && __o3
-                  == <i32 as ::kernel_std::__private::device::Num>::add(
-                    __o0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      3i64,
-                    ),
-                  )
-                && __o4
-                  == <i32 as ::kernel_std::__private::device::Num>::add(
-                    __o0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      4i64,
-                    ),
-                  )
-                && __o5
-                  == <i32 as ::kernel_std::__private::device::Num>::add(
-                    __o0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      5i64,
-                    ),
-                  )
-                && __o6
-                  == <i32 as ::kernel_std::__private::device::Num>::add(
-                    __o0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      6i64,
-                    ),
-                  )
-                && __o7
-                  == <i32 as ::kernel_std::__private::device::Num>::add(
-                    __o0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      7i64,
-                    ),
-                  )
-              {
-                __o0
-              } else {
-                <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-              };
-              if __pb1[__jc]
-                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-              {
-                __al = __al
-                  && (::kernel_std::__private::device::ptr_add(
-                    __p_b_ptr,
-                    __o0,
-                  ) as usize) % 16 == 0;
-                let __o: i64 = ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(__o0);
-                __lo1 = if __o < __lo1 { __o } else { __lo1 };
-                __hi1 = if __o > __hi1 { __o } else { __hi1 };
-              } else {
-                __nc = true;
-              }
+                )
+              && __o2
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __o0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    2i64,
+                  ),
+                )
+              && __o3
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __o0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    3i64,
+                  ),
+                )
+              && __o4
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __o0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4i64,
+                  ),
+                )
+              && __o5
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __o0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    5i64,
+                  ),
+                )
+              && __o6
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __o0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    6i64,
+                  ),
+                )
+              && __o7
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __o0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    7i64,
+                  ),
+                )
+            {
+              __o0
+            } else {
+              <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+            };
+            if __pb1[0usize]
+              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+            {
+              __al = __al
+                && (::kernel_std::__private::device::ptr_add(
+                  __p_b_ptr,
+                  __o0,
+                ) as usize) % 16 == 0;
+              let __o: i64 = ::kernel_std::__private::device::cast::<
+                i32,
+                i64,
+              >(__o0);
+              __lo1 = if __o < __lo1 { __o } else { __lo1 };
+              __hi1 = if __o > __hi1 { __o } else { __hi1 };
+            } else {
+              __nc = true;
             }
-          },
-        );
+          }
+        }
         if __nc || !__al {
           __lo1 = i64::MAX;
           __hi1 = i64::MIN;
         }
         let mut __so1: [u32; 1usize] = [0u32; 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __c: usize = __jc * 256usize + __tid;
-            if (__jc + 1) * 256usize <= 32usize || __c < 32usize {
-              let __f0: usize = __c * 8;
-              __so1[__jc] = ((({
-                let __sf: usize = __f0;
-                ({
-                  let __r: usize = __sf / 16usize;
-                  __r * 16usize
-                    + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                }) + __sf % 8
-              })) * 2) as u32;
-            }
-          },
-        );
+        {
+          let __c: usize = 0usize * 256usize + __tid;
+          if __c < 32usize {
+            let __f0: usize = __c * 8;
+            __so1[0usize] = ((({
+              let __sf: usize = __f0;
+              ({
+                let __r: usize = __sf / 16usize;
+                __r * 16usize
+                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+              }) + __sf % 8
+            })) * 2) as u32;
+          }
+        }
         let __inb1: bool = {
           let __first: i64 = {
             let __it: i64 = 0;
@@ -2131,169 +2101,70 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                   {
                     let __off0: i64 = a_ptrs_3_off + __it * __st3;
                     let __dst: usize = 0usize + __buf * 5120usize;
-                    ::kernel_std::__private::device::unroll::<
-                      1usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__jc: usize| {
-                        let __c: usize = __jc * 256usize + __tid;
-                        if (__jc + 1) * 256usize <= 256usize || __c < 256usize {
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[0usize],
+                        ),
+                        __off0,
+                      );
+                      let __so: usize = __dst + __so0[0usize] as usize;
+                      if {
+                        let __x0 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
                           );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              __pb0[__jc],
+                        let __x1 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          );
+                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
                             ),
-                            __off0,
-                          );
-                          let __so: usize = __dst + __so0[__jc] as usize;
-                          if {
-                            let __x0 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              );
-                            let __x1 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              );
-                            let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                            );
-                            <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x1,
-                              __x0,
-                            )
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x1,
-                                __c2,
-                              )
-                          } {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
-                          } else {
-                            let __sp = __smem.add(__so)
-                              as *mut ::kernel_std::__private::device::F16;
-                            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                              8,
-                            );
-                            let mut __i: usize = 0;
-                            while __i < __ne {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_6,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_a_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                                        <i32 as ::kernel_std::__private::device::Num>::add(
-                                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                                            ::kernel_std::__private::device::program_id(0u32),
-                                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                              128i64,
-                                            ),
-                                          ),
-                                          (0i32)
-                                            .wrapping_add(
-                                              ({
-                                                let __pf: usize = (__f0 + __i);
-                                                0usize + ((__pf / 16usize) % 128usize) * 1usize
-                                              }) as i32,
-                                            ),
-                                        ),
-                                        __p_M,
-                                      ),
-                                      __p_K,
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                ),
-                                __off0,
-                              );
-                              ::kernel_std::__private::device::store(
-                                __sp.add(__i),
-                                if __m {
-                                  ::kernel_std::__private::device::load(__a)
-                                } else {
-                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                    0f64,
-                                  )
-                                },
-                              );
-                              __i += 1;
-                            }
-                          }
-                        }
-                      },
-                    );
-                  }
-                  {
-                    let __off1: i64 = b_ptrs_4_off + __it * __st4;
-                    let __dst: usize = 4096usize + __buf * 5120usize;
-                    ::kernel_std::__private::device::unroll::<
-                      1usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__jc: usize| {
-                        let __c: usize = __jc * 256usize + __tid;
-                        if (__jc + 1) * 256usize <= 32usize || __c < 32usize {
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              __pb1[__jc],
-                            ),
-                            __off1,
-                          );
-                          let __so: usize = __dst + __so1[__jc] as usize;
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x1,
+                          __x0,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x1,
+                            __c2,
+                          )
+                      } {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
                                 }) as i32,
                               ),
                             <i32 as ::kernel_std::__private::device::Num>::sub(
@@ -2305,89 +2176,174 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                                 ),
                               ),
                             ),
-                          ) {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
-                          } else {
-                            let __sp = __smem.add(__so)
-                              as *mut ::kernel_std::__private::device::F16;
-                            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                              8,
-                            );
-                            let mut __i: usize = 0;
-                            while __i < __ne {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_6,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(0u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          128i64,
+                                        ),
+                                      ),
                                       (0i32)
                                         .wrapping_add(
                                           ({
                                             let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                            0usize + ((__pf / 16usize) % 128usize) * 1usize
                                           }) as i32,
                                         ),
-                                      __p_N,
                                     ),
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          ::kernel_std::__private::device::program_id(1u32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            16i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_N,
-                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_K,
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                      }
+                    }
+                  }
+                  {
+                    let __off1: i64 = b_ptrs_4_off + __it * __st4;
+                    let __dst: usize = 4096usize + __buf * 5120usize;
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      if __c < 32usize {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            __pb1[0usize],
+                          ),
+                          __off1,
+                        );
+                        let __so: usize = __dst + __so1[0usize] as usize;
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        ) {
+                          ::kernel_std::__private::device::cp_async_16(
+                            ::kernel_std::__private::device::smem_addr() + __so as u32,
+                            __g as *const u8,
+                          );
+                        } else {
+                          let __sp = __smem.add(__so)
+                            as *mut ::kernel_std::__private::device::F16;
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                            8,
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  k_6,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
                                   ),
                                 ),
-                                __off1,
-                              );
-                              ::kernel_std::__private::device::store(
-                                __sp.add(__i),
-                                if __m {
-                                  ::kernel_std::__private::device::load(__a)
-                                } else {
-                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                    0f64,
-                                  )
-                                },
-                              );
-                              __i += 1;
-                            }
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                    __p_N,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(1u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          16i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                ),
+                              ),
+                              __off1,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              if __m {
+                                ::kernel_std::__private::device::load(__a)
+                              } else {
+                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                  0f64,
+                                )
+                              },
+                            );
+                            __i += 1;
                           }
                         }
-                      },
-                    );
+                      }
+                    }
                   }
                 }
               }
@@ -2424,169 +2380,70 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                   {
                     let __off0: i64 = a_ptrs_3_off + __it * __st3;
                     let __dst: usize = 0usize + __buf * 5120usize;
-                    ::kernel_std::__private::device::unroll::<
-                      1usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__jc: usize| {
-                        let __c: usize = __jc * 256usize + __tid;
-                        if (__jc + 1) * 256usize <= 256usize || __c < 256usize {
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[0usize],
+                        ),
+                        __off0,
+                      );
+                      let __so: usize = __dst + __so0[0usize] as usize;
+                      if {
+                        let __x0 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
                           );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              __pb0[__jc],
+                        let __x1 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          );
+                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
                             ),
-                            __off0,
-                          );
-                          let __so: usize = __dst + __so0[__jc] as usize;
-                          if {
-                            let __x0 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              );
-                            let __x1 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              );
-                            let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                            );
-                            <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x1,
-                              __x0,
-                            )
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x1,
-                                __c2,
-                              )
-                          } {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
-                          } else {
-                            let __sp = __smem.add(__so)
-                              as *mut ::kernel_std::__private::device::F16;
-                            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                              8,
-                            );
-                            let mut __i: usize = 0;
-                            while __i < __ne {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_6,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_a_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                                        <i32 as ::kernel_std::__private::device::Num>::add(
-                                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                                            ::kernel_std::__private::device::program_id(0u32),
-                                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                              128i64,
-                                            ),
-                                          ),
-                                          (0i32)
-                                            .wrapping_add(
-                                              ({
-                                                let __pf: usize = (__f0 + __i);
-                                                0usize + ((__pf / 16usize) % 128usize) * 1usize
-                                              }) as i32,
-                                            ),
-                                        ),
-                                        __p_M,
-                                      ),
-                                      __p_K,
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                ),
-                                __off0,
-                              );
-                              ::kernel_std::__private::device::store(
-                                __sp.add(__i),
-                                if __m {
-                                  ::kernel_std::__private::device::load(__a)
-                                } else {
-                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                    0f64,
-                                  )
-                                },
-                              );
-                              __i += 1;
-                            }
-                          }
-                        }
-                      },
-                    );
-                  }
-                  {
-                    let __off1: i64 = b_ptrs_4_off + __it * __st4;
-                    let __dst: usize = 4096usize + __buf * 5120usize;
-                    ::kernel_std::__private::device::unroll::<
-                      1usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__jc: usize| {
-                        let __c: usize = __jc * 256usize + __tid;
-                        if (__jc + 1) * 256usize <= 32usize || __c < 32usize {
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              __pb1[__jc],
-                            ),
-                            __off1,
-                          );
-                          let __so: usize = __dst + __so1[__jc] as usize;
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x1,
+                          __x0,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x1,
+                            __c2,
+                          )
+                      } {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
                                 }) as i32,
                               ),
                             <i32 as ::kernel_std::__private::device::Num>::sub(
@@ -2598,89 +2455,174 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                                 ),
                               ),
                             ),
-                          ) {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
-                          } else {
-                            let __sp = __smem.add(__so)
-                              as *mut ::kernel_std::__private::device::F16;
-                            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                              8,
-                            );
-                            let mut __i: usize = 0;
-                            while __i < __ne {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_6,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(0u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          128i64,
+                                        ),
+                                      ),
                                       (0i32)
                                         .wrapping_add(
                                           ({
                                             let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                            0usize + ((__pf / 16usize) % 128usize) * 1usize
                                           }) as i32,
                                         ),
-                                      __p_N,
                                     ),
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          ::kernel_std::__private::device::program_id(1u32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            16i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_N,
-                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_K,
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                      }
+                    }
+                  }
+                  {
+                    let __off1: i64 = b_ptrs_4_off + __it * __st4;
+                    let __dst: usize = 4096usize + __buf * 5120usize;
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      if __c < 32usize {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            __pb1[0usize],
+                          ),
+                          __off1,
+                        );
+                        let __so: usize = __dst + __so1[0usize] as usize;
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        ) {
+                          ::kernel_std::__private::device::cp_async_16(
+                            ::kernel_std::__private::device::smem_addr() + __so as u32,
+                            __g as *const u8,
+                          );
+                        } else {
+                          let __sp = __smem.add(__so)
+                            as *mut ::kernel_std::__private::device::F16;
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                            8,
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  k_6,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
                                   ),
                                 ),
-                                __off1,
-                              );
-                              ::kernel_std::__private::device::store(
-                                __sp.add(__i),
-                                if __m {
-                                  ::kernel_std::__private::device::load(__a)
-                                } else {
-                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                    0f64,
-                                  )
-                                },
-                              );
-                              __i += 1;
-                            }
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                    __p_N,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(1u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          16i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                ),
+                              ),
+                              __off1,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              if __m {
+                                ::kernel_std::__private::device::load(__a)
+                              } else {
+                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                  0f64,
+                                )
+                              },
+                            );
+                            __i += 1;
                           }
                         }
-                      },
-                    );
+                      }
+                    }
                   }
                 }
               }
@@ -2710,237 +2652,99 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                   {
                     let __off0: i64 = a_ptrs_3_off + __it * __st3;
                     let __dst: usize = 0usize + __buf * 5120usize;
-                    ::kernel_std::__private::device::unroll::<
-                      1usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__jc: usize| {
-                        let __c: usize = __jc * 256usize + __tid;
-                        if (__jc + 1) * 256usize <= 256usize || __c < 256usize {
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            __pb0[0usize],
                           );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            {
-                              let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                __p_a_ptr,
-                                __pb0[__jc],
-                              );
-                              if __pb0[__jc]
-                                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                              {
-                                __b
-                              } else {
-                                (__b as *mut u8).wrapping_add(1)
-                                  as *mut ::kernel_std::__private::device::F16
-                              }
-                            },
-                            __off0,
-                          );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 16usize;
-                                __r * 16usize
-                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if {
-                            let __x0 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              );
-                            let __x1 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              );
-                            let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                            );
-                            <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x1,
-                              __x0,
-                            )
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x1,
-                                __c2,
-                              )
-                          } && (__g as usize) % 16 == 0
-                            && (__inb0
-                              || ::kernel_std::__private::device::fits(
-                                __g,
-                                ::kernel_std::__private::device::opaque_usize(
-                                  __p_a_ptr as usize,
-                                ) as *mut _,
-                                __len_a_ptr,
-                                8usize,
-                              ))
+                          if __pb0[0usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
                           {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
+                            __b
                           } else {
-                            let __sp = __smem.add(__so)
-                              as *mut ::kernel_std::__private::device::F16;
-                            let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                              8,
-                            );
-                            let mut __i: usize = 0;
-                            while __i < __ne {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_6,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_a_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                                        <i32 as ::kernel_std::__private::device::Num>::add(
-                                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                                            ::kernel_std::__private::device::program_id(0u32),
-                                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                              128i64,
-                                            ),
-                                          ),
-                                          (0i32)
-                                            .wrapping_add(
-                                              ({
-                                                let __pf: usize = (__f0 + __i);
-                                                0usize + ((__pf / 16usize) % 128usize) * 1usize
-                                              }) as i32,
-                                            ),
-                                        ),
-                                        __p_M,
-                                      ),
-                                      __p_K,
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                ),
-                                __off0,
-                              );
-                              let __k: bool = __m
-                                && ::kernel_std::__private::device::fits(
-                                  __a,
-                                  __p_a_ptr,
-                                  __len_a_ptr,
-                                  1,
-                                );
-                              if __m && !__k && __badp.is_null() {
-                                __badp = __a;
-                              }
-                              ::kernel_std::__private::device::store(
-                                __sp.add(__i),
-                                if __k {
-                                  ::kernel_std::__private::device::load(__a)
-                                } else {
-                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                    0f64,
-                                  )
-                                },
-                              );
-                              __i += 1;
-                            }
-                            if !__badp.is_null() {
-                              ::kernel_std::__private::device::report_fault_at(
-                                __badp,
-                                __p_a_ptr,
-                                __len_a_ptr,
-                                __fault,
-                                __tag,
-                                0u32,
-                                ::core::line!(),
-                              );
-                            }
+                            (__b as *mut u8).wrapping_add(1)
+                              as *mut ::kernel_std::__private::device::F16
                           }
-                        }
-                      },
-                    );
-                  }
-                  {
-                    let __off1: i64 = b_ptrs_4_off + __it * __st4;
-                    let __dst: usize = 4096usize + __buf * 5120usize;
-                    ::kernel_std::__private::device::unroll::<
-                      1usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__jc: usize| {
-                        let __c: usize = __jc * 256usize + __tid;
-                        if (__jc + 1) * 256usize <= 32usize || __c < 32usize {
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
+                        },
+                        __off0,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 16usize;
+                            __r * 16usize
+                              + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if {
+                        let __x0 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
                           );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            {
-                              let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                __p_b_ptr,
-                                __pb1[__jc],
-                              );
-                              if __pb1[__jc]
-                                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                              {
-                                __b
-                              } else {
-                                (__b as *mut u8).wrapping_add(1)
-                                  as *mut ::kernel_std::__private::device::F16
-                              }
-                            },
-                            __off1,
+                        let __x1 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
                           );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 16usize;
-                                __r * 16usize
-                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x1,
+                          __x0,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x1,
+                            __c2,
+                          )
+                      } && (__g as usize) % 16 == 0
+                        && (__inb0
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_a_ptr as usize,
+                            ) as *mut _,
+                            __len_a_ptr,
+                            8usize,
+                          ))
+                      {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
                                 }) as i32,
                               ),
                             <i32 as ::kernel_std::__private::device::Num>::sub(
@@ -2952,121 +2756,245 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                                 ),
                               ),
                             ),
-                          ) && (__g as usize) % 16 == 0
-                            && (__inb1
-                              || ::kernel_std::__private::device::fits(
-                                __g,
-                                ::kernel_std::__private::device::opaque_usize(
-                                  __p_b_ptr as usize,
-                                ) as *mut _,
-                                __len_b_ptr,
-                                8usize,
-                              ))
-                          {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
-                          } else {
-                            let __sp = __smem.add(__so)
-                              as *mut ::kernel_std::__private::device::F16;
-                            let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                              8,
-                            );
-                            let mut __i: usize = 0;
-                            while __i < __ne {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_6,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(0u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          128i64,
+                                        ),
+                                      ),
                                       (0i32)
                                         .wrapping_add(
                                           ({
                                             let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                            0usize + ((__pf / 16usize) % 128usize) * 1usize
                                           }) as i32,
                                         ),
-                                      __p_N,
                                     ),
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          ::kernel_std::__private::device::program_id(1u32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            16i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_N,
-                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_K,
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          let __k: bool = __m
+                            && ::kernel_std::__private::device::fits(
+                              __a,
+                              __p_a_ptr,
+                              __len_a_ptr,
+                              1,
+                            );
+                          if __m && !__k && __badp.is_null() {
+                            __badp = __a;
+                          }
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                        if !__badp.is_null() {
+                          ::kernel_std::__private::device::report_fault_at(
+                            __badp,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          );
+                        }
+                      }
+                    }
+                  }
+                  {
+                    let __off1: i64 = b_ptrs_4_off + __it * __st4;
+                    let __dst: usize = 4096usize + __buf * 5120usize;
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      if __c < 32usize {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          {
+                            let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              __pb1[0usize],
+                            );
+                            if __pb1[0usize]
+                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                            {
+                              __b
+                            } else {
+                              (__b as *mut u8).wrapping_add(1)
+                                as *mut ::kernel_std::__private::device::F16
+                            }
+                          },
+                          __off1,
+                        );
+                        let __so: usize = __dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 16usize;
+                              __r * 16usize
+                                + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2;
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        ) && (__g as usize) % 16 == 0
+                          && (__inb1
+                            || ::kernel_std::__private::device::fits(
+                              __g,
+                              ::kernel_std::__private::device::opaque_usize(
+                                __p_b_ptr as usize,
+                              ) as *mut _,
+                              __len_b_ptr,
+                              8usize,
+                            ))
+                        {
+                          ::kernel_std::__private::device::cp_async_16(
+                            ::kernel_std::__private::device::smem_addr() + __so as u32,
+                            __g as *const u8,
+                          );
+                        } else {
+                          let __sp = __smem.add(__so)
+                            as *mut ::kernel_std::__private::device::F16;
+                          let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                            8,
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  k_6,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
                                   ),
                                 ),
-                                __off1,
-                              );
-                              let __k: bool = __m
-                                && ::kernel_std::__private::device::fits(
-                                  __a,
-                                  __p_b_ptr,
-                                  __len_b_ptr,
-                                  1,
-                                );
-                              if __m && !__k && __badp.is_null() {
-                                __badp = __a;
-                              }
-                              ::kernel_std::__private::device::store(
-                                __sp.add(__i),
-                                if __k {
-                                  ::kernel_std::__private::device::load(__a)
-                                } else {
-                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                    0f64,
-                                  )
-                                },
-                              );
-                              __i += 1;
-                            }
-                            if !__badp.is_null() {
-                              ::kernel_std::__private::device::report_fault_at(
-                                __badp,
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                    __p_N,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(1u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          16i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                ),
+                              ),
+                              __off1,
+                            );
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
                                 __p_b_ptr,
                                 __len_b_ptr,
-                                __fault,
-                                __tag,
-                                1u32,
-                                ::core::line!(),
+                                1,
                               );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
                             }
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              if __k {
+                                ::kernel_std::__private::device::load(__a)
+                              } else {
+                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                  0f64,
+                                )
+                              },
+                            );
+                            __i += 1;
+                          }
+                          if !__badp.is_null() {
+                            ::kernel_std::__private::device::report_fault_at(
+                              __badp,
+                              __p_b_ptr,
+                              __len_b_ptr,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            );
                           }
                         }
-                      },
-                    );
+                      }
+                    }
                   }
                 }
               }
@@ -3103,237 +3031,99 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                   {
                     let __off0: i64 = a_ptrs_3_off + __it * __st3;
                     let __dst: usize = 0usize + __buf * 5120usize;
-                    ::kernel_std::__private::device::unroll::<
-                      1usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__jc: usize| {
-                        let __c: usize = __jc * 256usize + __tid;
-                        if (__jc + 1) * 256usize <= 256usize || __c < 256usize {
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            __pb0[0usize],
                           );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            {
-                              let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                __p_a_ptr,
-                                __pb0[__jc],
-                              );
-                              if __pb0[__jc]
-                                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                              {
-                                __b
-                              } else {
-                                (__b as *mut u8).wrapping_add(1)
-                                  as *mut ::kernel_std::__private::device::F16
-                              }
-                            },
-                            __off0,
-                          );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 16usize;
-                                __r * 16usize
-                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if {
-                            let __x0 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              );
-                            let __x1 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              );
-                            let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                            );
-                            <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x1,
-                              __x0,
-                            )
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x1,
-                                __c2,
-                              )
-                          } && (__g as usize) % 16 == 0
-                            && (__inb0
-                              || ::kernel_std::__private::device::fits(
-                                __g,
-                                ::kernel_std::__private::device::opaque_usize(
-                                  __p_a_ptr as usize,
-                                ) as *mut _,
-                                __len_a_ptr,
-                                8usize,
-                              ))
+                          if __pb0[0usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
                           {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
+                            __b
                           } else {
-                            let __sp = __smem.add(__so)
-                              as *mut ::kernel_std::__private::device::F16;
-                            let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                              8,
-                            );
-                            let mut __i: usize = 0;
-                            while __i < __ne {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_6,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_a_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                                        <i32 as ::kernel_std::__private::device::Num>::add(
-                                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                                            ::kernel_std::__private::device::program_id(0u32),
-                                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                              128i64,
-                                            ),
-                                          ),
-                                          (0i32)
-                                            .wrapping_add(
-                                              ({
-                                                let __pf: usize = (__f0 + __i);
-                                                0usize + ((__pf / 16usize) % 128usize) * 1usize
-                                              }) as i32,
-                                            ),
-                                        ),
-                                        __p_M,
-                                      ),
-                                      __p_K,
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                ),
-                                __off0,
-                              );
-                              let __k: bool = __m
-                                && ::kernel_std::__private::device::fits(
-                                  __a,
-                                  __p_a_ptr,
-                                  __len_a_ptr,
-                                  1,
-                                );
-                              if __m && !__k && __badp.is_null() {
-                                __badp = __a;
-                              }
-                              ::kernel_std::__private::device::store(
-                                __sp.add(__i),
-                                if __k {
-                                  ::kernel_std::__private::device::load(__a)
-                                } else {
-                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                    0f64,
-                                  )
-                                },
-                              );
-                              __i += 1;
-                            }
-                            if !__badp.is_null() {
-                              ::kernel_std::__private::device::report_fault_at(
-                                __badp,
-                                __p_a_ptr,
-                                __len_a_ptr,
-                                __fault,
-                                __tag,
-                                0u32,
-                                ::core::line!(),
-                              );
-                            }
+                            (__b as *mut u8).wrapping_add(1)
+                              as *mut ::kernel_std::__private::device::F16
                           }
-                        }
-                      },
-                    );
-                  }
-                  {
-                    let __off1: i64 = b_ptrs_4_off + __it * __st4;
-                    let __dst: usize = 4096usize + __buf * 5120usize;
-                    ::kernel_std::__private::device::unroll::<
-                      1usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__jc: usize| {
-                        let __c: usize = __jc * 256usize + __tid;
-                        if (__jc + 1) * 256usize <= 32usize || __c < 32usize {
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
+                        },
+                        __off0,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 16usize;
+                            __r * 16usize
+                              + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if {
+                        let __x0 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
                           );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            {
-                              let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                __p_b_ptr,
-                                __pb1[__jc],
-                              );
-                              if __pb1[__jc]
-                                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                              {
-                                __b
-                              } else {
-                                (__b as *mut u8).wrapping_add(1)
-                                  as *mut ::kernel_std::__private::device::F16
-                              }
-                            },
-                            __off1,
+                        let __x1 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
                           );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 16usize;
-                                __r * 16usize
-                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x1,
+                          __x0,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x1,
+                            __c2,
+                          )
+                      } && (__g as usize) % 16 == 0
+                        && (__inb0
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_a_ptr as usize,
+                            ) as *mut _,
+                            __len_a_ptr,
+                            8usize,
+                          ))
+                      {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
                                 }) as i32,
                               ),
                             <i32 as ::kernel_std::__private::device::Num>::sub(
@@ -3345,121 +3135,245 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                                 ),
                               ),
                             ),
-                          ) && (__g as usize) % 16 == 0
-                            && (__inb1
-                              || ::kernel_std::__private::device::fits(
-                                __g,
-                                ::kernel_std::__private::device::opaque_usize(
-                                  __p_b_ptr as usize,
-                                ) as *mut _,
-                                __len_b_ptr,
-                                8usize,
-                              ))
-                          {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
-                          } else {
-                            let __sp = __smem.add(__so)
-                              as *mut ::kernel_std::__private::device::F16;
-                            let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                              8,
-                            );
-                            let mut __i: usize = 0;
-                            while __i < __ne {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_6,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(0u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          128i64,
+                                        ),
+                                      ),
                                       (0i32)
                                         .wrapping_add(
                                           ({
                                             let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                            0usize + ((__pf / 16usize) % 128usize) * 1usize
                                           }) as i32,
                                         ),
-                                      __p_N,
                                     ),
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          ::kernel_std::__private::device::program_id(1u32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            16i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_N,
-                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_K,
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          let __k: bool = __m
+                            && ::kernel_std::__private::device::fits(
+                              __a,
+                              __p_a_ptr,
+                              __len_a_ptr,
+                              1,
+                            );
+                          if __m && !__k && __badp.is_null() {
+                            __badp = __a;
+                          }
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                        if !__badp.is_null() {
+                          ::kernel_std::__private::device::report_fault_at(
+                            __badp,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          );
+                        }
+                      }
+                    }
+                  }
+                  {
+                    let __off1: i64 = b_ptrs_4_off + __it * __st4;
+                    let __dst: usize = 4096usize + __buf * 5120usize;
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      if __c < 32usize {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          {
+                            let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              __pb1[0usize],
+                            );
+                            if __pb1[0usize]
+                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                            {
+                              __b
+                            } else {
+                              (__b as *mut u8).wrapping_add(1)
+                                as *mut ::kernel_std::__private::device::F16
+                            }
+                          },
+                          __off1,
+                        );
+                        let __so: usize = __dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 16usize;
+                              __r * 16usize
+                                + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2;
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        ) && (__g as usize) % 16 == 0
+                          && (__inb1
+                            || ::kernel_std::__private::device::fits(
+                              __g,
+                              ::kernel_std::__private::device::opaque_usize(
+                                __p_b_ptr as usize,
+                              ) as *mut _,
+                              __len_b_ptr,
+                              8usize,
+                            ))
+                        {
+                          ::kernel_std::__private::device::cp_async_16(
+                            ::kernel_std::__private::device::smem_addr() + __so as u32,
+                            __g as *const u8,
+                          );
+                        } else {
+                          let __sp = __smem.add(__so)
+                            as *mut ::kernel_std::__private::device::F16;
+                          let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                            8,
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  k_6,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
                                   ),
                                 ),
-                                __off1,
-                              );
-                              let __k: bool = __m
-                                && ::kernel_std::__private::device::fits(
-                                  __a,
-                                  __p_b_ptr,
-                                  __len_b_ptr,
-                                  1,
-                                );
-                              if __m && !__k && __badp.is_null() {
-                                __badp = __a;
-                              }
-                              ::kernel_std::__private::device::store(
-                                __sp.add(__i),
-                                if __k {
-                                  ::kernel_std::__private::device::load(__a)
-                                } else {
-                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                    0f64,
-                                  )
-                                },
-                              );
-                              __i += 1;
-                            }
-                            if !__badp.is_null() {
-                              ::kernel_std::__private::device::report_fault_at(
-                                __badp,
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                    __p_N,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(1u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          16i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                ),
+                              ),
+                              __off1,
+                            );
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
                                 __p_b_ptr,
                                 __len_b_ptr,
-                                __fault,
-                                __tag,
-                                1u32,
-                                ::core::line!(),
+                                1,
                               );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
                             }
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              if __k {
+                                ::kernel_std::__private::device::load(__a)
+                              } else {
+                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                  0f64,
+                                )
+                              },
+                            );
+                            __i += 1;
+                          }
+                          if !__badp.is_null() {
+                            ::kernel_std::__private::device::report_fault_at(
+                              __badp,
+                              __p_b_ptr,
+                              __len_b_ptr,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            );
                           }
                         }
-                      },
-                    );
+                      }
+                    }
                   }
                 }
               }
@@ -3507,125 +3421,650 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
         a_ptrs_3_off += __n * __st3;
         b_ptrs_4_off += __n * __st4;
         ::kernel_std::__private::device::outline(move || {
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__p: usize| {
-              let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-              let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-              let mut __sm: [bool; 2usize] = [false; 2usize];
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = 2 * __p + __v;
-                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                    + ((__j) / 8usize) * 64 + (((__j) % 4) / 2) * 8
-                    + (__warp % 4) * 16 + __lane / 4) * 16usize
-                    + ((__warp / 4) % 1usize) * 16usize
-                    + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-                  __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_c_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 16usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_N,
-                      ),
-                    ),
+          {
+            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 0usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 16usize
+                + ((__warp / 4) % 1usize) * 16usize + 0usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
                     <i32 as ::kernel_std::__private::device::Num>::rem(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
+                          ::kernel_std::__private::device::program_id(0u32),
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
+                            128i64,
                           ),
                         ),
                         (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              0usize + ((__pf / 16usize) % 128usize) * 1usize
                             }) as i32,
                           ),
                       ),
-                      __p_N,
+                      __p_M,
                     ),
-                  );
-                  __sv[__v] = acc_5[__j];
-                  __sm[__v] = true;
-                },
+                    __p_N,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
               );
-              if true && __sm[0usize] && __sm[1usize]
-                && (__sp[0] as usize) % 8usize == 0
-                && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-                && ::kernel_std::__private::device::fits(
-                  __sp[0],
+              __sv[__v] = acc_5[__j];
+              __sm[__v] = true;
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 1usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 16usize
+                + ((__warp / 4) % 1usize) * 16usize + 1usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 16usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_N,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              );
+              __sv[__v] = acc_5[__j];
+              __sm[__v] = true;
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 8usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_c_ptr,
+                __len_c_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                f32,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
                   __p_c_ptr,
                   __len_c_ptr,
-                  2usize,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
                 )
               {
-                ::kernel_std::__private::device::store_vec::<
-                  f32,
-                  2usize,
-                >(__sp[0], __sv);
-              } else {
-                if __sm[0usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[0usize],
-                    __p_c_ptr,
-                    __len_c_ptr,
-                    __fault,
-                    __tag,
-                    2u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[0usize],
-                    __sv[0usize],
-                  );
-                }
-                if __sm[1usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[1usize],
-                    __p_c_ptr,
-                    __len_c_ptr,
-                    __fault,
-                    __tag,
-                    2u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[1usize],
-                    __sv[1usize],
-                  );
-                }
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
               }
-            },
-          );
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 2usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 16usize
+                + ((__warp / 4) % 1usize) * 16usize + 0usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 16usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_N,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              );
+              __sv[__v] = acc_5[__j];
+              __sm[__v] = true;
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 3usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 16usize
+                + ((__warp / 4) % 1usize) * 16usize + 1usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 16usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_N,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              );
+              __sv[__v] = acc_5[__j];
+              __sm[__v] = true;
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 8usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_c_ptr,
+                __len_c_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                f32,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 4usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 16usize
+                + ((__warp / 4) % 1usize) * 16usize + 8usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 16usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_N,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              );
+              __sv[__v] = acc_5[__j];
+              __sm[__v] = true;
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 5usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 16usize
+                + ((__warp / 4) % 1usize) * 16usize + 9usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 16usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_N,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              );
+              __sv[__v] = acc_5[__j];
+              __sm[__v] = true;
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 8usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_c_ptr,
+                __len_c_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                f32,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 6usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 16usize
+                + ((__warp / 4) % 1usize) * 16usize + 8usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 16usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_N,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              );
+              __sv[__v] = acc_5[__j];
+              __sm[__v] = true;
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 7usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 16usize
+                + ((__warp / 4) % 1usize) * 16usize + 9usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 16usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_N,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              );
+              __sv[__v] = acc_5[__j];
+              __sm[__v] = true;
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 8usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_c_ptr,
+                __len_c_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                f32,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
         });
         return;
       }
@@ -3660,125 +4099,602 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
       a_ptrs_3_off += __n * __st3;
       b_ptrs_4_off += __n * __st4;
     }
-    ::kernel_std::__private::device::unroll::<
-      4usize,
-      _,
-    >(
-      #[inline(always)]
-      |__p: usize| {
-        let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-        let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-        let mut __sm: [bool; 2usize] = [false; 2usize];
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__v: usize| {
-            let __j: usize = 2 * __p + __v;
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 8usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 16usize
-              + ((__warp / 4) % 1usize) * 16usize
-              + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 16usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_N,
-                ),
-              ),
+    {
+      let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+      let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+      let mut __sm: [bool; 2usize] = [false; 2usize];
+      {
+        let __v: usize = 0usize;
+        let __j: usize = 0usize;
+        let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+          + (__warp % 4) * 16 + __lane / 4) * 16usize
+          + ((__warp / 4) % 1usize) * 16usize + 0usize + (__lane % 4) * 2;
+        __sp[__v] = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_c_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
               <i32 as ::kernel_std::__private::device::Num>::rem(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
+                    ::kernel_std::__private::device::program_id(0u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
+                      128i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        0usize + ((__pf / 16usize) % 128usize) * 1usize
                       }) as i32,
                     ),
                 ),
-                __p_N,
+                __p_M,
               ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = true;
-          },
+              __p_N,
+            ),
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
         );
-        if true && __sm[0usize] && __sm[1usize]
-          && (__sp[0] as usize) % 8usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-          && ::kernel_std::__private::device::fits(
-            __sp[0],
+        __sv[__v] = acc_5[__j];
+        __sm[__v] = true;
+      }
+      {
+        let __v: usize = 1usize;
+        let __j: usize = 1usize;
+        let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+          + (__warp % 4) * 16 + __lane / 4) * 16usize
+          + ((__warp / 4) % 1usize) * 16usize + 1usize + (__lane % 4) * 2;
+        __sp[__v] = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_c_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 16usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_N,
+            ),
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        __sv[__v] = acc_5[__j];
+        __sm[__v] = true;
+      }
+      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 8usize == 0
+        && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+        && ::kernel_std::__private::device::fits(
+          __sp[0],
+          __p_c_ptr,
+          __len_c_ptr,
+          2usize,
+        )
+      {
+        ::kernel_std::__private::device::store_vec::<f32, 2usize>(__sp[0], __sv);
+      } else {
+        if __sm[0usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[0usize],
             __p_c_ptr,
             __len_c_ptr,
-            2usize,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
           )
         {
-          ::kernel_std::__private::device::store_vec::<
-            f32,
-            2usize,
-          >(__sp[0], __sv);
-        } else {
-          if __sm[0usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[0usize],
-              __p_c_ptr,
-              __len_c_ptr,
-              __fault,
-              __tag,
-              2u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[0usize],
-              __sv[0usize],
-            );
-          }
-          if __sm[1usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[1usize],
-              __p_c_ptr,
-              __len_c_ptr,
-              __fault,
-              __tag,
-              2u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[1usize],
-              __sv[1usize],
-            );
-          }
+          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
         }
-      },
-    );
+        if __sm[1usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[1usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
+        }
+      }
+    }
+    {
+      let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+      let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+      let mut __sm: [bool; 2usize] = [false; 2usize];
+      {
+        let __v: usize = 0usize;
+        let __j: usize = 2usize;
+        let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+          + (__warp % 4) * 16 + __lane / 4) * 16usize
+          + ((__warp / 4) % 1usize) * 16usize + 0usize + (__lane % 4) * 2;
+        __sp[__v] = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_c_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 16usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_N,
+            ),
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        __sv[__v] = acc_5[__j];
+        __sm[__v] = true;
+      }
+      {
+        let __v: usize = 1usize;
+        let __j: usize = 3usize;
+        let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+          + (__warp % 4) * 16 + __lane / 4) * 16usize
+          + ((__warp / 4) % 1usize) * 16usize + 1usize + (__lane % 4) * 2;
+        __sp[__v] = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_c_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 16usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_N,
+            ),
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        __sv[__v] = acc_5[__j];
+        __sm[__v] = true;
+      }
+      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 8usize == 0
+        && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+        && ::kernel_std::__private::device::fits(
+          __sp[0],
+          __p_c_ptr,
+          __len_c_ptr,
+          2usize,
+        )
+      {
+        ::kernel_std::__private::device::store_vec::<f32, 2usize>(__sp[0], __sv);
+      } else {
+        if __sm[0usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[0usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+        }
+        if __sm[1usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[1usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
+        }
+      }
+    }
+    {
+      let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+      let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+      let mut __sm: [bool; 2usize] = [false; 2usize];
+      {
+        let __v: usize = 0usize;
+        let __j: usize = 4usize;
+        let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+          + (__warp % 4) * 16 + __lane / 4) * 16usize
+          + ((__warp / 4) % 1usize) * 16usize + 8usize + (__lane % 4) * 2;
+        __sp[__v] = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_c_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 16usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_N,
+            ),
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        __sv[__v] = acc_5[__j];
+        __sm[__v] = true;
+      }
+      {
+        let __v: usize = 1usize;
+        let __j: usize = 5usize;
+        let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+          + (__warp % 4) * 16 + __lane / 4) * 16usize
+          + ((__warp / 4) % 1usize) * 16usize + 9usize + (__lane % 4) * 2;
+        __sp[__v] = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_c_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 16usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_N,
+            ),
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        __sv[__v] = acc_5[__j];
+        __sm[__v] = true;
+      }
+      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 8usize == 0
+        && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+        && ::kernel_std::__private::device::fits(
+          __sp[0],
+          __p_c_ptr,
+          __len_c_ptr,
+          2usize,
+        )
+      {
+        ::kernel_std::__private::device::store_vec::<f32, 2usize>(__sp[0], __sv);
+      } else {
+        if __sm[0usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[0usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+        }
+        if __sm[1usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[1usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
+        }
+      }
+    }
+    {
+      let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+      let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+      let mut __sm: [bool; 2usize] = [false; 2usize];
+      {
+        let __v: usize = 0usize;
+        let __j: usize = 6usize;
+        let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+          + (__warp % 4) * 16 + __lane / 4) * 16usize
+          + ((__warp / 4) % 1usize) * 16usize + 8usize + (__lane % 4) * 2;
+        __sp[__v] = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_c_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 16usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_N,
+            ),
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        __sv[__v] = acc_5[__j];
+        __sm[__v] = true;
+      }
+      {
+        let __v: usize = 1usize;
+        let __j: usize = 7usize;
+        let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+          + (__warp % 4) * 16 + __lane / 4) * 16usize
+          + ((__warp / 4) % 1usize) * 16usize + 9usize + (__lane % 4) * 2;
+        __sp[__v] = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_c_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 16usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_N,
+            ),
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        __sv[__v] = acc_5[__j];
+        __sm[__v] = true;
+      }
+      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 8usize == 0
+        && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+        && ::kernel_std::__private::device::fits(
+          __sp[0],
+          __p_c_ptr,
+          __len_c_ptr,
+          2usize,
+        )
+      {
+        ::kernel_std::__private::device::store_vec::<f32, 2usize>(__sp[0], __sv);
+      } else {
+        if __sm[0usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[0usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+        }
+        if __sm[1usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[1usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
+        }
+      }
+    }
   }
 }
 #[no_mangle]

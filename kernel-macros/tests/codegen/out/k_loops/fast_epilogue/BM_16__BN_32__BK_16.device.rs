@@ -93,330 +93,320 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
       let mut __hi0: i64 = i64::MIN;
       let mut __nc: bool = false;
       let mut __al: bool = true;
-      ::kernel_std::__private::device::unroll::<
-        1usize,
-        _,
-      >(
-        #[inline(always)]
-        |__jc: usize| {
-          let __c: usize = __jc * 32usize + __tid;
-          if (__jc + 1) * 32usize <= 32usize || __c < 32usize {
-            let __f0: usize = __c * 8;
-            let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_M,
-                ),
-                __p_K,
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 0usize);
-                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_M,
-                ),
-                __p_K,
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 1usize);
-                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_M,
-                ),
-                __p_K,
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 2usize);
-                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_M,
-                ),
-                __p_K,
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 3usize);
-                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_M,
-                ),
-                __p_K,
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 4usize);
-                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_M,
-                ),
-                __p_K,
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 5usize);
-                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_M,
-                ),
-                __p_K,
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 6usize);
-                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_M,
-                ),
-                __p_K,
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 7usize);
-                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __pb0[__jc] = if true
-              && __o1
-                == <i32 as ::kernel_std::__private::device::Num>::add(
-                  __o0,
+      {
+        let __c: usize = 0usize * 32usize + __tid;
+        let __f0: usize = __c * 8;
+        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1i64,
+                    16i64,
                   ),
-                )
-              && __o2
-                == <i32 as ::kernel_std::__private::device::Num>::add(
-                  __o0,
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_K,
+          ),
+          (0i32)
+            .wrapping_add(
+              ({
+                let __pf: usize = (__f0 + 0usize);
+                0usize + ((__pf / 1usize) % 16usize) * 1usize
+              }) as i32,
+            ),
+        );
+        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    2i64,
+                    16i64,
                   ),
-                )
-              && __o3
-                == <i32 as ::kernel_std::__private::device::Num>::add(
-                  __o0,
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 1usize);
+                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_K,
+          ),
+          (0i32)
+            .wrapping_add(
+              ({
+                let __pf: usize = (__f0 + 1usize);
+                0usize + ((__pf / 1usize) % 16usize) * 1usize
+              }) as i32,
+            ),
+        );
+        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    3i64,
+                    16i64,
                   ),
-                )
-              && __o4
-                == <i32 as ::kernel_std::__private::device::Num>::add(
-                  __o0,
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 2usize);
+                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_K,
+          ),
+          (0i32)
+            .wrapping_add(
+              ({
+                let __pf: usize = (__f0 + 2usize);
+                0usize + ((__pf / 1usize) % 16usize) * 1usize
+              }) as i32,
+            ),
+        );
+        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    4i64,
+                    16i64,
                   ),
-                )
-              && __o5
-                == <i32 as ::kernel_std::__private::device::Num>::add(
-                  __o0,
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 3usize);
+                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_K,
+          ),
+          (0i32)
+            .wrapping_add(
+              ({
+                let __pf: usize = (__f0 + 3usize);
+                0usize + ((__pf / 1usize) % 16usize) * 1usize
+              }) as i32,
+            ),
+        );
+        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    5i64,
+                    16i64,
                   ),
-                )
-              && __o6
-                == <i32 as ::kernel_std::__private::device::Num>::add(
-                  __o0,
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 4usize);
+                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_K,
+          ),
+          (0i32)
+            .wrapping_add(
+              ({
+                let __pf: usize = (__f0 + 4usize);
+                0usize + ((__pf / 1usize) % 16usize) * 1usize
+              }) as i32,
+            ),
+        );
+        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    6i64,
+                    16i64,
                   ),
-                )
-              && __o7
-                == <i32 as ::kernel_std::__private::device::Num>::add(
-                  __o0,
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 5usize);
+                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_K,
+          ),
+          (0i32)
+            .wrapping_add(
+              ({
+                let __pf: usize = (__f0 + 5usize);
+                0usize + ((__pf / 1usize) % 16usize) * 1usize
+              }) as i32,
+            ),
+        );
+        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    7i64,
+                    16i64,
                   ),
-                )
-            {
-              __o0
-            } else {
-              <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            };
-            if __pb0[__jc]
-              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            {
-              __al = __al
-                && (::kernel_std::__private::device::ptr_add(
-                  __p_a_ptr,
-                  __o0,
-                ) as usize) % 16 == 0;
-              let __o: i64 = ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(__o0);
-              __lo0 = if __o < __lo0 { __o } else { __lo0 };
-              __hi0 = if __o > __hi0 { __o } else { __hi0 };
-            } else {
-              __nc = true;
-            }
-          }
-        },
-      );
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 6usize);
+                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_K,
+          ),
+          (0i32)
+            .wrapping_add(
+              ({
+                let __pf: usize = (__f0 + 6usize);
+                0usize + ((__pf / 1usize) % 16usize) * 1usize
+              }) as i32,
+            ),
+        );
+        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    16i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 7usize);
+                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_K,
+          ),
+          (0i32)
+            .wrapping_add(
+              ({
+                let __pf: usize = (__f0 + 7usize);
+                0usize + ((__pf / 1usize) % 16usize) * 1usize
+              }) as i32,
+            ),
+        );
+        __pb0[0usize] = if true
+          && __o1
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                1i64,
+              ),
+            )
+          && __o2
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                2i64,
+              ),
+            )
+          && __o3
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                3i64,
+              ),
+            )
+          && __o4
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                4i64,
+              ),
+            )
+          && __o5
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                5i64,
+              ),
+            )
+          && __o6
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                6i64,
+              ),
+            )
+          && __o7
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                7i64,
+              ),
+            )
+        {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb0[0usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_a_ptr, __o0)
+              as usize) % 16 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo0 = if __o < __lo0 { __o } else { __lo0 };
+          __hi0 = if __o > __hi0 { __o } else { __hi0 };
+        } else {
+          __nc = true;
+        }
+      }
       if __nc || !__al {
         __lo0 = i64::MAX;
         __hi0 = i64::MIN;
@@ -448,330 +438,634 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
       let mut __hi1: i64 = i64::MIN;
       let mut __nc: bool = false;
       let mut __al: bool = true;
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__jc: usize| {
-          let __c: usize = __jc * 32usize + __tid;
-          if (__jc + 1) * 32usize <= 64usize || __c < 64usize {
-            let __f0: usize = __c * 8;
-            let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+      {
+        let __c: usize = 0usize * 32usize + __tid;
+        let __f0: usize = __c * 8;
+        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 32usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+            __p_N,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
               <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 32usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                __p_N,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
                 ),
-                __p_N,
               ),
-            );
-            let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 1usize);
+                  0usize + ((__pf / 32usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+            __p_N,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
               <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 32usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                __p_N,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 1usize);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
                 ),
-                __p_N,
               ),
-            );
-            let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 1usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 2usize);
+                  0usize + ((__pf / 32usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+            __p_N,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
               <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 32usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                __p_N,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 2usize);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
                 ),
-                __p_N,
               ),
-            );
-            let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 2usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 3usize);
+                  0usize + ((__pf / 32usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+            __p_N,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
               <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 32usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                __p_N,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 3usize);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
                 ),
-                __p_N,
               ),
-            );
-            let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 3usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 4usize);
+                  0usize + ((__pf / 32usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+            __p_N,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
               <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 32usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                __p_N,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 4usize);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
                 ),
-                __p_N,
               ),
-            );
-            let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 4usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 5usize);
+                  0usize + ((__pf / 32usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+            __p_N,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
               <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 32usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                __p_N,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 5usize);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
                 ),
-                __p_N,
               ),
-            );
-            let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 5usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 6usize);
+                  0usize + ((__pf / 32usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+            __p_N,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
               <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 32usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                __p_N,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 6usize);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
                 ),
-                __p_N,
               ),
-            );
-            let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 6usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 32usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+            __p_N,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
               <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 32usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                __p_N,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
                 ),
-                __p_N,
               ),
-            );
-            __pb1[__jc] = if true
-              && __o1
-                == <i32 as ::kernel_std::__private::device::Num>::add(
-                  __o0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1i64,
-                  ),
-                )
-              && __o2
-                == <i32 as ::kernel_std::__private::device::Num>::add(
-                  __o0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    2i64,
-                  ),
-                )
-              && __o3
-                == <i32 as ::kernel_std::__private::device::Num>::add(
-                  __o0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    3i64,
-                  ),
-                )
-              && __o4
-                == <i32 as ::kernel_std::__private::device::Num>::add(
-                  __o0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    4i64,
-                  ),
-                )
-              && __o5
-                == <i32 as ::kernel_std::__private::device::Num>::add(
-                  __o0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    5i64,
-                  ),
-                )
-              && __o6
-                == <i32 as ::kernel_std::__private::device::Num>::add(
-                  __o0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    6i64,
-                  ),
-                )
-              && __o7
-                == <i32 as ::kernel_std::__private::device::Num>::add(
-                  __o0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    7i64,
-                  ),
-                )
-            {
-              __o0
-            } else {
-              <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            };
-            if __pb1[__jc]
-              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            {
-              __al = __al
-                && (::kernel_std::__private::device::ptr_add(
-                  __p_b_ptr,
-                  __o0,
-                ) as usize) % 16 == 0;
-              let __o: i64 = ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(__o0);
-              __lo1 = if __o < __lo1 { __o } else { __lo1 };
-              __hi1 = if __o > __hi1 { __o } else { __hi1 };
-            } else {
-              __nc = true;
-            }
-          }
-        },
-      );
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 7usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        __pb1[0usize] = if true
+          && __o1
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                1i64,
+              ),
+            )
+          && __o2
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                2i64,
+              ),
+            )
+          && __o3
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                3i64,
+              ),
+            )
+          && __o4
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                4i64,
+              ),
+            )
+          && __o5
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                5i64,
+              ),
+            )
+          && __o6
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                6i64,
+              ),
+            )
+          && __o7
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                7i64,
+              ),
+            )
+        {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb1[0usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_b_ptr, __o0)
+              as usize) % 16 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo1 = if __o < __lo1 { __o } else { __lo1 };
+          __hi1 = if __o > __hi1 { __o } else { __hi1 };
+        } else {
+          __nc = true;
+        }
+      }
+      {
+        let __c: usize = 1usize * 32usize + __tid;
+        let __f0: usize = __c * 8;
+        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 32usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+            __p_N,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 1usize);
+                  0usize + ((__pf / 32usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+            __p_N,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 1usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 2usize);
+                  0usize + ((__pf / 32usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+            __p_N,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 2usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 3usize);
+                  0usize + ((__pf / 32usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+            __p_N,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 3usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 4usize);
+                  0usize + ((__pf / 32usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+            __p_N,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 4usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 5usize);
+                  0usize + ((__pf / 32usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+            __p_N,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 5usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 6usize);
+                  0usize + ((__pf / 32usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+            __p_N,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 6usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 32usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+            __p_N,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 7usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        __pb1[1usize] = if true
+          && __o1
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                1i64,
+              ),
+            )
+          && __o2
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                2i64,
+              ),
+            )
+          && __o3
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                3i64,
+              ),
+            )
+          && __o4
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                4i64,
+              ),
+            )
+          && __o5
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                5i64,
+              ),
+            )
+          && __o6
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                6i64,
+              ),
+            )
+          && __o7
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                7i64,
+              ),
+            )
+        {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb1[1usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_b_ptr, __o0)
+              as usize) % 16 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo1 = if __o < __lo1 { __o } else { __lo1 };
+          __hi1 = if __o > __hi1 { __o } else { __hi1 };
+        } else {
+          __nc = true;
+        }
+      }
       if __nc || !__al {
         __lo1 = i64::MAX;
         __hi1 = i64::MIN;
@@ -828,49 +1122,81 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               {
                 let __off0: i64 = a_ptrs_3_off + __it * __st3;
                 let __dst: usize = 0usize + __buf * 1536usize;
-                ::kernel_std::__private::device::unroll::<
-                  1usize,
-                  _,
-                >(
-                  #[inline(always)]
-                  |__jc: usize| {
-                    let __c: usize = __jc * 32usize + __tid;
-                    if (__jc + 1) * 32usize <= 32usize || __c < 32usize {
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
+                {
+                  let __c: usize = 0usize * 32usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[0usize],
+                    ),
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 16usize;
+                        __r * 16usize
+                          + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
                       );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[__jc],
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
                         ),
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 16usize;
-                            __r * 16usize
-                              + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x0 = (0i32)
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0);
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
-                          );
-                        let __x1 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_6,
@@ -878,29 +1204,33 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                               16i64,
                             ),
                           ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
-                          )
-                      } {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(0u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      16i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_K,
+                            ),
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -908,104 +1238,84 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                                   0usize + ((__pf / 1usize) % 16usize) * 1usize
                                 }) as i32,
                               ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        ::kernel_std::__private::device::program_id(0u32),
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          16i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_K,
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
+                          ),
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
                     }
-                  },
-                );
+                  }
+                }
               }
               {
                 let __off1: i64 = b_ptrs_4_off + __it * __st4;
                 let __dst: usize = 512usize + __buf * 1536usize;
-                ::kernel_std::__private::device::unroll::<
-                  2usize,
-                  _,
-                >(
-                  #[inline(always)]
-                  |__jc: usize| {
-                    let __c: usize = __jc * 32usize + __tid;
-                    if (__jc + 1) * 32usize <= 64usize || __c < 64usize {
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[__jc],
+                {
+                  let __c: usize = 0usize * 32usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[0usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
                         ),
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0);
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -1018,89 +1328,176 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             ),
                           ),
                         ),
-                      ) {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                  }) as i32,
                                 ),
-                              ),
+                              __p_N,
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_N,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
                                   ),
-                                  __p_N,
                                 ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
                               ),
+                              __p_N,
                             ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
+                          ),
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
                     }
-                  },
-                );
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 32usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[1usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_N,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
               }
             }
           }
@@ -1124,49 +1521,81 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               {
                 let __off0: i64 = a_ptrs_3_off + __it * __st3;
                 let __dst: usize = 0usize + __buf * 1536usize;
-                ::kernel_std::__private::device::unroll::<
-                  1usize,
-                  _,
-                >(
-                  #[inline(always)]
-                  |__jc: usize| {
-                    let __c: usize = __jc * 32usize + __tid;
-                    if (__jc + 1) * 32usize <= 32usize || __c < 32usize {
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
+                {
+                  let __c: usize = 0usize * 32usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[0usize],
+                    ),
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 16usize;
+                        __r * 16usize
+                          + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
                       );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[__jc],
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
                         ),
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 16usize;
-                            __r * 16usize
-                              + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x0 = (0i32)
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0);
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
-                          );
-                        let __x1 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_6,
@@ -1174,29 +1603,33 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                               16i64,
                             ),
                           ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
-                          )
-                      } {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(0u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      16i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_K,
+                            ),
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1204,104 +1637,84 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                                   0usize + ((__pf / 1usize) % 16usize) * 1usize
                                 }) as i32,
                               ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        ::kernel_std::__private::device::program_id(0u32),
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          16i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_K,
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
+                          ),
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
                     }
-                  },
-                );
+                  }
+                }
               }
               {
                 let __off1: i64 = b_ptrs_4_off + __it * __st4;
                 let __dst: usize = 512usize + __buf * 1536usize;
-                ::kernel_std::__private::device::unroll::<
-                  2usize,
-                  _,
-                >(
-                  #[inline(always)]
-                  |__jc: usize| {
-                    let __c: usize = __jc * 32usize + __tid;
-                    if (__jc + 1) * 32usize <= 64usize || __c < 64usize {
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[__jc],
+                {
+                  let __c: usize = 0usize * 32usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[0usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
                         ),
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0);
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -1314,89 +1727,176 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             ),
                           ),
                         ),
-                      ) {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                  }) as i32,
                                 ),
-                              ),
+                              __p_N,
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_N,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
                                   ),
-                                  __p_N,
                                 ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
                               ),
+                              __p_N,
                             ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
+                          ),
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
                     }
-                  },
-                );
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 32usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[1usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_N,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
               }
             }
           }
@@ -1504,59 +2004,102 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               {
                 let __off0: i64 = a_ptrs_3_off + __it * __st3;
                 let __dst: usize = 0usize + __buf * 1536usize;
-                ::kernel_std::__private::device::unroll::<
-                  1usize,
-                  _,
-                >(
-                  #[inline(always)]
-                  |__jc: usize| {
-                    let __c: usize = __jc * 32usize + __tid;
-                    if (__jc + 1) * 32usize <= 32usize || __c < 32usize {
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
+                {
+                  let __c: usize = 0usize * 32usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[0usize],
                       );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[__jc],
-                          );
-                          if __pb0[__jc]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off0,
+                      if __pb0[0usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F16
+                      }
+                    },
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 16usize;
+                        __r * 16usize
+                          + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
                       );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 16usize;
-                            __r * 16usize
-                              + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x0 = (0i32)
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } && (__g as usize) % 16 == 0
+                    && (__inb0
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_a_ptr as usize,
+                        ) as *mut _,
+                        __len_a_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0);
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
-                          );
-                        let __x1 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_6,
@@ -1564,40 +2107,33 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                               16i64,
                             ),
                           ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
-                          )
-                      } && (__g as usize) % 16 == 0
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(0u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      16i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_K,
+                            ),
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1605,135 +2141,126 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                                   0usize + ((__pf / 1usize) % 16usize) * 1usize
                                 }) as i32,
                               ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        ::kernel_std::__private::device::program_id(0u32),
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          16i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_K,
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          );
-                        }
+                          ),
+                        ),
+                        __off0,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
                       }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
                     }
-                  },
-                );
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_a_ptr,
+                        __len_a_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
               }
               {
                 let __off1: i64 = b_ptrs_4_off + __it * __st4;
                 let __dst: usize = 512usize + __buf * 1536usize;
-                ::kernel_std::__private::device::unroll::<
-                  2usize,
-                  _,
-                >(
-                  #[inline(always)]
-                  |__jc: usize| {
-                    let __c: usize = __jc * 32usize + __tid;
-                    if (__jc + 1) * 32usize <= 64usize || __c < 64usize {
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
+                {
+                  let __c: usize = 0usize * 32usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[0usize],
                       );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[__jc],
-                          );
-                          if __pb1[__jc]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if __pb1[0usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F16
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                    ),
+                  ) && (__g as usize) % 16 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0);
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -1746,121 +2273,239 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
-                        && (__inb1
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_b_ptr as usize,
-                            ) as *mut _,
-                            __len_b_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                  }) as i32,
                                 ),
-                              ),
+                              __p_N,
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_N,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
                                   ),
-                                  __p_N,
                                 ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
                               ),
+                              __p_N,
                             ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fault,
-                            __tag,
-                            1u32,
-                            ::core::line!(),
-                          );
-                        }
+                          ),
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
                       }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
                     }
-                  },
-                );
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 32usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[1usize],
+                      );
+                      if __pb1[1usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F16
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                    ),
+                  ) && (__g as usize) % 16 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_N,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
               }
             }
           }
@@ -1884,59 +2529,102 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               {
                 let __off0: i64 = a_ptrs_3_off + __it * __st3;
                 let __dst: usize = 0usize + __buf * 1536usize;
-                ::kernel_std::__private::device::unroll::<
-                  1usize,
-                  _,
-                >(
-                  #[inline(always)]
-                  |__jc: usize| {
-                    let __c: usize = __jc * 32usize + __tid;
-                    if (__jc + 1) * 32usize <= 32usize || __c < 32usize {
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
+                {
+                  let __c: usize = 0usize * 32usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[0usize],
                       );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[__jc],
-                          );
-                          if __pb0[__jc]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off0,
+                      if __pb0[0usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F16
+                      }
+                    },
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 16usize;
+                        __r * 16usize
+                          + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
                       );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 16usize;
-                            __r * 16usize
-                              + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x0 = (0i32)
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } && (__g as usize) % 16 == 0
+                    && (__inb0
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_a_ptr as usize,
+                        ) as *mut _,
+                        __len_a_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0);
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
-                          );
-                        let __x1 = (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_6,
@@ -1944,40 +2632,33 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                               16i64,
                             ),
                           ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
-                          )
-                      } && (__g as usize) % 16 == 0
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(0u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      16i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_K,
+                            ),
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1985,135 +2666,126 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                                   0usize + ((__pf / 1usize) % 16usize) * 1usize
                                 }) as i32,
                               ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        ::kernel_std::__private::device::program_id(0u32),
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          16i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_K,
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          );
-                        }
+                          ),
+                        ),
+                        __off0,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
                       }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
                     }
-                  },
-                );
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_a_ptr,
+                        __len_a_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
               }
               {
                 let __off1: i64 = b_ptrs_4_off + __it * __st4;
                 let __dst: usize = 512usize + __buf * 1536usize;
-                ::kernel_std::__private::device::unroll::<
-                  2usize,
-                  _,
-                >(
-                  #[inline(always)]
-                  |__jc: usize| {
-                    let __c: usize = __jc * 32usize + __tid;
-                    if (__jc + 1) * 32usize <= 64usize || __c < 64usize {
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
+                {
+                  let __c: usize = 0usize * 32usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[0usize],
                       );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[__jc],
-                          );
-                          if __pb1[__jc]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
-                          }
-                        },
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if __pb1[0usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F16
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                    ),
+                  ) && (__g as usize) % 16 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0);
+                              let __pf: usize = (__f0 + __i);
                               0usize + ((__pf / 32usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -2126,121 +2798,239 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
-                        && (__inb1
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_b_ptr as usize,
-                            ) as *mut _,
-                            __len_b_ptr,
-                            8usize,
-                          ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                  }) as i32,
                                 ),
-                              ),
+                              __p_N,
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_N,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
                                   ),
-                                  __p_N,
                                 ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
                               ),
+                              __p_N,
                             ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fault,
-                            __tag,
-                            1u32,
-                            ::core::line!(),
-                          );
-                        }
+                          ),
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
                       }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
                     }
-                  },
-                );
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 32usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[1usize],
+                      );
+                      if __pb1[1usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F16
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                    ),
+                  ) && (__g as usize) % 16 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_N,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
               }
             }
           }
@@ -2970,156 +3760,1774 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
         }
       } else {
         ::core::hint::cold_path();
-        ::kernel_std::__private::device::unroll::<
-          8usize,
-          _,
-        >(
-          #[inline(always)]
-          |__p: usize| {
-            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-            let mut __sm: [bool; 2usize] = [false; 2usize];
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = 2 * __p + __v;
-                let __f: usize = ((__warp / 1usize) * 16usize
-                  + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-                  + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_c_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_N,
-                    ),
-                  ),
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 0usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 0usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
+                      ::kernel_std::__private::device::program_id(0u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
+                        16i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
                         }) as i32,
                       ),
                   ),
-                );
-                __sv[__v] = c_12[__j];
-                __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 32usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
                   ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(1u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
                   ),
-                );
-              },
+              ),
             );
-            if true && __sm[0usize] && __sm[1usize]
-              && (__sp[0] as usize) % 4usize == 0
-              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-              && ::kernel_std::__private::device::fits(
-                __sp[0],
+            __sv[__v] = c_12[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 1usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 1usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_12[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_c_ptr,
+              __len_c_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
                 __p_c_ptr,
                 __len_c_ptr,
-                2usize,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
               )
             {
-              ::kernel_std::__private::device::store_vec::<
-                ::kernel_std::__private::device::F16,
-                2usize,
-              >(__sp[0], __sv);
-            } else {
-              if __sm[0usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[0usize],
-                  __p_c_ptr,
-                  __len_c_ptr,
-                  __fault,
-                  __tag,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[0usize],
-                  __sv[0usize],
-                );
-              }
-              if __sm[1usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[1usize],
-                  __p_c_ptr,
-                  __len_c_ptr,
-                  __fault,
-                  __tag,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[1usize],
-                  __sv[1usize],
-                );
-              }
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
             }
-          },
-        );
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 2usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 0usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_12[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 3usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 1usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_12[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_c_ptr,
+              __len_c_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 4usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 8usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_12[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 5usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 9usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_12[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_c_ptr,
+              __len_c_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 6usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 8usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_12[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 7usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 9usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_12[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_c_ptr,
+              __len_c_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 8usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 16usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_12[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 9usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 17usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_12[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_c_ptr,
+              __len_c_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 10usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 16usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_12[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 11usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 17usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_12[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_c_ptr,
+              __len_c_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 12usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 24usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_12[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 13usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 25usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_12[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_c_ptr,
+              __len_c_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 14usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 24usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_12[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 15usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 25usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_12[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_c_ptr,
+              __len_c_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
       }
     }
     ::kernel_std::__private::device::bar_sync();
@@ -3627,156 +6035,1774 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
         }
       } else {
         ::core::hint::cold_path();
-        ::kernel_std::__private::device::unroll::<
-          8usize,
-          _,
-        >(
-          #[inline(always)]
-          |__p: usize| {
-            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-            let mut __sm: [bool; 2usize] = [false; 2usize];
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = 2 * __p + __v;
-                let __f: usize = ((__warp / 1usize) * 16usize
-                  + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-                  + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_d_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_N,
-                    ),
-                  ),
+        {
+          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 0usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 0usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_d_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
+                      ::kernel_std::__private::device::program_id(0u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
+                        16i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
                         }) as i32,
                       ),
                   ),
-                );
-                __sv[__v] = acc_5[__j];
-                __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 32usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
                   ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(1u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
                   ),
-                );
-              },
+              ),
             );
-            if true && __sm[0usize] && __sm[1usize]
-              && (__sp[0] as usize) % 8usize == 0
-              && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-              && ::kernel_std::__private::device::fits(
-                __sp[0],
+            __sv[__v] = acc_5[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 1usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 1usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_d_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = acc_5[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 8usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_d_ptr,
+              __len_d_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              f32,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
                 __p_d_ptr,
                 __len_d_ptr,
-                2usize,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
               )
             {
-              ::kernel_std::__private::device::store_vec::<
-                f32,
-                2usize,
-              >(__sp[0], __sv);
-            } else {
-              if __sm[0usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[0usize],
-                  __p_d_ptr,
-                  __len_d_ptr,
-                  __fault,
-                  __tag,
-                  3u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[0usize],
-                  __sv[0usize],
-                );
-              }
-              if __sm[1usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[1usize],
-                  __p_d_ptr,
-                  __len_d_ptr,
-                  __fault,
-                  __tag,
-                  3u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[1usize],
-                  __sv[1usize],
-                );
-              }
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
             }
-          },
-        );
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_d_ptr,
+                __len_d_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 2usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 0usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_d_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = acc_5[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 3usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 1usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_d_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = acc_5[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 8usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_d_ptr,
+              __len_d_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              f32,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_d_ptr,
+                __len_d_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_d_ptr,
+                __len_d_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 4usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 8usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_d_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = acc_5[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 5usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 9usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_d_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = acc_5[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 8usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_d_ptr,
+              __len_d_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              f32,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_d_ptr,
+                __len_d_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_d_ptr,
+                __len_d_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 6usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 8usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_d_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = acc_5[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 7usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 9usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_d_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = acc_5[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 8usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_d_ptr,
+              __len_d_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              f32,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_d_ptr,
+                __len_d_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_d_ptr,
+                __len_d_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 8usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 16usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_d_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = acc_5[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 9usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 17usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_d_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = acc_5[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 8usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_d_ptr,
+              __len_d_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              f32,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_d_ptr,
+                __len_d_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_d_ptr,
+                __len_d_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 10usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 16usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_d_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = acc_5[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 11usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 17usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_d_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = acc_5[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 8usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_d_ptr,
+              __len_d_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              f32,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_d_ptr,
+                __len_d_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_d_ptr,
+                __len_d_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 12usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 24usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_d_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = acc_5[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 13usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 25usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_d_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = acc_5[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 8usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_d_ptr,
+              __len_d_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              f32,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_d_ptr,
+                __len_d_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_d_ptr,
+                __len_d_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 14usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 24usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_d_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = acc_5[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 15usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + 25usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_d_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = acc_5[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 8usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_d_ptr,
+              __len_d_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              f32,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_d_ptr,
+                __len_d_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_d_ptr,
+                __len_d_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
       }
     }
   }
