@@ -17,7 +17,7 @@
 //! 3. **Link** that module with what it uses of the standard library's rlibs (`llvm-link
 //!    --ignore-non-bitcode <own.bc> --only-needed <core, compiler_builtins rlibs>`; the flag
 //!    skips the `lib.rmeta` members, and `--only-needed` pulls in only the definitions the
-//!    crate reaches: 0.15 s instead of 0.55 s, same PTX up to function order), **internalize**
+//!    crate reaches, which is much faster and gives the same PTX up to function order), **internalize**
 //!    everything but the entries and optimize (`opt --internalize-public-api-file=<entries>
 //!    --passes=internalize,globaldce,default<O3>`; internalizing before optimizing lets the
 //!    optimizer drop everything the entries do not reach), then **codegen**
@@ -29,6 +29,10 @@
 //!    "Potential Performance Loss" advisory (a serialized `wgmma` pipeline) fails.
 //!    The cubin is kept as `<crate>.cubin`.
 //! 5. **Manifest** `<out>/<crate>.manifest.json` (format on [`write_manifest`]).
+//!
+//! Steps 3–5 are skipped when the crate's linked bitcode (step 2, its rlibs linked in sorted
+//! order), the standard library's rlibs, the tool versions and the options are those recorded
+//! in `<crate>.key` by the last successful build, whose outputs then stand.
 //!
 //! Intermediate files (`<crate>.entries`, `<crate>.*.bc`, `<crate>.key`) stay in `<out>/link/`.
 

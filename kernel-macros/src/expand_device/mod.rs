@@ -1771,8 +1771,8 @@ fn entry_metadata(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num
 
 /// The `extern "ptx-kernel"` entries of one instance: `entry_name`, and, when its K loop can be
 /// split over blocks (`split.rs`), `<entry_name>__split`, which split launches run instead. The
-/// plain entry has no trace of splitting (the split code in its K loop and prologue cost up to
-/// 17 % at 1024² on an H100 when nothing was split). When a tensor-core `dot` can use Hopper's
+/// plain entry has no trace of splitting (split code in its K loop and prologue would slow the
+/// launches that split nothing). When a tensor-core `dot` can use Hopper's
 /// `wgmma`, each entry has two bodies: one for `sm_90a` (`wgmma`) and one for every other
 /// architecture (`mma.sync`); the instance asks for the largest shared memory of them all.
 pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps: usize, num_stages: usize) -> DeviceEntry {
