@@ -141,6 +141,33 @@ pub struct TmaDesc {
     pub swizzle: usize,
 }
 
+/// The architecture a body of an entry is generated for. An entry whose `dot` can use Hopper's
+/// `wgmma` has one body per target, each under [`Target::cfg`]; other entries have one body,
+/// generated for [`Target::Sm80`], which every architecture runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// `mma.sync`, `ldmatrix`, `cp.async`: sm_80 and every later architecture.
+    Sm80,
+    /// The `sm_90a` body: `wgmma`, tensor maps, `stmatrix` epilogues.
+    Sm90a,
+}
+
+impl Target {
+    /// Whether tensor-core `dot`s may use `wgmma`.
+    fn has_wgmma(self) -> bool {
+        self == Target::Sm90a
+    }
+
+    /// The attribute that compiles a body of this target only where it runs (the device build
+    /// passes `-C target-cpu=<arch>`, which sets the `sm_90a` target feature on Hopper).
+    fn cfg(self) -> TokenStream {
+        match self {
+            Target::Sm90a => quote!(#[cfg(target_feature = "sm_90a")]),
+            Target::Sm80 => quote!(#[cfg(not(target_feature = "sm_90a"))]),
+        }
+    }
+}
+
 struct DevGen<'a> {
     k: &'a Kernel,
     vals: &'a HashMap<String, i64>,
@@ -167,8 +194,8 @@ struct DevGen<'a> {
     prefetched: RefCell<HashMap<ExprId, Ident>>,
     /// The pointer parameter behind each pointer local (`bounds.rs`).
     ptr_roots: Vec<Option<usize>>,
-    /// Whether tensor-core `dot`s may use Hopper's `wgmma` (the `sm_90a` body of an entry).
-    wgmma: bool,
+    /// The architecture the body is generated for.
+    target: Target,
     /// Tensor maps the generated code copies with, in the order of their hidden-parameter slots.
     tma: RefCell<Vec<TmaDesc>>,
     /// Whether every thread is past a block barrier with no global access since (a store
@@ -214,7 +241,7 @@ pub fn dev_dtype(d: DType) -> TokenStream {
 }
 
 impl<'a> DevGen<'a> {
-    fn new(k: &'a Kernel, vals: &'a HashMap<String, i64>, threads: usize, num_stages: usize, wgmma: bool) -> Self {
+    fn new(k: &'a Kernel, vals: &'a HashMap<String, i64>, threads: usize, num_stages: usize, target: Target) -> Self {
         let shapes = k
             .exprs
             .iter()
@@ -239,7 +266,7 @@ impl<'a> DevGen<'a> {
             num_stages: num_stages.max(1),
             prefetched: RefCell::new(HashMap::new()),
             ptr_roots: vec![],
-            wgmma,
+            target,
             tma: RefCell::new(vec![]),
             synced: Cell::new(false),
             pipelined: Cell::new(false),
@@ -437,7 +464,7 @@ impl<'a> DevGen<'a> {
         let warps = self.threads / 32;
         // K-major A rows of up to 64 elements (one 128-byte swizzle pattern); deeper tiles are
         // staged in 64-column blocks like B.
-        if !self.wgmma || !warps.is_multiple_of(4) || !([16, 32].contains(&kk) || (kk.is_multiple_of(64) && kk <= 256)) {
+        if !self.target.has_wgmma() || !warps.is_multiple_of(4) || !([16, 32].contains(&kk) || (kk.is_multiple_of(64) && kk <= 256)) {
             return None;
         }
         let groups = warps / 4;
@@ -1481,7 +1508,7 @@ impl<'a> DevGen<'a> {
     /// `wgmma` bodies of plain entries (in split entries ptxas spilled with the calls: up to 12
     /// bytes in the 128x128x32 instance).
     fn outlines_cold_code(&self) -> bool {
-        self.wgmma && self.split.is_none()
+        self.target.has_wgmma() && self.split.is_none()
     }
 
     /// The code of `stmts`, the rest of the kernel's body after a software-pipelined loop (which
@@ -1792,17 +1819,17 @@ fn entry_fn(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps
     let threads = 32 * num_warps;
     // The loop launches may split is a property of the IR: found once, given to both bodies of
     // the split entry.
-    let mut g = DevGen::new(k, vals, threads, num_stages, false);
+    let mut g = DevGen::new(k, vals, threads, num_stages, Target::Sm80);
     let split_loop = g.split_loop();
-    let new = |wgmma: bool| {
-        let mut g = DevGen::new(k, vals, threads, num_stages, wgmma);
+    let new = |target: Target| {
+        let mut g = DevGen::new(k, vals, threads, num_stages, target);
         g.split = split_loop.clone().filter(|_| split);
         g
     };
     g.split = split_loop.clone().filter(|_| split);
     let body = g.body(&k.body);
     // The sm_90a lowering, for kernels with a `dot` that `wgmma` can take.
-    let hopper = k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Dot { .. })).then(|| new(true));
+    let hopper = k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Dot { .. })).then(|| new(Target::Sm90a));
     let hopper = hopper.filter(|h| (0..k.exprs.len()).any(|i| matches!(h.mma_tiling(i), Some(Layout::Mma { wg: true, .. }))));
     let hopper_body = hopper.as_ref().map(|h| (h.body(&k.body), h.smem_max.get()));
     let d = &g.d;
@@ -1860,13 +1887,13 @@ fn entry_fn(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps
     let hopper_only = split && hopper_body.is_some();
     let (tokens, shared) = match &hopper_body {
         Some((hb, hopper_smem)) => {
-            let hopper_fn = function(quote!(#[cfg(target_feature = "sm_90a")]), hb, prefetch.as_ref());
-            let other_fn = (!hopper_only).then(|| function(quote!(#[cfg(not(target_feature = "sm_90a"))]), &body, None));
+            let hopper_fn = function(Target::Sm90a.cfg(), hb, prefetch.as_ref());
+            let other_fn = (!hopper_only).then(|| function(Target::Sm80.cfg(), &body, None));
             (quote!(#hopper_fn #other_fn), g.smem_max.get().max(*hopper_smem))
         }
         None => (function(quote!(), &body, None), g.smem_max.get()),
     };
-    let meta_cfg = hopper_only.then(|| quote!(#[cfg(target_feature = "sm_90a")]));
+    let meta_cfg = hopper_only.then(|| Target::Sm90a.cfg());
     let meta = entry_metadata(k, entry_name, vals, num_warps, num_stages, shared);
     // The entry of a kernel named `r#type` is `r#type`: `__KERNEL_META_r#type` is no identifier.
     let meta_name = format_ident!("__KERNEL_META_{}", entry_name.trim_start_matches("r#"));

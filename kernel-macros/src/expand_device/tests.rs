@@ -132,7 +132,7 @@ fn swizzle_spreads_the_rows_of_an_ldmatrix_over_all_banks() {
 fn mask_analysis(src: &str) -> Vec<(Along, bool)> {
     let (_, inst) = expand("BLOCK = [64]", src);
     let (k, vals, warps, stages) = &inst[0];
-    let g = DevGen::new(k, vals, 32 * warps, *stages, false);
+    let g = DevGen::new(k, vals, 32 * warps, *stages, Target::Sm80);
     k.exprs
         .iter()
         .enumerate()
@@ -256,7 +256,7 @@ fn hopper_k_loops_copy_tiles_with_tensor_maps() {
 fn store_steps(src: &str) -> Vec<bool> {
     let (_, inst) = expand("BLOCK = [64]", src);
     let (k, vals, warps, stages) = &inst[0];
-    let g = DevGen::new(k, vals, 32 * warps, *stages, false);
+    let g = DevGen::new(k, vals, 32 * warps, *stages, Target::Sm80);
     k.body
         .iter()
         .filter_map(|s| match s {
@@ -316,7 +316,7 @@ fn wgmma_tilings_need_warpgroups_and_a_swizzle_width() {
     let tiling = |src: &str| {
         let (_, inst) = expand("", src);
         let (k, vals, warps, stages) = &inst[0];
-        let g = DevGen::new(k, vals, 32 * warps, *stages, true);
+        let g = DevGen::new(k, vals, 32 * warps, *stages, Target::Sm90a);
         let dot = k.exprs.iter().position(|e| matches!(e.kind, ExprKind::Dot { .. })).expect("a dot");
         g.mma_tiling(dot)
     };

@@ -322,7 +322,7 @@ impl DevGen<'_> {
         // contiguous bytes of a row. Each warp has its own region (rows padded by 16 bytes so
         // that the eight rows of a matrix fall in different banks), so the path needs no block
         // barrier; it runs where every row the warp writes passed the test.
-        let via_smem = (wide && wg && self.wgmma).then(|| {
+        let via_smem = (wide && wg && self.target.has_wgmma()).then(|| {
             let warps = self.threads / 32;
             let pitch = tn * 16 + 16;
             let region = 16 * pitch;
