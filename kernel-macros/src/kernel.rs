@@ -180,9 +180,45 @@ pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn:
         .collect();
     let out = expand_host::module(&sig, &inst, &variants, &keys, &entries, &attrs.docs);
     let out = into_module(out, &sig.name, entry_claims(&sig.name, keys.iter().map(|k| k.entry.as_str())));
+    let device_entries = entries.len() + entries.iter().filter(|e| e.split_bytes > 0).count();
+    let warning = many_entries_warning(&f.sig.ident, entries.len(), device_entries);
+    let out = quote::quote!(#out #warning);
     dump(&sig.name.to_string(), &variants, &out);
     let _ = f.sp();
     out
+}
+
+/// A kernel with more instances than this gets a warning at `cargo build`: each instance is a
+/// device entry (two with a split-K version) that the device build compiles and `ptxas`
+/// assembles, tens to hundreds of kilobytes of PTX each.
+pub const WARN_INSTANCES: usize = 64;
+
+/// The warning for a kernel of more than [`WARN_INSTANCES`] instances, at its name: a proc macro
+/// cannot emit warnings on stable Rust, so the output uses a deprecated item whose note is the
+/// message (rustc reports "use of deprecated ...: <note>"; `#[allow(deprecated)]` on the kernel
+/// silences it).
+fn many_entries_warning(name: &syn::Ident, instances: usize, device_entries: usize) -> Option<proc_macro2::TokenStream> {
+    if instances <= WARN_INSTANCES {
+        return None;
+    }
+    let split = if device_entries > instances { format!(", {device_entries} device entries with the split-K ones") } else { String::new() };
+    let note = format!(
+        "kernel `{name}` declares {instances} instances{split}, more than {WARN_INSTANCES}: every one is compiled to PTX \
+         and assembled by ptxas, so device builds are slow and the PTX large; declare fewer autotune configs or \
+         meta-parameter values"
+    );
+    let marker = syn::Ident::new("many_device_entries", name.span());
+    Some(quote::quote_spanned! {name.span()=>
+        const _: () = {
+            #[deprecated(note = #note)]
+            #[allow(non_camel_case_types)]
+            struct many_device_entries;
+            #[allow(dead_code)]
+            fn warn() {
+                let _ = #marker;
+            }
+        };
+    })
 }
 
 /// `items` appended inside each generated `mod <kernel> { ... }` of `out` (the host module and
