@@ -195,7 +195,7 @@ pub const WARN_INSTANCES: usize = 64;
 
 /// The warning for a kernel of more than [`WARN_INSTANCES`] instances, at its name: a proc macro
 /// cannot emit warnings on stable Rust, so the output uses a deprecated item whose note is the
-/// message (rustc reports "use of deprecated ...: <note>"; `#[allow(deprecated)]` on the kernel
+/// message (rustc reports "use of deprecated ...: <note>"; `#![allow(deprecated)]` in the module
 /// silences it).
 fn many_entries_warning(name: &syn::Ident, instances: usize, device_entries: usize) -> Option<proc_macro2::TokenStream> {
     if instances <= WARN_INSTANCES {
