@@ -164,20 +164,30 @@ impl Builder {
     }
 }
 
-/// Runs `jobs` side by side (one thread each: their cargo builds use separate target
-/// directories, and the steps after cargo are single-threaded), reporting every failure.
+/// Runs `jobs` side by side, one thread per target directory: jobs with different target
+/// directories (one per architecture) do not wait on each other's cargo lock, and the steps
+/// after cargo are single-threaded; jobs sharing one run in turn, in the order given. Reports
+/// every failure.
 ///
 /// # Errors
 /// Names every job that failed, with its error.
 pub fn build_all(tc: &toolchain::Toolchain, ptxas: &ptxas::Ptxas, jobs: &[Job]) -> Result<Vec<Built>> {
+    let mut groups: Vec<Vec<&Job>> = Vec::new();
+    for job in jobs {
+        match groups.iter_mut().find(|g| g[0].target_dir == job.target_dir) {
+            Some(g) => g.push(job),
+            None => groups.push(vec![job]),
+        }
+    }
+    let run = |group: &[&Job]| -> Vec<(String, Result<Built>)> {
+        group.iter().map(|job| (format!("{} for {}", job.krate.display(), job.arch), build_crate(tc, ptxas, job))).collect()
+    };
     let results: Vec<(String, Result<Built>)> = std::thread::scope(|s| {
-        let handles: Vec<_> = jobs.iter().map(|job| (job, s.spawn(move || build_crate(tc, ptxas, job)))).collect();
+        let handles: Vec<_> = groups.iter().map(|g| (g, s.spawn(|| run(g)))).collect();
         handles
             .into_iter()
-            .map(|(job, h)| {
-                let what = format!("{} for {}", job.krate.display(), job.arch);
-                let r = h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("the build panicked")));
-                (what, r)
+            .flat_map(|(g, h)| {
+                h.join().unwrap_or_else(|_| g.iter().map(|job| (format!("{} for {}", job.krate.display(), job.arch), Err(anyhow::anyhow!("the build panicked")))).collect())
             })
             .collect()
     });

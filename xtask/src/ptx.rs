@@ -86,30 +86,17 @@ pub fn build_ptx(root: &Path, opts: &Options) -> Result<()> {
     for krate in &opts.crates {
         kernel_build::check::check_crate(toolchain.cargo(), krate, false)?;
     }
-    // One job per architecture, run side by side: each has its own target directory (so their
-    // cargo builds do not wait on each other's lock) and its link, `opt`, `llc` and `ptxas`
-    // steps are single-threaded. The crates of one architecture are built in turn.
-    let build_arch = |arch: &String| -> Vec<String> {
-        let mut failures = Vec::new();
-        for krate in &opts.crates {
+    // Architectures build side by side; the crates of one architecture (one target directory)
+    // in turn.
+    let jobs: Vec<Job> = opts
+        .archs
+        .iter()
+        .flat_map(|arch| {
             let dir = root.join("target/ptx").join(arch);
-            let job = Job { krate: krate.clone(), arch: arch.clone(), lenient: opts.lenient, target_dir: dir.clone(), out_dir: dir };
-            if let Err(e) = kernel_build::build_crate(&toolchain, &ptxas, &job) {
-                eprintln!("build-ptx: error: {e:#}");
-                failures.push(format!("{} for {arch}", krate.display()));
-            }
-        }
-        failures
-    };
-    let failures: Vec<String> = std::thread::scope(|s| {
-        let jobs: Vec<_> = opts.archs.iter().map(|arch| (arch, s.spawn(move || build_arch(arch)))).collect();
-        jobs.into_iter()
-            .flat_map(|(arch, job)| job.join().unwrap_or_else(|_| vec![format!("the build for {arch} panicked")]))
-            .collect()
-    });
-    if !failures.is_empty() {
-        bail!("build-ptx failed: {}", failures.join("; "));
-    }
+            opts.crates.iter().map(move |krate| Job { krate: krate.clone(), arch: arch.clone(), lenient: opts.lenient, target_dir: dir.clone(), out_dir: dir.clone() })
+        })
+        .collect();
+    kernel_build::build_all(&toolchain, &ptxas, &jobs).context("build-ptx failed")?;
     eprintln!("build-ptx: done in {:.1}s", start.elapsed().as_secs_f64());
     Ok(())
 }

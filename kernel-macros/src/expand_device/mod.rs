@@ -1748,7 +1748,6 @@ impl<'a> DevGen<'a> {
     }
 }
 
-
 /// Every value each local is given (its `let` and its assignments), anywhere in the kernel.
 fn assigned_values(k: &Kernel) -> HashMap<LocalId, Vec<ExprId>> {
     fn walk(stmts: &[Stmt], values: &mut HashMap<LocalId, Vec<ExprId>>) {
