@@ -29,9 +29,10 @@ enum Binding {
 }
 
 const BUILTINS: &str = "program_id, num_programs, arange, zeros, full, load, store, dot, where_, cdiv, min, max, \
-minimum, maximum, exp, exp2, log, log2, sqrt, rsqrt, abs, sin, cos, floor, ceil, sum, trans, expand_dims, reshape, broadcast_to";
+minimum, maximum, exp, exp2, expm1, log, log2, log10, log1p, sqrt, sqrt_rn, rsqrt, abs, sin, cos, tanh, erf, sigmoid, \
+floor, ceil, isnan, isinf, pow, fma, clamp, umulhi, div_rn, sum, trans, expand_dims, reshape, broadcast_to";
 const METHODS: &str = "to::<T>(), as_col(), as_row(), expand_dims(axis), trans(), reshape([..]), broadcast_to([..]), \
-sum(axis), max(axis), min(axis), exp(), log(), sqrt(), abs(), ...";
+sum(axis), max(axis), min(axis), and the math functions as methods: exp(), log(), sqrt(), abs(), tanh(), pow(y), ...";
 const METHOD_NAMES: [&str; 10] = ["to", "as_col", "as_row", "expand_dims", "trans", "reshape", "broadcast_to", "sum", "max", "min"];
 const MAX_INLINE_DEPTH: usize = 16;
 /// The most expressions a kernel variant may have once its helpers are inlined (the largest
@@ -279,6 +280,15 @@ impl<'a, 'd> Lowerer<'a, 'd> {
             if !fits {
                 let sp = self.span(id);
                 self.diag.error(sp, format!("literal {v} does not fit {d}"));
+            }
+        }
+        if let ExprKind::Full(v) = self.k.exprs[id].kind {
+            if ty.weak {
+                // `full([B], -1e30)`: the fill value takes the dtype (rounded once).
+                let v = self.coerce(v, d);
+                self.k.exprs[id].kind = ExprKind::Full(v);
+                self.k.exprs[id].ty = Ty { elem: Elem::Val(d), shape: ty.shape, weak: false };
+                return id;
             }
         }
         let e = &mut self.k.exprs[id];
@@ -961,7 +971,11 @@ impl<'a, 'd> Lowerer<'a, 'd> {
             ("MIN", DType::I64) => Lit::Int(i64::MIN),
             _ => return self.err(span, format!("unknown constant `{}::{}`: supported are INFINITY, NEG_INFINITY, NAN (floats), MAX and MIN", segs[0], segs[1])),
         };
-        self.push(ExprKind::Lit(lit), Ty::scalar(d), span)
+        // Infinities and NaN are the same value in every float dtype: weak, like `1.5`, so
+        // `load(f16_ptrs, mask, f32::NEG_INFINITY)` needs no conversion. MAX and MIN differ
+        // per dtype and stay typed.
+        let weak = matches!(lit, Lit::Float(v) if !v.is_finite());
+        self.push(ExprKind::Lit(lit), Ty { weak, ..Ty::scalar(d) }, span)
     }
 
     // ---------------------------------------------------------------- operators
@@ -1048,18 +1062,45 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         self.push(ExprKind::Cast(x), Ty::block(d, t.shape), span)
     }
 
-    fn math(&mut self, f: MathFn, x: ExprId, span: Sp) -> ExprId {
-        let t = self.ty(x);
-        if t.is_error() {
+    /// `f(args...)`: the operands promoted to one dtype and broadcast to one shape.
+    fn math(&mut self, f: MathFn, args: Vec<ExprId>, span: Sp) -> ExprId {
+        let tys: Vec<Ty> = args.iter().map(|&x| self.ty(x)).collect();
+        if tys.iter().any(|t| t.is_error()) {
             return self.poison(span);
         }
-        let x = match t.dtype() {
-            Some(d) if d.is_float() => x,
-            Some(d) if t.weak && d != DType::Bool => self.coerce(x, DType::F32),
-            _ => return self.err(span, format!("`{}` needs a float, found {t}: convert with `.to::<f32>()`", f.name())),
+        let name = f.name();
+        if let Some(t) = tys.iter().find(|t| matches!(t.elem, Elem::Ptr(_))) {
+            return self.err(span, format!("`{name}` needs values, found {t}: load them first"));
+        }
+        let mut ty = tys[0].clone();
+        for t in &tys[1..] {
+            let shape = match check_broadcast(&ty, t, &format!("`{name}`")) {
+                Ok(s) => s,
+                Err(m) => return self.err(span, m),
+            };
+            let (d, weak) = match check_promote(&ty, t) {
+                Ok(x) => x,
+                Err(m) => return self.err(span, format!("{m} (in `{name}`)")),
+            };
+            ty = Ty { elem: Elem::Val(d), shape, weak };
+        }
+        let Some(d) = ty.dtype() else { return self.poison(span) };
+        let d = match f.sig() {
+            MathSig::Float(_) | MathSig::FloatTest if d.is_float() => d,
+            MathSig::Float(_) | MathSig::FloatTest if ty.weak && d != DType::Bool => DType::F32,
+            MathSig::Float(_) | MathSig::FloatTest => {
+                return self.err(span, format!("`{name}` needs a float, found {ty}: convert with `.to::<f32>()`"))
+            }
+            MathSig::Number if d != DType::Bool => d,
+            MathSig::Number => return self.err(span, format!("`{name}` needs a number, found {ty}")),
+            MathSig::Int2 if d.is_int() => d,
+            MathSig::Int2 => {
+                return self.err(span, format!("`{name}` needs integers (i32, u32 or i64), found {ty}: convert with `.to::<u32>()`"))
+            }
         };
-        let ty = self.ty(x);
-        self.push(ExprKind::Math(f, x), ty, span)
+        let args = args.into_iter().map(|x| self.coerce(x, d)).collect();
+        let rd = if f.sig() == MathSig::FloatTest { DType::Bool } else { d };
+        self.push(ExprKind::Math(f, args), Ty::block(rd, ty.shape), span)
     }
 
     // ---------------------------------------------------------------- calls
@@ -1158,8 +1199,11 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                     None if name == "zeros" => DType::F32,
                     None => vt.dtype().unwrap_or(DType::F32),
                 };
+                // Without a dtype, a literal fill value leaves the block weak: it takes the
+                // dtype of what it is combined with, like the literal itself.
+                let weak = turbofish.is_none() && name == "full" && vt.weak;
                 let value = self.coerce(value, d);
-                self.push(ExprKind::Full(value), Ty::block(d, shape), span)
+                self.push(ExprKind::Full(value), Ty { weak, ..Ty::block(d, shape) }, span)
             }
             "load" => {
                 if !arity(self, (1..=3).contains(&n), "load(pointers), load(pointers, mask) or load(pointers, mask, other)") {
@@ -1218,9 +1262,38 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                     return self.poison(span);
                 }
                 let a = self.lower_expr(args[0]);
+                if name.len() == 3 && !self.ty(a).is_scalar() {
+                    if let Some(axis) = int_literal_text(args[1]) {
+                        // Triton's `tl.max(x, 0)` is a reduction; here it would be elementwise.
+                        let recv = short_text(args[0]);
+                        // Axes count from 0 here: Triton's -1 is the last axis.
+                        let rank = self.ty(a).shape.len() as i64;
+                        let red_axis = match axis.parse::<i64>() {
+                            Ok(v) if v < 0 && v + rank >= 0 => (v + rank).to_string(),
+                            _ => axis.clone(),
+                        };
+                        let msg = format!(
+                            "`{name}(x, {axis})` would be an elementwise {name}imum with {axis}, not Triton's `tl.{name}(x, axis={axis})`: for the reduction write `{recv}.{name}({red_axis})`; for the elementwise {name}imum write `{name}imum({recv}, {axis})`"
+                        );
+                        return self.err(span, msg);
+                    }
+                }
                 let b = self.lower_expr(args[1]);
                 let op = if name.starts_with("min") { BinOp::Min } else { BinOp::Max };
                 self.binary(op, a, b, span)
+            }
+            "div_rn" => {
+                if !arity(self, n == 2, "div_rn(x, y)") {
+                    return self.poison(span);
+                }
+                let a = self.lower_expr(args[0]);
+                let b = self.lower_expr(args[1]);
+                let q = self.binary(BinOp::Div, a, b, span);
+                let t = self.ty(q);
+                if !t.is_error() && !t.dtype().is_some_and(|d| d.is_float()) {
+                    return self.err(span, format!("`div_rn` divides floats (correctly rounded, as `/` does), found {t}: use `/` for integers"));
+                }
+                q
             }
             "sum" => {
                 if !arity(self, n == 2, "sum(x, axis)") {
@@ -1256,11 +1329,11 @@ impl<'a, 'd> Lowerer<'a, 'd> {
             }
             other => {
                 if let Some(f) = MathFn::from_name(other) {
-                    if !arity(self, n == 1, &format!("{other}(x)")) {
+                    if !arity(self, n == f.arity(), &math_signature(other, f)) {
                         return self.poison(span);
                     }
-                    let x = self.lower_expr(args[0]);
-                    return self.math(f, x, span);
+                    let xs = args.iter().map(|a| self.lower_expr(a)).collect();
+                    return self.math(f, xs, span);
                 }
                 let msg = self.unknown_function_message(other);
                 self.err(c.func.sp(), msg)
@@ -1361,11 +1434,12 @@ impl<'a, 'd> Lowerer<'a, 'd> {
             "step_by" => self.err(span, "`step_by` is only supported on the range of a `for` loop"),
             other => {
                 if let Some(f) = MathFn::from_name(other) {
-                    if n != 0 {
-                        return wrong(self, &format!("x.{other}()"));
+                    if n + 1 != f.arity() {
+                        return wrong(self, &math_method_signature(other, f));
                     }
-                    let x = self.lower_expr(&m.receiver);
-                    return self.math(f, x, span);
+                    let mut xs = vec![self.lower_expr(&m.receiver)];
+                    xs.extend(m.args.iter().map(|a| self.lower_expr(a)));
+                    return self.math(f, xs, span);
                 }
                 let names = METHOD_NAMES.iter().copied().chain(MathFn::ALL.iter().map(|f| f.name()));
                 let hint = match hints::did_you_mean(other, names) {
@@ -1775,6 +1849,27 @@ fn is_statement_expr(e: &syn::Expr) -> bool {
         syn::Expr::Binary(b) => compound_op(&b.op).is_some(),
         syn::Expr::Call(c) => call_name(c).as_deref() == Some("store"),
         _ => false,
+    }
+}
+
+/// `pow(x, y)`: how a math function is called (`name` as written: `sqrt_rn` is `sqrt`).
+fn math_signature(name: &str, f: MathFn) -> String {
+    format!("{name}({})", f.params().join(", "))
+}
+
+/// `x.pow(y)`: the method form.
+fn math_method_signature(name: &str, f: MathFn) -> String {
+    let p = f.params();
+    format!("{}.{name}({})", p[0], p[1..].join(", "))
+}
+
+/// The text of an integer literal (`0`, `-1`), if `e` is one.
+fn int_literal_text(e: &syn::Expr) -> Option<String> {
+    match e {
+        syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => Some(i.base10_digits().to_string()),
+        syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => int_literal_text(&u.expr).map(|t| format!("-{t}")),
+        syn::Expr::Paren(p) => int_literal_text(&p.expr),
+        _ => None,
     }
 }
 

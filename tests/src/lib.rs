@@ -3,6 +3,7 @@
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
 pub mod kernels;
+pub mod math;
 
 #[cfg(not(target_arch = "nvptx64"))]
 mod host;

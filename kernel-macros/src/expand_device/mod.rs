@@ -490,7 +490,7 @@ impl<'a> DevGen<'a> {
     /// Registers per thread an `mma` accumulator may take (of 255): half when the kernel also
     /// evaluates transcendental functions (their temporaries need the rest), else 128.
     fn accumulator_budget(&self) -> usize {
-        if self.k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Math(..))) {
+        if self.k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Math(f, _) if f.is_transcendental())) {
             64
         } else {
             128
@@ -832,11 +832,12 @@ impl<'a> DevGen<'a> {
                 let child = At::Flat(quote!({ let __tf: usize = #f; (__tf % #r1) * #r0 + __tf / #r1 }));
                 self.ev(*x, &child)
             }
-            ExprKind::Math(m, x) => {
-                let xt = self.elem(&k.exprs[*x].ty);
-                let v = self.operand(id, *x, at);
+            ExprKind::Math(m, xs) => {
+                let xt = self.elem(&k.exprs[xs[0]].ty);
+                let vs: Vec<TokenStream> = xs.iter().map(|x| self.operand(id, *x, at)).collect();
                 let f = format_ident!("{}", m.name());
-                quote!(<#xt as #d::Float>::#f(#v))
+                let tr = if k.exprs[xs[0]].ty.dtype().is_some_and(|d| d.is_float()) { quote!(Float) } else { quote!(Int) };
+                quote!(<#xt as #d::#tr>::#f(#(#vs),*))
             }
             ExprKind::Where(c, a, b) => {
                 let (vc, va, vb) = (self.operand(id, *c, at), self.operand(id, *a, at), self.operand(id, *b, at));

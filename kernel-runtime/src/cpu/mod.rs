@@ -50,7 +50,7 @@ pub use broadcast::broadcast_to;
 pub use cast::{cast, cast_scalar, Cast};
 pub use dot::dot;
 pub use elem::Elem;
-pub use elementwise::{arange, full, map1, map2, select, try_map1, try_map2};
+pub use elementwise::{arange, full, map1, map2, map3, select, try_map1, try_map2};
 pub use error::{ArithError, KernelError, Site};
 pub use layout::{expand_dims, reshape, trans};
 pub use memory::{load, store, Ctx};
