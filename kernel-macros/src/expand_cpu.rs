@@ -273,6 +273,43 @@ impl<'a> CpuGen<'a> {
                     _ => unreachable!("math functions take one to three operands"),
                 }
             }
+            ExprKind::Atomic { op, ptr, val, cmp, mask, sem, .. } => {
+                let t = self.elem_ty(ty);
+                let p = self.as_blk(self.expr(*ptr));
+                let v = self.as_blk(self.expr(*val));
+                let order = match sem {
+                    Sem::Relaxed => quote!(Relaxed),
+                    Sem::Acquire => quote!(Acquire),
+                    Sem::Release => quote!(Release),
+                    Sem::AcqRel => quote!(AcqRel),
+                };
+                let order = quote!(#rt::cpu::Ordering::#order);
+                let site = self.site(span);
+                let call = if let Some(c) = cmp {
+                    let c = self.as_blk(self.expr(*c));
+                    quote!(#rt::cpu::atomic_cas::<#t>(__ctx, #p, #c, #v, #order, #site)?)
+                } else {
+                    let m = match mask {
+                        Some(m) => {
+                            let b = self.as_blk(self.expr(*m));
+                            quote!(Some(#b))
+                        }
+                        None => quote!(None),
+                    };
+                    let (num, int) = (quote!(<#t as #rt::cpu::Num>), quote!(<#t as #rt::cpu::Int>));
+                    let f = match op {
+                        AtomicOp::Add => quote!(#num::add),
+                        AtomicOp::Max => quote!(#num::max),
+                        AtomicOp::Min => quote!(#num::min),
+                        AtomicOp::And => quote!(#int::and),
+                        AtomicOp::Or => quote!(#int::or),
+                        AtomicOp::Xor => quote!(#int::xor),
+                        AtomicOp::Xchg | AtomicOp::Cas => quote!(|_: #t, __v: #t| __v),
+                    };
+                    quote!(#rt::cpu::atomic_rmw::<#t>(__ctx, #p, #v, #m, #f, #order, #site)?)
+                };
+                self.result(call, ty)
+            }
             ExprKind::Where(c, a, b) => {
                 let (c, a, b) = (self.as_blk(self.expr(*c)), self.as_blk(self.expr(*a)), self.as_blk(self.expr(*b)));
                 self.result(quote!(#rt::cpu::select(#c, #a, #b)), ty)

@@ -334,6 +334,79 @@ impl MathFn {
     }
 }
 
+/// Read-modify-write operations on memory (`atomic_add(ptrs, val, mask)`, ...).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum AtomicOp {
+    Add,
+    Max,
+    Min,
+    And,
+    Or,
+    Xor,
+    Xchg,
+    Cas,
+}
+
+impl AtomicOp {
+    pub const ALL: [AtomicOp; 8] =
+        [AtomicOp::Add, AtomicOp::Max, AtomicOp::Min, AtomicOp::And, AtomicOp::Or, AtomicOp::Xor, AtomicOp::Xchg, AtomicOp::Cas];
+    /// The operation's name without the `atomic_` prefix (also the backends' function name).
+    pub fn name(self) -> &'static str {
+        match self {
+            AtomicOp::Add => "add",
+            AtomicOp::Max => "max",
+            AtomicOp::Min => "min",
+            AtomicOp::And => "and",
+            AtomicOp::Or => "or",
+            AtomicOp::Xor => "xor",
+            AtomicOp::Xchg => "xchg",
+            AtomicOp::Cas => "cas",
+        }
+    }
+    /// `atomic_add` -> `Add`.
+    pub fn from_builtin(s: &str) -> Option<AtomicOp> {
+        let op = s.strip_prefix("atomic_")?;
+        AtomicOp::ALL.iter().copied().find(|a| a.name() == op)
+    }
+}
+
+/// Memory ordering of an atomic (Triton's `sem`): `AcqRel` unless the kernel asks otherwise.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Sem {
+    Relaxed,
+    Acquire,
+    Release,
+    AcqRel,
+}
+
+/// Which threads an atomic is atomic with respect to (Triton's `scope`): `Gpu` by default.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Scope {
+    Gpu,
+    Cta,
+    Sys,
+}
+
+impl Sem {
+    pub const NAMES: [&'static str; 4] = ["relaxed", "acquire", "release", "acq_rel"];
+    pub fn name(self) -> &'static str {
+        Sem::NAMES[self as usize]
+    }
+    pub fn from_name(s: &str) -> Option<Sem> {
+        [Sem::Relaxed, Sem::Acquire, Sem::Release, Sem::AcqRel].into_iter().find(|x| x.name() == s)
+    }
+}
+
+impl Scope {
+    pub const NAMES: [&'static str; 3] = ["gpu", "cta", "sys"];
+    pub fn name(self) -> &'static str {
+        Scope::NAMES[self as usize]
+    }
+    pub fn from_name(s: &str) -> Option<Scope> {
+        [Scope::Gpu, Scope::Cta, Scope::Sys].into_iter().find(|x| x.name() == s)
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum ReduceOp {
     Sum,
@@ -384,6 +457,10 @@ pub enum ExprKind {
     Load { ptr: ExprId, mask: Option<ExprId>, other: Option<ExprId> },
     Dot { a: ExprId, b: ExprId, acc: Option<ExprId> },
     Reduce { op: ReduceOp, x: ExprId, axis: usize },
+    /// An atomic read-modify-write of every element `ptr` points to (where `mask` holds),
+    /// giving the old values (0 where masked off). It writes memory, so it is only ever the
+    /// value of a `let` of its own (the front end hoists it there): evaluated exactly once.
+    Atomic { op: AtomicOp, ptr: ExprId, val: ExprId, cmp: Option<ExprId>, mask: Option<ExprId>, sem: Sem, scope: Scope },
 }
 
 impl ExprKind {
@@ -410,6 +487,7 @@ impl ExprKind {
             ExprKind::Where(c, a, b) => vec![*c, *a, *b],
             ExprKind::Load { ptr, mask, other } => [Some(*ptr), *mask, *other].into_iter().flatten().collect(),
             ExprKind::Dot { a, b, acc } => [Some(*a), Some(*b), *acc].into_iter().flatten().collect(),
+            ExprKind::Atomic { ptr, val, cmp, mask, .. } => [Some(*ptr), *cmp, Some(*val), *mask].into_iter().flatten().collect(),
         }
     }
 }
@@ -535,6 +613,10 @@ impl Kernel {
             ExprKind::Reduce { op, x, axis } => {
                 self.fmt_expr(*x, f)?;
                 write!(f, ".{}({axis})", op.name())
+            }
+            ExprKind::Atomic { op, ptr, val, cmp, mask, sem, scope } => {
+                let args: Vec<ExprId> = [Some(*ptr), *cmp, Some(*val), *mask].into_iter().flatten().collect();
+                self.fmt_call(&format!("atomic_{}[{}, {}]", op.name(), sem.name(), scope.name()), &args, f)
             }
         }
     }

@@ -30,7 +30,8 @@ enum Binding {
 
 const BUILTINS: &str = "program_id, num_programs, arange, zeros, full, load, store, dot, where_, cdiv, min, max, \
 minimum, maximum, exp, exp2, expm1, log, log2, log10, log1p, sqrt, sqrt_rn, rsqrt, abs, sin, cos, tanh, erf, sigmoid, \
-floor, ceil, isnan, isinf, pow, fma, clamp, umulhi, div_rn, sum, trans, expand_dims, reshape, broadcast_to";
+floor, ceil, isnan, isinf, pow, fma, clamp, umulhi, div_rn, sum, trans, expand_dims, reshape, broadcast_to, \
+atomic_add, atomic_max, atomic_min, atomic_and, atomic_or, atomic_xor, atomic_xchg, atomic_cas";
 const METHODS: &str = "to::<T>(), as_col(), as_row(), expand_dims(axis), trans(), reshape([..]), broadcast_to([..]), \
 sum(axis), max(axis), min(axis), and the math functions as methods: exp(), log(), sqrt(), abs(), tanh(), pow(y), ...";
 const METHOD_NAMES: [&str; 10] = ["to", "as_col", "as_row", "expand_dims", "trans", "reshape", "broadcast_to", "sum", "max", "min"];
@@ -423,9 +424,13 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 self.diag.error(c.sp(), "`continue` is not supported in kernels: use `if` or a mask");
             }
             other => {
-                // A helper call may store: its value is dropped. Any other value is an error.
+                // A helper call may store and an atomic writes: their values may be dropped.
+                // Any other value is an error.
                 let v = self.lower_expr(other);
                 let ty = self.ty(v);
+                if is_atomic_call(other) {
+                    return;
+                }
                 if !self.calls_helper(other) {
                     if !ty.is_error() {
                         self.diag.error(other.sp(), "this value is computed but never used: store the result with `store(ptrs, value, mask)` or remove it");
@@ -1205,6 +1210,10 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 let value = self.coerce(value, d);
                 self.push(ExprKind::Full(value), Ty { weak, ..Ty::block(d, shape) }, span)
             }
+            atomic if AtomicOp::from_builtin(atomic).is_some() => {
+                let op = AtomicOp::from_builtin(atomic).unwrap_or(AtomicOp::Add);
+                self.lower_atomic(op, &args, span)
+            }
             "load" => {
                 if !arity(self, (1..=3).contains(&n), "load(pointers), load(pointers, mask) or load(pointers, mask, other)") {
                     return self.poison(span);
@@ -1581,6 +1590,81 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         self.push(ExprKind::Load { ptr, mask, other }, Ty::block(d, pty.shape), span)
     }
 
+    /// `atomic_<op>(ptrs, val, mask, sem, scope)` / `atomic_cas(ptrs, cmp, val, sem, scope)`:
+    /// emits `let %atomic = ...` and gives that local, so the read-modify-write runs exactly
+    /// once, before the statement that uses its old values.
+    fn lower_atomic(&mut self, op: AtomicOp, args: &[&syn::Expr], span: Sp) -> ExprId {
+        let name = format!("atomic_{}", op.name());
+        let (sig, fixed) = if op == AtomicOp::Cas {
+            (format!("{name}(pointers, cmp, val)` or `{name}(pointers, cmp, val, sem, scope)"), 3)
+        } else {
+            (format!("{name}(pointers, val, mask)` or `{name}(pointers, val, mask, sem, scope)"), 3)
+        };
+        let n = args.len();
+        let ok = if op == AtomicOp::Cas { (3..=5).contains(&n) } else { (2..=5).contains(&n) };
+        if !ok {
+            return self.err(span, format!("wrong number of arguments: expected `{sig}`"));
+        }
+        let ptr = self.lower_expr(args[0]);
+        let (cmp, val) = if op == AtomicOp::Cas {
+            (Some(self.lower_expr(args[1])), self.lower_expr(args[2]))
+        } else {
+            (None, self.lower_expr(args[1]))
+        };
+        let mask = if op == AtomicOp::Cas { None } else { args.get(2).map(|m| self.lower_expr(m)) };
+        let sem = match args.get(fixed) {
+            Some(a) => match string_literal(a).as_deref().and_then(Sem::from_name) {
+                Some(x) => x,
+                None => return self.err(a.sp(), format!("`sem` must be one of {}, as a string literal", quoted(&Sem::NAMES))),
+            },
+            None => Sem::AcqRel,
+        };
+        let scope = match args.get(fixed + 1) {
+            Some(a) => match string_literal(a).as_deref().and_then(Scope::from_name) {
+                Some(x) => x,
+                None => return self.err(a.sp(), format!("`scope` must be one of {}, as a string literal", quoted(&Scope::NAMES))),
+            },
+            None => Scope::Gpu,
+        };
+        let pty = self.ty(ptr);
+        let operands = [Some(val), cmp, mask];
+        if pty.is_error() || operands.iter().flatten().any(|x| self.ty(*x).is_error()) {
+            return self.poison(span);
+        }
+        let Elem::Ptr(d) = pty.elem else {
+            return self.err(args[0].sp(), format!("`{name}` needs a pointer or a block of pointers, found {pty}"));
+        };
+        let allowed: &[DType] = match op {
+            AtomicOp::And | AtomicOp::Or | AtomicOp::Xor => &[DType::I32, DType::U32, DType::I64],
+            _ => &[DType::F16, DType::BF16, DType::F32, DType::F64, DType::I32, DType::U32, DType::I64],
+        };
+        if !allowed.contains(&d) {
+            let names: Vec<&str> = allowed.iter().map(|d| d.name()).collect();
+            return self.err(args[0].sp(), format!("`{name}` works on {}, not on {pty}", names.join(", ")));
+        }
+        // Pointers, values, `cmp` and the mask broadcast together (a scalar pointer with a
+        // block of values updates one element once per lane).
+        let val_at = if op == AtomicOp::Cas { 2 } else { 1 };
+        let mut shape = pty.shape.clone();
+        for (x, at, what) in [(Some(val), val_at, "the value"), (cmp, 1, "`cmp`"), (mask, 2, "the mask")] {
+            let Some(x) = x else { continue };
+            let t = self.ty(x);
+            let checked = if what == "the mask" { check_mask(&t, &t.shape) } else { check_value_dtype(&t, d, what) };
+            let joined = checked.and_then(|_| check_broadcast(&pty.with_shape(shape.clone()), &t, &format!("`{name}`")));
+            match joined {
+                Ok(s) => shape = s,
+                Err(m) => return self.err(args[at].sp(), m),
+            }
+        }
+        let val = self.coerce(val, d);
+        let cmp = cmp.map(|c| self.coerce(c, d));
+        let ty = Ty::block(d, shape);
+        let value = self.push(ExprKind::Atomic { op, ptr, val, cmp, mask, sem, scope }, ty.clone(), span);
+        let local = self.new_local("atomic", ty.clone(), false);
+        self.emit(Stmt::Let { local, value });
+        self.push(ExprKind::Local(local), ty, span)
+    }
+
     fn select(&mut self, c: ExprId, a: ExprId, b: ExprId, span: Sp) -> ExprId {
         let (tc, ta, tb) = (self.ty(c), self.ty(a), self.ty(b));
         if tc.is_error() || ta.is_error() || tb.is_error() {
@@ -1861,6 +1945,31 @@ fn math_signature(name: &str, f: MathFn) -> String {
 fn math_method_signature(name: &str, f: MathFn) -> String {
     let p = f.params();
     format!("{}.{name}({})", p[0], p[1..].join(", "))
+}
+
+/// Whether `e` is a call of `atomic_add`, `atomic_cas`, ...
+fn is_atomic_call(e: &syn::Expr) -> bool {
+    match strip_parens(e) {
+        syn::Expr::Call(c) => call_name(c).is_some_and(|n| AtomicOp::from_builtin(&n).is_some()),
+        _ => false,
+    }
+}
+
+/// The value of a string literal argument (`"relaxed"`).
+fn string_literal(e: &syn::Expr) -> Option<String> {
+    match e {
+        syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) => Some(s.value()),
+        _ => None,
+    }
+}
+
+/// `"a", "b" or "c"`.
+fn quoted(names: &[&str]) -> String {
+    let q: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+    match q.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => q.join(""),
+    }
 }
 
 /// The text of an integer literal (`0`, `-1`), if `e` is one.

@@ -18,10 +18,12 @@ pub struct F16(pub u16);
 #[repr(transparent)]
 pub struct BF16(pub u16);
 
+mod atomic;
 mod split;
 mod tma;
 mod unroll;
 mod wgmma;
+pub use atomic::*;
 pub use split::*;
 pub use tma::*;
 pub use unroll::*;

@@ -87,6 +87,26 @@
 //! | `x.sum(axis)`, `x.max(axis)`, `x.min(axis)`, `sum(x, axis)` | reductions along an axis (f16/bf16 accumulate in f32; `max`/`min` ignore NaNs) |
 //! | `x.to::<T>()`, `x as T` | dtype conversion (round to nearest even; float to int truncates and saturates) |
 //!
+//! ## Atomics
+//!
+//! | function | meaning |
+//! |---|---|
+//! | `atomic_add(ptrs, val)`, `atomic_add(ptrs, val, mask)`, `atomic_add(ptrs, val, mask, sem, scope)` | adds `val` to every element `ptrs` point to (where `mask` holds), atomically; gives the old values (0 where masked off) |
+//! | `atomic_max`, `atomic_min` | the same with `maximum`/`minimum` (a NaN operand is ignored) |
+//! | `atomic_and`, `atomic_or`, `atomic_xor` | the same with the bitwise operations (integers) |
+//! | `atomic_xchg` | writes `val`, giving the old values |
+//! | `atomic_cas(ptrs, cmp, val)`, `atomic_cas(ptrs, cmp, val, sem, scope)` | writes `val` where the element holds `cmp` (compared bit for bit); gives the old values |
+//!
+//! `add`, `max`, `min`, `xchg` and `cas` work on f16, bf16, f32, f64, i32, u32 and i64; the
+//! bitwise ones on i32, u32 and i64. Pointers, values and the mask broadcast together: a scalar
+//! pointer with a block of values is updated once per lane; a scalar atomic (scalar pointer and
+//! value) runs once per program, and every thread of the program sees its old value. As in
+//! Triton, `sem` is `"acq_rel"` unless given (`"relaxed"`, `"acquire"`, `"release"`) and `scope`
+//! is `"gpu"` (`"cta"`, `"sys"`), both string literals. The result may be dropped
+//! (`atomic_add(hist + bins, 1, mask);`). On the GPU these are `atom` instructions (float
+//! `max`/`min`, bf16 add and 16-bit exchange are compare-and-swap loops); on the CPU backend,
+//! whose program instances run on several threads, atomic operations on the same storage.
+//!
 //! ## Control flow
 //!
 //! `let` and `let mut` (a variable keeps its dtype and shape when reassigned), `for k in

@@ -30,6 +30,7 @@
 //! assert_eq!(y.to_vec(), vec![2.0, 3.0, 4.0]);
 //! ```
 
+mod atomic;
 mod blk;
 mod broadcast;
 mod cast;
@@ -45,7 +46,9 @@ mod reduce;
 
 pub(crate) use broadcast::{for_each_strided, INTERNAL_PREFIX};
 
+pub use atomic::{atomic_cas, atomic_rmw};
 pub use blk::Blk;
+pub use std::sync::atomic::Ordering;
 pub use broadcast::broadcast_to;
 pub use cast::{cast, cast_scalar, Cast};
 pub use dot::dot;
