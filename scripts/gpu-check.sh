@@ -50,6 +50,8 @@ if command -v compute-sanitizer >/dev/null; then
         run "sanitizer-$tool-vector_add" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/bin/vector_add
         run "sanitizer-$tool-tests-kernels" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/kernels --test-threads=1
         run "sanitizer-$tool-tests-language" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/language --test-threads=1
+        run "sanitizer-$tool-tests-atomics" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/atomics --test-threads=1
+        run "sanitizer-$tool-tests-math" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/math --test-threads=1
     done
 fi
 echo "--- summary"

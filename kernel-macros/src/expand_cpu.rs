@@ -483,6 +483,12 @@ impl<'a> CpuGen<'a> {
                     let (t, e) = (self.stmts(then), self.stmts(els));
                     quote!(if #c { #t } else { #e })
                 }
+                Stmt::While { pre, test, body } => {
+                    let pre = self.stmts(pre);
+                    let c = self.owned(self.expr(*test));
+                    let body = self.stmts(body);
+                    quote!(loop { #pre if !#c { break; } #body })
+                }
                 Stmt::Return => quote!(return Ok(());),
             };
             out.extend(ts);

@@ -506,6 +506,9 @@ pub enum Stmt {
     Store { ptr: ExprId, value: ExprId, mask: Option<ExprId>, span: Sp },
     For { var: LocalId, start: ExprId, end: ExprId, step: ExprId, body: Vec<Stmt>, span: Sp },
     If { cond: ExprId, then: Vec<Stmt>, els: Vec<Stmt> },
+    /// `while cond { body }`: `pre` computes the condition (it ends with the `let` of the scalar
+    /// bool local that `test` reads) and runs before every test.
+    While { pre: Vec<Stmt>, test: ExprId, body: Vec<Stmt> },
     Return,
 }
 
@@ -682,6 +685,15 @@ impl Kernel {
                         writeln!(f, "{pad}}} else {{")?;
                         self.fmt_stmts(els, indent + 1, f)?;
                     }
+                    writeln!(f, "{pad}}}")?;
+                }
+                Stmt::While { pre, test, body } => {
+                    writeln!(f, "{pad}loop {{")?;
+                    self.fmt_stmts(pre, indent + 1, f)?;
+                    write!(f, "{pad}    if !")?;
+                    self.fmt_expr(*test, f)?;
+                    writeln!(f, " {{ break }}")?;
+                    self.fmt_stmts(body, indent + 1, f)?;
                     writeln!(f, "{pad}}}")?;
                 }
                 Stmt::Return => writeln!(f, "{pad}return")?,

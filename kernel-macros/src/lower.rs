@@ -411,9 +411,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 self.lower_stmts(&b.block.stmts, false);
                 self.scopes.pop();
             }
-            syn::Expr::While(w) => {
-                self.diag.error(w.while_token.span, "`while` loops are not supported in kernels: use `for i in (start..end).step_by(step)`");
-            }
+            syn::Expr::While(w) => self.lower_while(w),
             syn::Expr::Loop(l) => {
                 self.diag.error(l.loop_token.span, "`loop` is not supported in kernels: use `for i in (start..end).step_by(step)`");
             }
@@ -543,6 +541,43 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         let body = self.stmts.pop().unwrap_or_default();
         self.scopes.pop();
         self.emit(Stmt::For { var, start, end, step, body, span: f.for_token.span.into() });
+    }
+
+    /// `while cond { body }` with a scalar bool condition, evaluated (with what it computes,
+    /// atomics included) before every iteration.
+    fn lower_while(&mut self, w: &syn::ExprWhile) {
+        if let Some(l) = &w.label {
+            self.diag.error(l.sp(), "loop labels are not supported in kernels");
+            return;
+        }
+        if let syn::Expr::Let(l) = strip_parens(&w.cond) {
+            self.diag.error(l.sp(), "`while let` is not supported in kernels: use `while cond { ... }` with a scalar bool");
+            return;
+        }
+        self.stmts.push(vec![]);
+        let cond = self.lower_expr(&w.cond);
+        let mut pre = self.stmts.pop().unwrap_or_default();
+        let t = self.ty(cond);
+        if t.is_error() {
+            return;
+        }
+        if t != Ty::scalar(DType::Bool) && t != Ty::weak(DType::Bool) {
+            let msg = format!(
+                "the condition of `while` must be a scalar bool, found {t}: the program runs the loop as a whole; reduce a block condition first, e.g. `while x.max(0) > 0.5`"
+            );
+            self.diag.error(w.cond.sp(), msg);
+            return;
+        }
+        let span = self.span(cond);
+        let local = self.new_local("while_cond", Ty::scalar(DType::Bool), false);
+        pre.push(Stmt::Let { local, value: cond });
+        let test = self.push(ExprKind::Local(local), Ty::scalar(DType::Bool), span);
+        self.scopes.push(HashMap::new());
+        self.stmts.push(vec![]);
+        self.lower_stmts(&w.body.stmts, false);
+        let body = self.stmts.pop().unwrap_or_default();
+        self.scopes.pop();
+        self.emit(Stmt::While { pre, test, body });
     }
 
     /// `a..b`, `(a..b).step_by(s)`, `range(a, b)` or `range(a, b, s)`.

@@ -112,7 +112,10 @@
 //! `let` and `let mut` (a variable keeps its dtype and shape when reassigned), `for k in
 //! start..end`, `for k in (start..end).step_by(step)`, `for k in range(start, end, step)`
 //! (negative steps count down), `if`/`else` on scalar bools (runtime scalars or meta-parameters),
-//! `return;`, and `if let Some(f) = ACTIVATION { ... }` for optional function meta-parameters.
+//! `while cond { ... }` with a scalar bool condition (computed again, atomics included, before
+//! every iteration: `while atomic_cas(lock, 0, 1) == 1 {}` spins on a lock; a block condition
+//! is an error: reduce it, as in `while x.max(0) > limit`), `return;`, and
+//! `if let Some(f) = ACTIVATION { ... }` for optional function meta-parameters.
 //!
 //! ## Helpers
 //!

@@ -53,3 +53,23 @@ pub fn atomic_tickets<const B: i32>(counter: Ptr<i32>, lane_counter: Ptr<i32>, t
     store(seen + pid, atomic_cas(claims + pid % 4, 0, pid + 1));
     store(swapped + pid, atomic_xchg(last, pid + 1));
 }
+
+/// Triton's tutorial-05 lock: each program spins on `atomic_cas` until it owns `lock`, adds its
+/// row into `acc` with plain loads and stores (the first one writes it), counts itself in
+/// `count` and releases the lock with `atomic_xchg`.
+#[kernel(B = [64])]
+pub fn locked_accumulate<const B: i32>(x: Ptr<f32>, acc: Ptr<f32>, lock: Ptr<i32>, count: Ptr<i32>, n: i32) {
+    let pid = program_id(0);
+    let cols = arange(0, B);
+    let m = cols < n;
+    let v = load(x + pid * n + cols, m, 0.0);
+    while atomic_cas(lock, 0, 1) == 1 {}
+    let c = load(count);
+    if c == 0 {
+        store(acc + cols, v, m);
+    } else {
+        store(acc + cols, load(acc + cols, m, 0.0) + v, m);
+    }
+    store(count, c + 1);
+    atomic_xchg(lock, 0);
+}

@@ -165,3 +165,18 @@ pub fn nan_minmax_shifts<const B: i32>(a: Ptr<f32>, b: Ptr<f32>, lo: Ptr<f32>, h
     store(shifted + i, w << k);
     store(shifted + B + i, w >> k);
 }
+
+/// A `while` loop whose condition is a reduction of a block the body changes: halves `x` until
+/// its largest element is at most `limit`; writes the block and the number of halvings.
+#[kernel(B = [32])]
+pub fn halvings<const B: i32>(x: Ptr<f32>, out: Ptr<f32>, steps: Ptr<i32>, limit: f32) {
+    let i = arange(0, B);
+    let mut v = load(x + i);
+    let mut k = 0;
+    while v.max(0) > limit {
+        v = v * 0.5;
+        k += 1;
+    }
+    store(out + i, v);
+    store(steps, k);
+}

@@ -107,3 +107,17 @@ fn old_values_are_tickets_claims_and_swaps() {
     got.sort();
     assert_eq!(got, (0..=programs as i32).collect::<Vec<_>>());
 }
+
+#[test]
+fn a_lock_taken_with_atomic_cas_in_a_while_loop_serializes_programs() {
+    use tests::atomics::locked_accumulate;
+    let dev = test_device();
+    let (programs, n) = (48usize, 50usize);
+    let xs: Vec<f32> = (0..programs * n).map(|i| ((i * 5) % 17) as f32).collect();
+    let acc = Tensor::<f32>::full(&dev, &[n], -99.0).unwrap();
+    let (lock, count) = (Tensor::<i32>::zeros(&dev, &[1]).unwrap(), Tensor::<i32>::zeros(&dev, &[1]).unwrap());
+    locked_accumulate::launch((programs,), &Tensor::from_vec(&dev, &[programs * n], xs.clone()).unwrap(), &acc, &lock, &count, n as i32, 64).unwrap();
+    let want: Vec<f32> = (0..n).map(|c| (0..programs).map(|p| xs[p * n + c]).sum()).collect();
+    assert_eq!(acc.to_vec(), want);
+    assert_eq!((lock.to_vec(), count.to_vec()), (vec![0], vec![programs as i32]));
+}

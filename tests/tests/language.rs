@@ -155,3 +155,21 @@ fn blocks_that_are_multiples_of_16_but_not_powers_of_two() {
         assert_eq!(got[i], want, "v[{i}]");
     }
 }
+
+/// `while` with a condition that reduces a block the body changes: re-evaluated every time.
+#[test]
+fn while_loop_reevaluates_its_condition() {
+    let dev = test_device();
+    let xs: Vec<f32> = (0..32).map(|i| i as f32 * 3.0 - 20.0).collect();
+    let x = Tensor::from_vec(&dev, &[32], xs.clone()).unwrap();
+    let out = Tensor::<f32>::full(&dev, &[32], f32::NAN).unwrap();
+    let steps = Tensor::<i32>::full(&dev, &[1], -1).unwrap();
+    halvings::launch((1,), &x, &out, &steps, 2.5, 32).unwrap();
+    let mut want = xs.clone();
+    let mut k = 0;
+    while want.iter().cloned().fold(f32::NEG_INFINITY, f32::max) > 2.5 {
+        want.iter_mut().for_each(|v| *v *= 0.5);
+        k += 1;
+    }
+    assert_eq!((out.to_vec(), steps.to_vec()), (want, vec![k]));
+}

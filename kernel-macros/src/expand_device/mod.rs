@@ -294,6 +294,10 @@ impl<'a> DevGen<'a> {
                     }
                     Stmt::Assign { local, value } => assigns.entry(*local).or_default().push(*value),
                     Stmt::For { body, .. } => walk(body, lets, assigns),
+                    Stmt::While { pre, body, .. } => {
+                        walk(pre, lets, assigns);
+                        walk(body, lets, assigns);
+                    }
                     Stmt::If { then, els, .. } => {
                         walk(then, lets, assigns);
                         walk(els, lets, assigns);
@@ -338,6 +342,10 @@ impl<'a> DevGen<'a> {
             for (i, s) in stmts.iter().enumerate() {
                 match s {
                     Stmt::For { body, .. } => scan(k, body, uses, lets, assigns, out),
+                    Stmt::While { pre, body, .. } => {
+                        scan(k, pre, uses, lets, assigns, out);
+                        scan(k, body, uses, lets, assigns, out);
+                    }
                     Stmt::If { then, els, .. } => {
                         scan(k, then, uses, lets, assigns, out);
                         scan(k, els, uses, lets, assigns, out);
@@ -1489,7 +1497,8 @@ impl<'a> DevGen<'a> {
             }
             Stmt::For { start, end, step, .. } => vec![*start, *end, *step],
             Stmt::If { cond, .. } => vec![*cond],
-            Stmt::Return => vec![],
+            // Its condition is computed by its `pre` statements, inside the loop.
+            Stmt::While { .. } | Stmt::Return => vec![],
         }
     }
 
@@ -1781,6 +1790,13 @@ impl<'a> DevGen<'a> {
                 let (t, e) = (self.stmts(then), self.stmts(els));
                 quote!(if #c { #t } else { #e })
             }
+            Stmt::While { pre, test, body } => {
+                let pre = self.stmts(pre);
+                let c = self.ev(*test, &At::Own);
+                let body = self.stmts(body);
+                self.synced.set(false);
+                quote!(loop { #pre if !#c { break; } #body })
+            }
             Stmt::Return => quote!(return;),
         }
     }
@@ -1793,6 +1809,10 @@ fn assigned_values(k: &Kernel) -> HashMap<LocalId, Vec<ExprId>> {
             match s {
                 Stmt::Let { local, value } | Stmt::Assign { local, value } => values.entry(*local).or_default().push(*value),
                 Stmt::For { body, .. } => walk(body, values),
+                Stmt::While { pre, body, .. } => {
+                    walk(pre, values);
+                    walk(body, values);
+                }
                 Stmt::If { then, els, .. } => {
                     walk(then, values);
                     walk(els, values);

@@ -37,6 +37,7 @@ pub(super) fn count_loops(stmts: &[Stmt]) -> usize {
         .iter()
         .map(|s| match s {
             Stmt::For { body, .. } => 1 + count_loops(body),
+            Stmt::While { pre, body, .. } => 1 + count_loops(pre) + count_loops(body),
             Stmt::If { then, els, .. } => count_loops(then) + count_loops(els),
             _ => 0,
         })
@@ -49,6 +50,7 @@ fn stores(k: &Kernel, s: &Stmt) -> bool {
         Stmt::Store { .. } => true,
         Stmt::Let { value, .. } => matches!(k.exprs[*value].kind, ExprKind::Atomic { .. }),
         Stmt::For { body, .. } => body.iter().any(|s| stores(k, s)),
+        Stmt::While { pre, body, .. } => pre.iter().chain(body).any(|s| stores(k, s)),
         Stmt::If { then, els, .. } => then.iter().chain(els).any(|s| stores(k, s)),
         _ => false,
     }
@@ -59,6 +61,7 @@ fn assigns(s: &Stmt, l: LocalId) -> bool {
     match s {
         Stmt::Assign { local, .. } => *local == l,
         Stmt::For { body, .. } => body.iter().any(|s| assigns(s, l)),
+        Stmt::While { pre, body, .. } => pre.iter().chain(body).any(|s| assigns(s, l)),
         Stmt::If { then, els, .. } => then.iter().chain(els).any(|s| assigns(s, l)),
         _ => false,
     }
@@ -70,6 +73,7 @@ fn reads(k: &Kernel, s: &Stmt, l: LocalId) -> bool {
     roots
         || match s {
             Stmt::For { body, .. } => body.iter().any(|s| reads(k, s, l)),
+            Stmt::While { pre, body, .. } => pre.iter().chain(body).any(|s| reads(k, s, l)),
             Stmt::If { then, els, .. } => then.iter().chain(els).any(|s| reads(k, s, l)),
             _ => false,
         }

@@ -6,7 +6,7 @@ fn k(x: Ptr<f32>, n: i32) {
     let offs = arange(0, 16);
     let big = arange(0, 24);
     let v = load(x + offs.to::<f32>());
-    while n > 0 {
+    while offs < n {
         return;
     }
 }
