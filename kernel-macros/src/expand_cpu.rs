@@ -261,10 +261,54 @@ impl<'a> CpuGen<'a> {
                 let f = if matches!(e.kind, ExprKind::Reshape(_)) { quote!(reshape) } else { quote!(broadcast_to) };
                 Val { ts: quote!(#rt::cpu::#f(#b, &[#((#dims) as usize),*])), place: false, scalar: false }
             }
-            ExprKind::Math(f, x) => {
-                let xt = self.elem_ty(&k.exprs[*x].ty);
+            ExprKind::Math(f, xs) => {
+                let xt = self.elem_ty(&k.exprs[xs[0]].ty);
                 let name = format_ident!("{}", f.name());
-                self.map1(*x, quote!(<#xt as #rt::cpu::Float>::#name), ty)
+                let tr = if k.exprs[xs[0]].ty.dtype().is_some_and(|d| d.is_float()) { quote!(Float) } else { quote!(Int) };
+                let func = quote!(<#xt as #rt::cpu::#tr>::#name);
+                match xs.as_slice() {
+                    [x] => self.map1(*x, func, ty),
+                    [a, b] => self.mapn(&[*a, *b], quote!(map2), func, ty),
+                    [a, b, c] => self.mapn(&[*a, *b, *c], quote!(map3), func, ty),
+                    _ => unreachable!("math functions take one to three operands"),
+                }
+            }
+            ExprKind::Atomic { op, ptr, val, cmp, mask, sem, .. } => {
+                let t = self.elem_ty(ty);
+                let p = self.as_blk(self.expr(*ptr));
+                let v = self.as_blk(self.expr(*val));
+                let order = match sem {
+                    Sem::Relaxed => quote!(Relaxed),
+                    Sem::Acquire => quote!(Acquire),
+                    Sem::Release => quote!(Release),
+                    Sem::AcqRel => quote!(AcqRel),
+                };
+                let order = quote!(#rt::cpu::Ordering::#order);
+                let site = self.site(span);
+                let call = if let Some(c) = cmp {
+                    let c = self.as_blk(self.expr(*c));
+                    quote!(#rt::cpu::atomic_cas::<#t>(__ctx, #p, #c, #v, #order, #site)?)
+                } else {
+                    let m = match mask {
+                        Some(m) => {
+                            let b = self.as_blk(self.expr(*m));
+                            quote!(Some(#b))
+                        }
+                        None => quote!(None),
+                    };
+                    let (num, int) = (quote!(<#t as #rt::cpu::Num>), quote!(<#t as #rt::cpu::Int>));
+                    let f = match op {
+                        AtomicOp::Add => quote!(#num::add),
+                        AtomicOp::Max => quote!(#num::max),
+                        AtomicOp::Min => quote!(#num::min),
+                        AtomicOp::And => quote!(#int::and),
+                        AtomicOp::Or => quote!(#int::or),
+                        AtomicOp::Xor => quote!(#int::xor),
+                        AtomicOp::Xchg | AtomicOp::Cas => quote!(|_: #t, __v: #t| __v),
+                    };
+                    quote!(#rt::cpu::atomic_rmw::<#t>(__ctx, #p, #v, #m, #f, #order, #site)?)
+                };
+                self.result(call, ty)
             }
             ExprKind::Where(c, a, b) => {
                 let (c, a, b) = (self.as_blk(self.expr(*c)), self.as_blk(self.expr(*a)), self.as_blk(self.expr(*b)));
@@ -322,6 +366,18 @@ impl<'a> CpuGen<'a> {
             let _ = ty;
             Val { ts: quote!(#rt::cpu::map1(#b, #f)), place: false, scalar: false }
         }
+    }
+
+    /// `f` over two or three operands (`map2` or `map3`), broadcast to one shape.
+    fn mapn(&self, xs: &[ExprId], map: TokenStream, f: TokenStream, ty: &Ty) -> Val {
+        let rt = &self.rt;
+        let vals: Vec<Val> = xs.iter().map(|&x| self.expr(x)).collect();
+        if vals.iter().all(|v| v.scalar) {
+            let ts = vals.into_iter().map(|v| v.ts);
+            return Val { ts: quote!(#f(#(#ts),*)), place: false, scalar: true };
+        }
+        let blks = vals.into_iter().map(|v| self.as_blk(v));
+        self.result(quote!(#rt::cpu::#map(#(#blks),*, #f)), ty)
     }
 
     fn binary(&self, op: BinOp, a: ExprId, b: ExprId, ty: &Ty, span: crate::diag::Sp) -> Val {

@@ -24,9 +24,19 @@ pub fn builtin_signature(name: &str) -> Option<(&'static str, &'static [&'static
         "expand_dims" => ("expand_dims(x, axis)", &["x", "input", "axis"]),
         "reshape" => ("reshape(x, [d0, d1, ...])", &["x", "input", "shape"]),
         "broadcast_to" => ("broadcast_to(x, [d0, d1, ...])", &["x", "input", "shape"]),
+        "atomic_add" => ("atomic_add(pointers, val, mask, sem, scope)", ATOMIC_PARAMS),
+        "atomic_max" => ("atomic_max(pointers, val, mask, sem, scope)", ATOMIC_PARAMS),
+        "atomic_min" => ("atomic_min(pointers, val, mask, sem, scope)", ATOMIC_PARAMS),
+        "atomic_and" => ("atomic_and(pointers, val, mask, sem, scope)", ATOMIC_PARAMS),
+        "atomic_or" => ("atomic_or(pointers, val, mask, sem, scope)", ATOMIC_PARAMS),
+        "atomic_xor" => ("atomic_xor(pointers, val, mask, sem, scope)", ATOMIC_PARAMS),
+        "atomic_xchg" => ("atomic_xchg(pointers, val, mask, sem, scope)", ATOMIC_PARAMS),
+        "atomic_cas" => ("atomic_cas(pointers, cmp, val, sem, scope)", &["pointer", "ptr", "cmp", "val", "sem", "scope"]),
         _ => return None,
     })
 }
+
+const ATOMIC_PARAMS: &[&str] = &["pointer", "ptr", "val", "mask", "sem", "scope"];
 
 /// The positional form of a block method and its parameter names.
 pub fn method_signature(name: &str) -> Option<(&'static str, &'static [&'static str])> {

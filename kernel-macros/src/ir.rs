@@ -201,52 +201,209 @@ pub enum UnOp {
     Not,
 }
 
+/// Elementwise math functions (`exp(x)`, `pow(x, y)`, `fma(a, b, c)`, ...).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum MathFn {
     Exp,
     Exp2,
+    Expm1,
     Log,
     Log2,
+    Log10,
+    Log1p,
     Sqrt,
     Rsqrt,
     Abs,
     Sin,
     Cos,
+    Tanh,
+    Erf,
+    Sigmoid,
     Floor,
     Ceil,
+    IsNan,
+    IsInf,
+    Pow,
+    Fma,
+    Clamp,
+    UMulHi,
+}
+
+/// What a [`MathFn`] takes and gives.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum MathSig {
+    /// Floats to the same float dtype (`n` operands, promoted together).
+    Float(usize),
+    /// A float to a mask (`isnan`, `isinf`).
+    FloatTest,
+    /// A float or an integer to the same dtype (`abs`).
+    Number,
+    /// Two integers to the same integer dtype (`umulhi`).
+    Int2,
 }
 
 impl MathFn {
-    pub const ALL: [MathFn; 11] = [
+    pub const ALL: [MathFn; 23] = [
         MathFn::Exp,
         MathFn::Exp2,
+        MathFn::Expm1,
         MathFn::Log,
         MathFn::Log2,
+        MathFn::Log10,
+        MathFn::Log1p,
         MathFn::Sqrt,
         MathFn::Rsqrt,
         MathFn::Abs,
         MathFn::Sin,
         MathFn::Cos,
+        MathFn::Tanh,
+        MathFn::Erf,
+        MathFn::Sigmoid,
         MathFn::Floor,
         MathFn::Ceil,
+        MathFn::IsNan,
+        MathFn::IsInf,
+        MathFn::Pow,
+        MathFn::Fma,
+        MathFn::Clamp,
+        MathFn::UMulHi,
     ];
     pub fn name(self) -> &'static str {
         match self {
             MathFn::Exp => "exp",
             MathFn::Exp2 => "exp2",
+            MathFn::Expm1 => "expm1",
             MathFn::Log => "log",
             MathFn::Log2 => "log2",
+            MathFn::Log10 => "log10",
+            MathFn::Log1p => "log1p",
             MathFn::Sqrt => "sqrt",
             MathFn::Rsqrt => "rsqrt",
             MathFn::Abs => "abs",
             MathFn::Sin => "sin",
             MathFn::Cos => "cos",
+            MathFn::Tanh => "tanh",
+            MathFn::Erf => "erf",
+            MathFn::Sigmoid => "sigmoid",
             MathFn::Floor => "floor",
             MathFn::Ceil => "ceil",
+            MathFn::IsNan => "isnan",
+            MathFn::IsInf => "isinf",
+            MathFn::Pow => "pow",
+            MathFn::Fma => "fma",
+            MathFn::Clamp => "clamp",
+            MathFn::UMulHi => "umulhi",
         }
     }
+    /// The function called `s`; `sqrt_rn` is `sqrt` (correctly rounded on both backends).
     pub fn from_name(s: &str) -> Option<MathFn> {
+        if s == "sqrt_rn" {
+            return Some(MathFn::Sqrt);
+        }
         MathFn::ALL.iter().copied().find(|m| m.name() == s)
+    }
+    pub fn sig(self) -> MathSig {
+        match self {
+            MathFn::IsNan | MathFn::IsInf => MathSig::FloatTest,
+            MathFn::Abs => MathSig::Number,
+            MathFn::UMulHi => MathSig::Int2,
+            MathFn::Pow => MathSig::Float(2),
+            MathFn::Fma | MathFn::Clamp => MathSig::Float(3),
+            _ => MathSig::Float(1),
+        }
+    }
+    pub fn arity(self) -> usize {
+        self.params().len()
+    }
+    /// The names of its operands, as the language reference writes them.
+    pub fn params(self) -> &'static [&'static str] {
+        match self {
+            MathFn::Pow | MathFn::UMulHi => &["x", "y"],
+            MathFn::Fma => &["a", "b", "c"],
+            MathFn::Clamp => &["x", "lo", "hi"],
+            _ => &["x"],
+        }
+    }
+    /// Whether it is evaluated by a sequence of dependent floating-point steps whose temporaries
+    /// take registers (exponentials, logarithms, trigonometry, `pow`), not one instruction.
+    pub fn is_transcendental(self) -> bool {
+        !matches!(
+            self,
+            MathFn::Sqrt | MathFn::Rsqrt | MathFn::Abs | MathFn::Floor | MathFn::Ceil | MathFn::IsNan | MathFn::IsInf | MathFn::Fma | MathFn::Clamp | MathFn::UMulHi
+        )
+    }
+}
+
+/// Read-modify-write operations on memory (`atomic_add(ptrs, val, mask)`, ...).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum AtomicOp {
+    Add,
+    Max,
+    Min,
+    And,
+    Or,
+    Xor,
+    Xchg,
+    Cas,
+}
+
+impl AtomicOp {
+    pub const ALL: [AtomicOp; 8] =
+        [AtomicOp::Add, AtomicOp::Max, AtomicOp::Min, AtomicOp::And, AtomicOp::Or, AtomicOp::Xor, AtomicOp::Xchg, AtomicOp::Cas];
+    /// The operation's name without the `atomic_` prefix (also the backends' function name).
+    pub fn name(self) -> &'static str {
+        match self {
+            AtomicOp::Add => "add",
+            AtomicOp::Max => "max",
+            AtomicOp::Min => "min",
+            AtomicOp::And => "and",
+            AtomicOp::Or => "or",
+            AtomicOp::Xor => "xor",
+            AtomicOp::Xchg => "xchg",
+            AtomicOp::Cas => "cas",
+        }
+    }
+    /// `atomic_add` -> `Add`.
+    pub fn from_builtin(s: &str) -> Option<AtomicOp> {
+        let op = s.strip_prefix("atomic_")?;
+        AtomicOp::ALL.iter().copied().find(|a| a.name() == op)
+    }
+}
+
+/// Memory ordering of an atomic (Triton's `sem`): `AcqRel` unless the kernel asks otherwise.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Sem {
+    Relaxed,
+    Acquire,
+    Release,
+    AcqRel,
+}
+
+/// Which threads an atomic is atomic with respect to (Triton's `scope`): `Gpu` by default.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Scope {
+    Gpu,
+    Cta,
+    Sys,
+}
+
+impl Sem {
+    pub const NAMES: [&'static str; 4] = ["relaxed", "acquire", "release", "acq_rel"];
+    pub fn name(self) -> &'static str {
+        Sem::NAMES[self as usize]
+    }
+    pub fn from_name(s: &str) -> Option<Sem> {
+        [Sem::Relaxed, Sem::Acquire, Sem::Release, Sem::AcqRel].into_iter().find(|x| x.name() == s)
+    }
+}
+
+impl Scope {
+    pub const NAMES: [&'static str; 3] = ["gpu", "cta", "sys"];
+    pub fn name(self) -> &'static str {
+        Scope::NAMES[self as usize]
+    }
+    pub fn from_name(s: &str) -> Option<Scope> {
+        [Scope::Gpu, Scope::Cta, Scope::Sys].into_iter().find(|x| x.name() == s)
     }
 }
 
@@ -294,11 +451,16 @@ pub enum ExprKind {
     Reshape(ExprId),
     /// Broadcast to the node's shape.
     BroadcastTo(ExprId),
-    Math(MathFn, ExprId),
+    /// A math function of `MathFn::arity` operands.
+    Math(MathFn, Vec<ExprId>),
     Where(ExprId, ExprId, ExprId),
     Load { ptr: ExprId, mask: Option<ExprId>, other: Option<ExprId> },
     Dot { a: ExprId, b: ExprId, acc: Option<ExprId> },
     Reduce { op: ReduceOp, x: ExprId, axis: usize },
+    /// An atomic read-modify-write of every element `ptr` points to (where `mask` holds),
+    /// giving the old values (0 where masked off). It writes memory, so it is only ever the
+    /// value of a `let` of its own (the front end hoists it there): evaluated exactly once.
+    Atomic { op: AtomicOp, ptr: ExprId, val: ExprId, cmp: Option<ExprId>, mask: Option<ExprId>, sem: Sem, scope: Scope },
 }
 
 impl ExprKind {
@@ -319,12 +481,13 @@ impl ExprKind {
             | ExprKind::Trans(x)
             | ExprKind::Reshape(x)
             | ExprKind::BroadcastTo(x)
-            | ExprKind::Math(_, x)
             | ExprKind::Reduce { x, .. } => vec![*x],
+            ExprKind::Math(_, xs) => xs.clone(),
             ExprKind::Binary(_, a, b) | ExprKind::PtrAdd(a, b) => vec![*a, *b],
             ExprKind::Where(c, a, b) => vec![*c, *a, *b],
             ExprKind::Load { ptr, mask, other } => [Some(*ptr), *mask, *other].into_iter().flatten().collect(),
             ExprKind::Dot { a, b, acc } => [Some(*a), Some(*b), *acc].into_iter().flatten().collect(),
+            ExprKind::Atomic { ptr, val, cmp, mask, .. } => [Some(*ptr), *cmp, Some(*val), *mask].into_iter().flatten().collect(),
         }
     }
 }
@@ -434,7 +597,7 @@ impl Kernel {
             ExprKind::Trans(x) => self.fmt_call("trans", &[*x], f),
             ExprKind::Reshape(x) => self.fmt_call("reshape", &[*x], f),
             ExprKind::BroadcastTo(x) => self.fmt_call("broadcast_to", &[*x], f),
-            ExprKind::Math(m, x) => self.fmt_call(m.name(), &[*x], f),
+            ExprKind::Math(m, xs) => self.fmt_call(m.name(), xs, f),
             ExprKind::Where(c, a, b) => self.fmt_call("where_", &[*c, *a, *b], f),
             ExprKind::Load { ptr, mask, other } => {
                 let mut args = vec![*ptr];
@@ -450,6 +613,10 @@ impl Kernel {
             ExprKind::Reduce { op, x, axis } => {
                 self.fmt_expr(*x, f)?;
                 write!(f, ".{}({axis})", op.name())
+            }
+            ExprKind::Atomic { op, ptr, val, cmp, mask, sem, scope } => {
+                let args: Vec<ExprId> = [Some(*ptr), *cmp, Some(*val), *mask].into_iter().flatten().collect();
+                self.fmt_call(&format!("atomic_{}[{}, {}]", op.name(), sem.name(), scope.name()), &args, f)
             }
         }
     }

@@ -29,9 +29,11 @@ enum Binding {
 }
 
 const BUILTINS: &str = "program_id, num_programs, arange, zeros, full, load, store, dot, where_, cdiv, min, max, \
-minimum, maximum, exp, exp2, log, log2, sqrt, rsqrt, abs, sin, cos, floor, ceil, sum, trans, expand_dims, reshape, broadcast_to";
+minimum, maximum, exp, exp2, expm1, log, log2, log10, log1p, sqrt, sqrt_rn, rsqrt, abs, sin, cos, tanh, erf, sigmoid, \
+floor, ceil, isnan, isinf, pow, fma, clamp, umulhi, div_rn, sum, trans, expand_dims, reshape, broadcast_to, \
+atomic_add, atomic_max, atomic_min, atomic_and, atomic_or, atomic_xor, atomic_xchg, atomic_cas";
 const METHODS: &str = "to::<T>(), as_col(), as_row(), expand_dims(axis), trans(), reshape([..]), broadcast_to([..]), \
-sum(axis), max(axis), min(axis), exp(), log(), sqrt(), abs(), ...";
+sum(axis), max(axis), min(axis), and the math functions as methods: exp(), log(), sqrt(), abs(), tanh(), pow(y), ...";
 const METHOD_NAMES: [&str; 10] = ["to", "as_col", "as_row", "expand_dims", "trans", "reshape", "broadcast_to", "sum", "max", "min"];
 const MAX_INLINE_DEPTH: usize = 16;
 /// The most expressions a kernel variant may have once its helpers are inlined (the largest
@@ -281,6 +283,15 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 self.diag.error(sp, format!("literal {v} does not fit {d}"));
             }
         }
+        if let ExprKind::Full(v) = self.k.exprs[id].kind {
+            if ty.weak {
+                // `full([B], -1e30)`: the fill value takes the dtype (rounded once).
+                let v = self.coerce(v, d);
+                self.k.exprs[id].kind = ExprKind::Full(v);
+                self.k.exprs[id].ty = Ty { elem: Elem::Val(d), shape: ty.shape, weak: false };
+                return id;
+            }
+        }
         let e = &mut self.k.exprs[id];
         if matches!(e.kind, ExprKind::Lit(_) | ExprKind::Meta(_)) {
             e.ty = Ty { elem: Elem::Val(d), shape: e.ty.shape.clone(), weak: false };
@@ -413,9 +424,13 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 self.diag.error(c.sp(), "`continue` is not supported in kernels: use `if` or a mask");
             }
             other => {
-                // A helper call may store: its value is dropped. Any other value is an error.
+                // A helper call may store and an atomic writes: their values may be dropped.
+                // Any other value is an error.
                 let v = self.lower_expr(other);
                 let ty = self.ty(v);
+                if is_atomic_call(other) {
+                    return;
+                }
                 if !self.calls_helper(other) {
                     if !ty.is_error() {
                         self.diag.error(other.sp(), "this value is computed but never used: store the result with `store(ptrs, value, mask)` or remove it");
@@ -961,7 +976,11 @@ impl<'a, 'd> Lowerer<'a, 'd> {
             ("MIN", DType::I64) => Lit::Int(i64::MIN),
             _ => return self.err(span, format!("unknown constant `{}::{}`: supported are INFINITY, NEG_INFINITY, NAN (floats), MAX and MIN", segs[0], segs[1])),
         };
-        self.push(ExprKind::Lit(lit), Ty::scalar(d), span)
+        // Infinities and NaN are the same value in every float dtype: weak, like `1.5`, so
+        // `load(f16_ptrs, mask, f32::NEG_INFINITY)` needs no conversion. MAX and MIN differ
+        // per dtype and stay typed.
+        let weak = matches!(lit, Lit::Float(v) if !v.is_finite());
+        self.push(ExprKind::Lit(lit), Ty { weak, ..Ty::scalar(d) }, span)
     }
 
     // ---------------------------------------------------------------- operators
@@ -1048,18 +1067,45 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         self.push(ExprKind::Cast(x), Ty::block(d, t.shape), span)
     }
 
-    fn math(&mut self, f: MathFn, x: ExprId, span: Sp) -> ExprId {
-        let t = self.ty(x);
-        if t.is_error() {
+    /// `f(args...)`: the operands promoted to one dtype and broadcast to one shape.
+    fn math(&mut self, f: MathFn, args: Vec<ExprId>, span: Sp) -> ExprId {
+        let tys: Vec<Ty> = args.iter().map(|&x| self.ty(x)).collect();
+        if tys.iter().any(|t| t.is_error()) {
             return self.poison(span);
         }
-        let x = match t.dtype() {
-            Some(d) if d.is_float() => x,
-            Some(d) if t.weak && d != DType::Bool => self.coerce(x, DType::F32),
-            _ => return self.err(span, format!("`{}` needs a float, found {t}: convert with `.to::<f32>()`", f.name())),
+        let name = f.name();
+        if let Some(t) = tys.iter().find(|t| matches!(t.elem, Elem::Ptr(_))) {
+            return self.err(span, format!("`{name}` needs values, found {t}: load them first"));
+        }
+        let mut ty = tys[0].clone();
+        for t in &tys[1..] {
+            let shape = match check_broadcast(&ty, t, &format!("`{name}`")) {
+                Ok(s) => s,
+                Err(m) => return self.err(span, m),
+            };
+            let (d, weak) = match check_promote(&ty, t) {
+                Ok(x) => x,
+                Err(m) => return self.err(span, format!("{m} (in `{name}`)")),
+            };
+            ty = Ty { elem: Elem::Val(d), shape, weak };
+        }
+        let Some(d) = ty.dtype() else { return self.poison(span) };
+        let d = match f.sig() {
+            MathSig::Float(_) | MathSig::FloatTest if d.is_float() => d,
+            MathSig::Float(_) | MathSig::FloatTest if ty.weak && d != DType::Bool => DType::F32,
+            MathSig::Float(_) | MathSig::FloatTest => {
+                return self.err(span, format!("`{name}` needs a float, found {ty}: convert with `.to::<f32>()`"))
+            }
+            MathSig::Number if d != DType::Bool => d,
+            MathSig::Number => return self.err(span, format!("`{name}` needs a number, found {ty}")),
+            MathSig::Int2 if d.is_int() => d,
+            MathSig::Int2 => {
+                return self.err(span, format!("`{name}` needs integers (i32, u32 or i64), found {ty}: convert with `.to::<u32>()`"))
+            }
         };
-        let ty = self.ty(x);
-        self.push(ExprKind::Math(f, x), ty, span)
+        let args = args.into_iter().map(|x| self.coerce(x, d)).collect();
+        let rd = if f.sig() == MathSig::FloatTest { DType::Bool } else { d };
+        self.push(ExprKind::Math(f, args), Ty::block(rd, ty.shape), span)
     }
 
     // ---------------------------------------------------------------- calls
@@ -1158,8 +1204,15 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                     None if name == "zeros" => DType::F32,
                     None => vt.dtype().unwrap_or(DType::F32),
                 };
+                // Without a dtype, a literal fill value leaves the block weak: it takes the
+                // dtype of what it is combined with, like the literal itself.
+                let weak = turbofish.is_none() && name == "full" && vt.weak;
                 let value = self.coerce(value, d);
-                self.push(ExprKind::Full(value), Ty::block(d, shape), span)
+                self.push(ExprKind::Full(value), Ty { weak, ..Ty::block(d, shape) }, span)
+            }
+            atomic if AtomicOp::from_builtin(atomic).is_some() => {
+                let op = AtomicOp::from_builtin(atomic).unwrap_or(AtomicOp::Add);
+                self.lower_atomic(op, &args, span)
             }
             "load" => {
                 if !arity(self, (1..=3).contains(&n), "load(pointers), load(pointers, mask) or load(pointers, mask, other)") {
@@ -1218,9 +1271,38 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                     return self.poison(span);
                 }
                 let a = self.lower_expr(args[0]);
+                if name.len() == 3 && !self.ty(a).is_scalar() {
+                    if let Some(axis) = int_literal_text(args[1]) {
+                        // Triton's `tl.max(x, 0)` is a reduction; here it would be elementwise.
+                        let recv = short_text(args[0]);
+                        // Axes count from 0 here: Triton's -1 is the last axis.
+                        let rank = self.ty(a).shape.len() as i64;
+                        let red_axis = match axis.parse::<i64>() {
+                            Ok(v) if v < 0 && v + rank >= 0 => (v + rank).to_string(),
+                            _ => axis.clone(),
+                        };
+                        let msg = format!(
+                            "`{name}(x, {axis})` would be an elementwise {name}imum with {axis}, not Triton's `tl.{name}(x, axis={axis})`: for the reduction write `{recv}.{name}({red_axis})`; for the elementwise {name}imum write `{name}imum({recv}, {axis})`"
+                        );
+                        return self.err(span, msg);
+                    }
+                }
                 let b = self.lower_expr(args[1]);
                 let op = if name.starts_with("min") { BinOp::Min } else { BinOp::Max };
                 self.binary(op, a, b, span)
+            }
+            "div_rn" => {
+                if !arity(self, n == 2, "div_rn(x, y)") {
+                    return self.poison(span);
+                }
+                let a = self.lower_expr(args[0]);
+                let b = self.lower_expr(args[1]);
+                let q = self.binary(BinOp::Div, a, b, span);
+                let t = self.ty(q);
+                if !t.is_error() && !t.dtype().is_some_and(|d| d.is_float()) {
+                    return self.err(span, format!("`div_rn` divides floats (correctly rounded, as `/` does), found {t}: use `/` for integers"));
+                }
+                q
             }
             "sum" => {
                 if !arity(self, n == 2, "sum(x, axis)") {
@@ -1256,11 +1338,11 @@ impl<'a, 'd> Lowerer<'a, 'd> {
             }
             other => {
                 if let Some(f) = MathFn::from_name(other) {
-                    if !arity(self, n == 1, &format!("{other}(x)")) {
+                    if !arity(self, n == f.arity(), &math_signature(other, f)) {
                         return self.poison(span);
                     }
-                    let x = self.lower_expr(args[0]);
-                    return self.math(f, x, span);
+                    let xs = args.iter().map(|a| self.lower_expr(a)).collect();
+                    return self.math(f, xs, span);
                 }
                 let msg = self.unknown_function_message(other);
                 self.err(c.func.sp(), msg)
@@ -1361,11 +1443,12 @@ impl<'a, 'd> Lowerer<'a, 'd> {
             "step_by" => self.err(span, "`step_by` is only supported on the range of a `for` loop"),
             other => {
                 if let Some(f) = MathFn::from_name(other) {
-                    if n != 0 {
-                        return wrong(self, &format!("x.{other}()"));
+                    if n + 1 != f.arity() {
+                        return wrong(self, &math_method_signature(other, f));
                     }
-                    let x = self.lower_expr(&m.receiver);
-                    return self.math(f, x, span);
+                    let mut xs = vec![self.lower_expr(&m.receiver)];
+                    xs.extend(m.args.iter().map(|a| self.lower_expr(a)));
+                    return self.math(f, xs, span);
                 }
                 let names = METHOD_NAMES.iter().copied().chain(MathFn::ALL.iter().map(|f| f.name()));
                 let hint = match hints::did_you_mean(other, names) {
@@ -1505,6 +1588,81 @@ impl<'a, 'd> Lowerer<'a, 'd> {
             None => None,
         };
         self.push(ExprKind::Load { ptr, mask, other }, Ty::block(d, pty.shape), span)
+    }
+
+    /// `atomic_<op>(ptrs, val, mask, sem, scope)` / `atomic_cas(ptrs, cmp, val, sem, scope)`:
+    /// emits `let %atomic = ...` and gives that local, so the read-modify-write runs exactly
+    /// once, before the statement that uses its old values.
+    fn lower_atomic(&mut self, op: AtomicOp, args: &[&syn::Expr], span: Sp) -> ExprId {
+        let name = format!("atomic_{}", op.name());
+        let (sig, fixed) = if op == AtomicOp::Cas {
+            (format!("{name}(pointers, cmp, val)` or `{name}(pointers, cmp, val, sem, scope)"), 3)
+        } else {
+            (format!("{name}(pointers, val, mask)` or `{name}(pointers, val, mask, sem, scope)"), 3)
+        };
+        let n = args.len();
+        let ok = if op == AtomicOp::Cas { (3..=5).contains(&n) } else { (2..=5).contains(&n) };
+        if !ok {
+            return self.err(span, format!("wrong number of arguments: expected `{sig}`"));
+        }
+        let ptr = self.lower_expr(args[0]);
+        let (cmp, val) = if op == AtomicOp::Cas {
+            (Some(self.lower_expr(args[1])), self.lower_expr(args[2]))
+        } else {
+            (None, self.lower_expr(args[1]))
+        };
+        let mask = if op == AtomicOp::Cas { None } else { args.get(2).map(|m| self.lower_expr(m)) };
+        let sem = match args.get(fixed) {
+            Some(a) => match string_literal(a).as_deref().and_then(Sem::from_name) {
+                Some(x) => x,
+                None => return self.err(a.sp(), format!("`sem` must be one of {}, as a string literal", quoted(&Sem::NAMES))),
+            },
+            None => Sem::AcqRel,
+        };
+        let scope = match args.get(fixed + 1) {
+            Some(a) => match string_literal(a).as_deref().and_then(Scope::from_name) {
+                Some(x) => x,
+                None => return self.err(a.sp(), format!("`scope` must be one of {}, as a string literal", quoted(&Scope::NAMES))),
+            },
+            None => Scope::Gpu,
+        };
+        let pty = self.ty(ptr);
+        let operands = [Some(val), cmp, mask];
+        if pty.is_error() || operands.iter().flatten().any(|x| self.ty(*x).is_error()) {
+            return self.poison(span);
+        }
+        let Elem::Ptr(d) = pty.elem else {
+            return self.err(args[0].sp(), format!("`{name}` needs a pointer or a block of pointers, found {pty}"));
+        };
+        let allowed: &[DType] = match op {
+            AtomicOp::And | AtomicOp::Or | AtomicOp::Xor => &[DType::I32, DType::U32, DType::I64],
+            _ => &[DType::F16, DType::BF16, DType::F32, DType::F64, DType::I32, DType::U32, DType::I64],
+        };
+        if !allowed.contains(&d) {
+            let names: Vec<&str> = allowed.iter().map(|d| d.name()).collect();
+            return self.err(args[0].sp(), format!("`{name}` works on {}, not on {pty}", names.join(", ")));
+        }
+        // Pointers, values, `cmp` and the mask broadcast together (a scalar pointer with a
+        // block of values updates one element once per lane).
+        let val_at = if op == AtomicOp::Cas { 2 } else { 1 };
+        let mut shape = pty.shape.clone();
+        for (x, at, what) in [(Some(val), val_at, "the value"), (cmp, 1, "`cmp`"), (mask, 2, "the mask")] {
+            let Some(x) = x else { continue };
+            let t = self.ty(x);
+            let checked = if what == "the mask" { check_mask(&t, &t.shape) } else { check_value_dtype(&t, d, what) };
+            let joined = checked.and_then(|_| check_broadcast(&pty.with_shape(shape.clone()), &t, &format!("`{name}`")));
+            match joined {
+                Ok(s) => shape = s,
+                Err(m) => return self.err(args[at].sp(), m),
+            }
+        }
+        let val = self.coerce(val, d);
+        let cmp = cmp.map(|c| self.coerce(c, d));
+        let ty = Ty::block(d, shape);
+        let value = self.push(ExprKind::Atomic { op, ptr, val, cmp, mask, sem, scope }, ty.clone(), span);
+        let local = self.new_local("atomic", ty.clone(), false);
+        self.emit(Stmt::Let { local, value });
+        self.push(ExprKind::Local(local), ty, span)
     }
 
     fn select(&mut self, c: ExprId, a: ExprId, b: ExprId, span: Sp) -> ExprId {
@@ -1775,6 +1933,52 @@ fn is_statement_expr(e: &syn::Expr) -> bool {
         syn::Expr::Binary(b) => compound_op(&b.op).is_some(),
         syn::Expr::Call(c) => call_name(c).as_deref() == Some("store"),
         _ => false,
+    }
+}
+
+/// `pow(x, y)`: how a math function is called (`name` as written: `sqrt_rn` is `sqrt`).
+fn math_signature(name: &str, f: MathFn) -> String {
+    format!("{name}({})", f.params().join(", "))
+}
+
+/// `x.pow(y)`: the method form.
+fn math_method_signature(name: &str, f: MathFn) -> String {
+    let p = f.params();
+    format!("{}.{name}({})", p[0], p[1..].join(", "))
+}
+
+/// Whether `e` is a call of `atomic_add`, `atomic_cas`, ...
+fn is_atomic_call(e: &syn::Expr) -> bool {
+    match strip_parens(e) {
+        syn::Expr::Call(c) => call_name(c).is_some_and(|n| AtomicOp::from_builtin(&n).is_some()),
+        _ => false,
+    }
+}
+
+/// The value of a string literal argument (`"relaxed"`).
+fn string_literal(e: &syn::Expr) -> Option<String> {
+    match e {
+        syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) => Some(s.value()),
+        _ => None,
+    }
+}
+
+/// `"a", "b" or "c"`.
+fn quoted(names: &[&str]) -> String {
+    let q: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+    match q.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => q.join(""),
+    }
+}
+
+/// The text of an integer literal (`0`, `-1`), if `e` is one.
+fn int_literal_text(e: &syn::Expr) -> Option<String> {
+    match e {
+        syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => Some(i.base10_digits().to_string()),
+        syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => int_literal_text(&u.expr).map(|t| format!("-{t}")),
+        syn::Expr::Paren(p) => int_literal_text(&p.expr),
+        _ => None,
     }
 }
 

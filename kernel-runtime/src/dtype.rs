@@ -96,7 +96,7 @@ pub(crate) mod sealed {
     //! the crate (so `DType` cannot be implemented elsewhere).
 
     use std::fmt;
-    use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64};
+    use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, Ordering};
 
     /// A borrowed slice of tensor storage, whatever its element width.
     #[derive(Clone, Copy, Debug)]
@@ -139,6 +139,19 @@ pub(crate) mod sealed {
         fn store(cell: &Self::Atomic, v: Self);
         fn cells(cells: &[Self::Atomic]) -> Cells<'_>;
         fn from_cells<'a>(cells: &Cells<'a>) -> Option<&'a [Self::Atomic]>;
+        /// Replaces the value by `f(value)` atomically (retrying on contention); the old value.
+        fn update(cell: &Self::Atomic, order: Ordering, f: impl FnMut(Self) -> Self) -> Self;
+        /// Writes `new` if the cell holds the bits of `cmp`, atomically; the old value.
+        fn compare_exchange(cell: &Self::Atomic, cmp: Self, new: Self, order: Ordering) -> Self;
+    }
+
+    /// The ordering of a failed compare-and-swap for an atomic of ordering `order`.
+    pub(crate) fn failure_order(order: Ordering) -> Ordering {
+        match order {
+            Ordering::AcqRel | Ordering::Acquire => Ordering::Acquire,
+            Ordering::SeqCst => Ordering::SeqCst,
+            _ => Ordering::Relaxed,
+        }
     }
 }
 
@@ -201,6 +214,19 @@ macro_rules! storage_impl {
                 match *cells {
                     Cells::$variant(s) => Some(s),
                     _ => None,
+                }
+            }
+            #[inline]
+            fn update(cell: &$atomic, order: Ordering, mut f: impl FnMut(Self) -> Self) -> Self {
+                let fail = sealed::failure_order(order);
+                let prev = cell.fetch_update(order, fail, |b| Some($to_bits(f($from_bits(b))))).unwrap_or_else(|b| b);
+                $from_bits(prev)
+            }
+            #[inline]
+            fn compare_exchange(cell: &$atomic, cmp: Self, new: Self, order: Ordering) -> Self {
+                let fail = sealed::failure_order(order);
+                match cell.compare_exchange($to_bits(cmp), $to_bits(new), order, fail) {
+                    Ok(b) | Err(b) => $from_bits(b),
                 }
             }
         }

@@ -18,10 +18,12 @@ pub struct F16(pub u16);
 #[repr(transparent)]
 pub struct BF16(pub u16);
 
+mod atomic;
 mod split;
 mod tma;
 mod unroll;
 mod wgmma;
+pub use atomic::*;
 pub use split::*;
 pub use tma::*;
 pub use unroll::*;
@@ -383,6 +385,10 @@ pub trait Int: Copy {
     fn not(a: Self) -> Self;
     fn shl(a: Self, b: Self) -> Self;
     fn shr(a: Self, b: Self) -> Self;
+    /// `|a|` (wrapping: the most negative value stays itself; unsigned values are unchanged).
+    fn abs(a: Self) -> Self;
+    /// The high half of the double-width product, the operands read as unsigned.
+    fn umulhi(a: Self, b: Self) -> Self;
 }
 
 macro_rules! int_bits {
@@ -400,10 +406,31 @@ macro_rules! int_bits {
             #[inline(always)] fn shr(a: Self, b: Self) -> Self {
                 if (b as u64) < <$t>::BITS as u64 { a >> (b as u32) } else { a >> (<$t>::BITS - 1) >> 1 }
             }
+            #[inline(always)] fn abs(a: Self) -> Self { <$t as IntExtra>::abs_(a) }
+            #[inline(always)] fn umulhi(a: Self, b: Self) -> Self { <$t as IntExtra>::umulhi_(a, b) }
         }
     )*};
 }
 int_bits!(i32, u32, i64);
+
+impl IntExtra for i32 {
+    #[inline(always)] fn abs_(a: Self) -> Self { a.wrapping_abs() }
+    #[inline(always)] fn umulhi_(a: Self, b: Self) -> Self { ((a as u32 as u64 * b as u32 as u64) >> 32) as i32 }
+}
+impl IntExtra for u32 {
+    #[inline(always)] fn abs_(a: Self) -> Self { a }
+    #[inline(always)] fn umulhi_(a: Self, b: Self) -> Self { ((a as u64 * b as u64) >> 32) as u32 }
+}
+impl IntExtra for i64 {
+    #[inline(always)] fn abs_(a: Self) -> Self { a.wrapping_abs() }
+    #[inline(always)] fn umulhi_(a: Self, b: Self) -> Self { ((a as u64 as u128 * b as u64 as u128) >> 64) as i64 }
+}
+
+/// The per-type parts of [`Int::abs`] and [`Int::umulhi`].
+trait IntExtra: Sized {
+    fn abs_(a: Self) -> Self;
+    fn umulhi_(a: Self, b: Self) -> Self;
+}
 
 impl Int for bool {
     #[inline(always)] fn and(a: Self, b: Self) -> Self { a & b }
@@ -413,6 +440,8 @@ impl Int for bool {
     // A 1-bit value: shifting by 1 (`true`) clears it, as on the CPU.
     #[inline(always)] fn shl(a: Self, b: Self) -> Self { a & !b }
     #[inline(always)] fn shr(a: Self, b: Self) -> Self { a & !b }
+    #[inline(always)] fn abs(a: Self) -> Self { a }
+    #[inline(always)] fn umulhi(_: Self, _: Self) -> Self { false }
 }
 
 #[inline(always)]
@@ -450,7 +479,10 @@ unary_asm!(ceil_f32, "cvt.rpi.f32.f32");
 
 /// Float math: f32 instructions (the `.approx` ones as Triton uses them) for f32 and half
 /// precision (computed in f32, rounded once); f64 is computed in f64 (see `impl Float for f64`).
-pub trait Float: Elem {
+/// `expm1`, `log10`, `log1p`, `tanh`, `erf` and `pow` are `libm`'s, the same code the CPU
+/// backend runs, so both backends give the same bits; `fma` rounds once (twice for f16/bf16:
+/// the f32 result is rounded to the dtype).
+pub trait Float: Elem + Num {
     #[inline(always)] fn exp(x: Self) -> Self { Self::from_f32(ex2(x.to_f32() * core::f32::consts::LOG2_E)) }
     #[inline(always)] fn exp2(x: Self) -> Self { Self::from_f32(ex2(x.to_f32())) }
     #[inline(always)] fn log(x: Self) -> Self { Self::from_f32(lg2(x.to_f32()) * core::f32::consts::LN_2) }
@@ -462,8 +494,34 @@ pub trait Float: Elem {
     #[inline(always)] fn cos(x: Self) -> Self { Self::from_f32(cos_approx(x.to_f32())) }
     #[inline(always)] fn floor(x: Self) -> Self { Self::from_f32(floor_f32(x.to_f32())) }
     #[inline(always)] fn ceil(x: Self) -> Self { Self::from_f32(ceil_f32(x.to_f32())) }
+    #[inline(always)] fn expm1(x: Self) -> Self { Self::from_f32(libm::expm1f(x.to_f32())) }
+    #[inline(always)] fn log10(x: Self) -> Self { Self::from_f32(libm::log10f(x.to_f32())) }
+    #[inline(always)] fn log1p(x: Self) -> Self { Self::from_f32(libm::log1pf(x.to_f32())) }
+    #[inline(always)] fn tanh(x: Self) -> Self { Self::from_f32(libm::tanhf(x.to_f32())) }
+    #[inline(always)] fn erf(x: Self) -> Self { Self::from_f32(libm::erff(x.to_f32())) }
+    #[inline(always)] fn sigmoid(x: Self) -> Self { Self::from_f32(1.0 / (1.0 + <f32 as Float>::exp(-x.to_f32()))) }
+    #[inline(always)] fn pow(x: Self, y: Self) -> Self { Self::from_f32(libm::powf(x.to_f32(), y.to_f32())) }
+    #[inline(always)] fn fma(a: Self, b: Self, c: Self) -> Self { Self::from_f32(fma_rn(a.to_f32(), b.to_f32(), c.to_f32())) }
+    #[inline(always)] fn isnan(x: Self) -> bool { x.to_f32().is_nan() }
+    #[inline(always)] fn isinf(x: Self) -> bool { x.to_f32().is_infinite() }
+    /// `min(max(x, lo), hi)` with `minimum`/`maximum`'s NaN rule (a NaN `x` gives `lo`).
+    #[inline(always)] fn clamp(x: Self, lo: Self, hi: Self) -> Self { <Self as Num>::min(<Self as Num>::max(x, lo), hi) }
 }
 impl Float for f32 {}
+
+#[inline(always)]
+fn fma_rn(a: f32, b: f32, c: f32) -> f32 {
+    let v: f32;
+    unsafe { asm!("fma.rn.f32 {v}, {a}, {b}, {c};", v = out(reg32) v, a = in(reg32) a, b = in(reg32) b, c = in(reg32) c, options(pure, nomem, nostack)) };
+    v
+}
+
+#[inline(always)]
+fn fma_rn_f64(a: f64, b: f64, c: f64) -> f64 {
+    let v: f64;
+    unsafe { asm!("fma.rn.f64 {v}, {a}, {b}, {c};", v = out(reg64) v, a = in(reg64) a, b = in(reg64) b, c = in(reg64) c, options(pure, nomem, nostack)) };
+    v
+}
 
 macro_rules! unary_asm_f64 {
     ($name:ident, $ins:literal) => {
@@ -493,6 +551,16 @@ impl Float for f64 {
     #[inline(always)] fn cos(x: Self) -> Self { libm::cos(x) }
     #[inline(always)] fn floor(x: Self) -> Self { floor_f64(x) }
     #[inline(always)] fn ceil(x: Self) -> Self { ceil_f64(x) }
+    #[inline(always)] fn expm1(x: Self) -> Self { libm::expm1(x) }
+    #[inline(always)] fn log10(x: Self) -> Self { libm::log10(x) }
+    #[inline(always)] fn log1p(x: Self) -> Self { libm::log1p(x) }
+    #[inline(always)] fn tanh(x: Self) -> Self { libm::tanh(x) }
+    #[inline(always)] fn erf(x: Self) -> Self { libm::erf(x) }
+    #[inline(always)] fn sigmoid(x: Self) -> Self { 1.0 / (1.0 + libm::exp(-x)) }
+    #[inline(always)] fn pow(x: Self, y: Self) -> Self { libm::pow(x, y) }
+    #[inline(always)] fn fma(a: Self, b: Self, c: Self) -> Self { fma_rn_f64(a, b, c) }
+    #[inline(always)] fn isnan(x: Self) -> bool { x.is_nan() }
+    #[inline(always)] fn isinf(x: Self) -> bool { x.is_infinite() }
 }
 impl Float for F16 {}
 impl Float for BF16 {}

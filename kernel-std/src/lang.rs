@@ -21,7 +21,8 @@
 //! passed as scalar parameters (`x_ptr + rows * stride_r + cols * stride_c`), or have the
 //! wrapper refuse other layouts (`Tensor::require_contiguous`).
 //!
-//! Literals and integer meta-parameters are *weak*: `offs * 4` keeps `offs`'s dtype and
+//! Literals, the constants `INFINITY`, `NEG_INFINITY` and `NAN`, `full` of a literal without a
+//! dtype, and integer meta-parameters are *weak*: `offs * 4` keeps `offs`'s dtype and
 //! `x * 0.5` keeps `x`'s float dtype. Strong dtypes promote like Triton's (`f16` with `f32`
 //! gives `f32`; `i32` with `i64` gives `i64`), except that `f16` with `bf16` and `i32` with
 //! `u32` are errors: convert one side with `.to::<T>()`.
@@ -72,11 +73,39 @@
 //! | `store(ptrs, value)`, `store(ptrs, value, mask)` | write a block; `value`'s dtype must be the pointer's (convert with `.to::<T>()`) |
 //! | `dot(a, b)`, `dot(a, b, acc)` | `[M, K] x [K, N]` product of f16/bf16/f32 blocks, accumulated in f32; `acc += dot(a, b)` also works |
 //! | `where_(mask, a, b)` | elementwise select (`where` is a Rust keyword) |
-//! | `exp log exp2 log2 sqrt rsqrt abs sin cos floor ceil` | float math, as `exp(x)` or `x.exp()`: f32, f16 and bf16 in f32 (on the GPU with the `.approx` instructions Triton uses), f64 in f64 on both backends |
-//! | `minimum(a, b)`, `maximum(a, b)`, `min(a, b)`, `max(a, b)` | elementwise min/max (on scalars too); a NaN operand is ignored, as in Triton's default and PTX `min`/`max` |
+//! | `exp exp2 log log2 sqrt rsqrt sin cos floor ceil` | float math, as `exp(x)` or `x.exp()`: f32, f16 and bf16 in f32 (on the GPU with the `.approx` instructions Triton uses for `exp`, `log`, `rsqrt`, `sin`, `cos`; `sqrt` is correctly rounded), f64 in f64 on both backends |
+//! | `expm1 log10 log1p tanh erf`, `pow(x, y)` | float math computed by `libm` on both backends (the same bits on the CPU and the GPU): f32, f16 and bf16 in f32 (rounded once), f64 in f64 |
+//! | `sigmoid(x)` | `1 / (1 + exp(-x))` with the `exp` above |
+//! | `fma(a, b, c)`, `a.fma(b, c)` | `a * b + c` rounded once (f16/bf16: computed in f32, then rounded to the dtype) |
+//! | `sqrt_rn(x)`, `div_rn(x, y)` | correctly rounded square root and division (what `sqrt` and `/` already are here) |
+//! | `clamp(x, lo, hi)` | `minimum(maximum(x, lo), hi)`: a NaN `x` gives `lo` (Triton's default) |
+//! | `isnan(x)`, `isinf(x)` | masks of the NaN and infinite elements of a float block |
+//! | `abs(x)` | absolute value of floats and integers (integers wrap: `abs(i32::MIN)` is `i32::MIN`) |
+//! | `umulhi(x, y)` | the high 32 (64 for i64) bits of the product of two integers, read as unsigned |
+//! | `minimum(a, b)`, `maximum(a, b)`, `min(a, b)`, `max(a, b)` | elementwise min/max (on scalars too); a NaN operand is ignored, as in Triton's default and PTX `min`/`max`. `max(block, 0)` with an integer literal is an error: Triton's `tl.max(x, 0)` is the reduction `x.max(0)`, the elementwise form is `maximum(x, 0)` |
 //! | `cdiv(a, b)` | `(a + b - 1) / b` |
 //! | `x.sum(axis)`, `x.max(axis)`, `x.min(axis)`, `sum(x, axis)` | reductions along an axis (f16/bf16 accumulate in f32; `max`/`min` ignore NaNs) |
 //! | `x.to::<T>()`, `x as T` | dtype conversion (round to nearest even; float to int truncates and saturates) |
+//!
+//! ## Atomics
+//!
+//! | function | meaning |
+//! |---|---|
+//! | `atomic_add(ptrs, val)`, `atomic_add(ptrs, val, mask)`, `atomic_add(ptrs, val, mask, sem, scope)` | adds `val` to every element `ptrs` point to (where `mask` holds), atomically; gives the old values (0 where masked off) |
+//! | `atomic_max`, `atomic_min` | the same with `maximum`/`minimum` (a NaN operand is ignored) |
+//! | `atomic_and`, `atomic_or`, `atomic_xor` | the same with the bitwise operations (integers) |
+//! | `atomic_xchg` | writes `val`, giving the old values |
+//! | `atomic_cas(ptrs, cmp, val)`, `atomic_cas(ptrs, cmp, val, sem, scope)` | writes `val` where the element holds `cmp` (compared bit for bit); gives the old values |
+//!
+//! `add`, `max`, `min`, `xchg` and `cas` work on f16, bf16, f32, f64, i32, u32 and i64; the
+//! bitwise ones on i32, u32 and i64. Pointers, values and the mask broadcast together: a scalar
+//! pointer with a block of values is updated once per lane; a scalar atomic (scalar pointer and
+//! value) runs once per program, and every thread of the program sees its old value. As in
+//! Triton, `sem` is `"acq_rel"` unless given (`"relaxed"`, `"acquire"`, `"release"`) and `scope`
+//! is `"gpu"` (`"cta"`, `"sys"`), both string literals. The result may be dropped
+//! (`atomic_add(hist + bins, 1, mask);`). On the GPU these are `atom` instructions (float
+//! `max`/`min`, bf16 add and 16-bit exchange are compare-and-swap loops); on the CPU backend,
+//! whose program instances run on several threads, atomic operations on the same storage.
 //!
 //! ## Control flow
 //!

@@ -2,7 +2,9 @@
 //! for nvptx64), random inputs, float64 references, and the device the tests run on.
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
+pub mod atomics;
 pub mod kernels;
+pub mod math;
 
 #[cfg(not(target_arch = "nvptx64"))]
 mod host;

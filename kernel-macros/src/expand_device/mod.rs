@@ -262,7 +262,7 @@ impl<'a> DevGen<'a> {
             iter_layout: Cell::new(Layout::Cyclic),
             layouts: vec![],
             counter: Cell::new(0),
-            has_loads: k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Load { .. })),
+            has_loads: k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Load { .. } | ExprKind::Atomic { .. })),
             num_stages: num_stages.max(1),
             prefetched: RefCell::new(HashMap::new()),
             ptr_roots: vec![],
@@ -490,7 +490,7 @@ impl<'a> DevGen<'a> {
     /// Registers per thread an `mma` accumulator may take (of 255): half when the kernel also
     /// evaluates transcendental functions (their temporaries need the rest), else 128.
     fn accumulator_budget(&self) -> usize {
-        if self.k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Math(..))) {
+        if self.k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Math(f, _) if f.is_transcendental())) {
             64
         } else {
             128
@@ -501,7 +501,7 @@ impl<'a> DevGen<'a> {
         let k = self.k;
         let ex = &k.exprs[e];
         match &ex.kind {
-            ExprKind::Load { .. } | ExprKind::Dot { .. } | ExprKind::Reduce { .. } => false,
+            ExprKind::Load { .. } | ExprKind::Dot { .. } | ExprKind::Reduce { .. } | ExprKind::Atomic { .. } => false,
             // Immutable values never change, so an expression over them can be re-evaluated
             // at any later use instead of being stored.
             ExprKind::Local(l) => match kinds.get(*l) {
@@ -832,11 +832,12 @@ impl<'a> DevGen<'a> {
                 let child = At::Flat(quote!({ let __tf: usize = #f; (__tf % #r1) * #r0 + __tf / #r1 }));
                 self.ev(*x, &child)
             }
-            ExprKind::Math(m, x) => {
-                let xt = self.elem(&k.exprs[*x].ty);
-                let v = self.operand(id, *x, at);
+            ExprKind::Math(m, xs) => {
+                let xt = self.elem(&k.exprs[xs[0]].ty);
+                let vs: Vec<TokenStream> = xs.iter().map(|x| self.operand(id, *x, at)).collect();
                 let f = format_ident!("{}", m.name());
-                quote!(<#xt as #d::Float>::#f(#v))
+                let tr = if k.exprs[xs[0]].ty.dtype().is_some_and(|d| d.is_float()) { quote!(Float) } else { quote!(Int) };
+                quote!(<#xt as #d::#tr>::#f(#(#vs),*))
             }
             ExprKind::Where(c, a, b) => {
                 let (vc, va, vb) = (self.operand(id, *c, at), self.operand(id, *a, at), self.operand(id, *b, at));
@@ -859,6 +860,27 @@ impl<'a> DevGen<'a> {
                     None => quote!(true),
                 };
                 quote!({ let __a = #p; if #vm && #ok { #d::load(__a) } else { #o } })
+            }
+            ExprKind::Atomic { op, ptr, val, cmp, mask, sem, scope } => {
+                // Evaluated once per element: it is the whole value of its own `let`.
+                let p = self.operand(id, *ptr, at);
+                let v = self.operand(id, *val, at);
+                let ok = self.in_bounds_code(*ptr, &quote!(__a), e.span.start);
+                let vm = match mask {
+                    Some(m) => self.operand(id, *m, at),
+                    None => quote!(true),
+                };
+                let (sem, scope) = (*sem as u8, *scope as u8);
+                let f = format_ident!("{}", op.name());
+                let call = match cmp {
+                    Some(c) => {
+                        let vc = self.operand(id, *c, at);
+                        quote!(<#t as #d::AtomicElem>::cas::<#sem, #scope>(__a, #vc, #v))
+                    }
+                    None if matches!(op, AtomicOp::And | AtomicOp::Or | AtomicOp::Xor) => quote!(<#t as #d::AtomicInt>::#f::<#sem, #scope>(__a, #v)),
+                    None => quote!(<#t as #d::AtomicElem>::#f::<#sem, #scope>(__a, #v)),
+                };
+                quote!({ let __a = #p; if #vm && #ok { #call } else { <#t as ::core::default::Default>::default() } })
             }
             ExprKind::Dot { .. } | ExprKind::Reduce { .. } => {
                 // Hoisted before the statement; reaching here is an internal error.
@@ -1570,7 +1592,7 @@ impl<'a> DevGen<'a> {
 
     fn loads_in(&self, e: ExprId) -> bool {
         match &self.k.exprs[e].kind {
-            ExprKind::Load { .. } => true,
+            ExprKind::Load { .. } | ExprKind::Atomic { .. } => true,
             ExprKind::Local(l) => match self.kinds[*l] {
                 LocalKind::Pure(x) | LocalKind::Affine(x) | LocalKind::Inline(x) => self.loads_in(x),
                 LocalKind::Scalar | LocalKind::Materialized => false,
@@ -1589,6 +1611,22 @@ impl<'a> DevGen<'a> {
                 let lty = &k.locals[*local].ty;
                 let t = self.elem(lty);
                 match &self.kinds[*local] {
+                    LocalKind::Scalar if matches!(k.exprs[*value].kind, ExprKind::Atomic { .. }) => {
+                        // Once per program, like a scalar store: thread 0 updates memory and
+                        // every thread reads the old value it got through shared memory.
+                        let v = self.ev(*value, &At::Own);
+                        let off = self.alloc(8);
+                        quote! {
+                            #d::bar_sync();
+                            if __tid == 0 {
+                                let __old: #t = #v;
+                                #d::store(__smem.add(#off) as *mut #t, __old);
+                            }
+                            #d::bar_sync();
+                            let mut #id: #t = #d::load(__smem.add(#off) as *mut #t);
+                            #d::bar_sync();
+                        }
+                    }
                     LocalKind::Scalar => {
                         let v = self.ev(*value, &At::Own);
                         if is_let {

@@ -14,7 +14,7 @@ use super::*;
 /// The K loop that an entry may split: the kernel's only loop, at the top level of its body,
 /// whose body defines values, accumulates `acc = dot(a, b, acc)` into an f32 block that starts
 /// at zero (and is not assigned before the loop), and steps affine pointer blocks by
-/// loop-invariant scalars; nothing before the loop stores. After the loop, anything goes: it
+/// loop-invariant scalars; nothing before the loop stores or runs an atomic. After the loop, anything goes: it
 /// runs once, in the last part. Each run of iterations then gives a partial sum of `acc`, the
 /// sum of the parts is the loop's result, and redoing the statements before the loop in every
 /// part changes nothing.
@@ -43,12 +43,13 @@ pub(super) fn count_loops(stmts: &[Stmt]) -> usize {
         .sum()
 }
 
-/// Whether `s` stores (itself or a statement inside it).
-fn stores(s: &Stmt) -> bool {
+/// Whether `s` writes memory: a store or an atomic (itself or a statement inside it).
+fn stores(k: &Kernel, s: &Stmt) -> bool {
     match s {
         Stmt::Store { .. } => true,
-        Stmt::For { body, .. } => body.iter().any(stores),
-        Stmt::If { then, els, .. } => then.iter().chain(els).any(stores),
+        Stmt::Let { value, .. } => matches!(k.exprs[*value].kind, ExprKind::Atomic { .. }),
+        Stmt::For { body, .. } => body.iter().any(|s| stores(k, s)),
+        Stmt::If { then, els, .. } => then.iter().chain(els).any(|s| stores(k, s)),
         _ => false,
     }
 }
@@ -94,7 +95,7 @@ impl DevGen<'_> {
         }
         let at = k.body.iter().position(|s| matches!(s, Stmt::For { .. }))?;
         let Stmt::For { var, body, .. } = &k.body[at] else { return None };
-        if k.body[..at].iter().any(stores) {
+        if k.body[..at].iter().any(|s| stores(k, s)) {
             return None;
         }
         // Its body: definitions, one accumulation and affine steps.

@@ -140,16 +140,30 @@ pub fn try_map2<A: Elem, B: Elem, R: Elem>(
 /// assert_eq!(r.data(), &[1, 0, 3]);
 /// ```
 pub fn select<T: Elem>(cond: &Blk<bool>, x: &Blk<T>, y: &Blk<T>) -> Blk<T> {
-    let out = broadcast_shapes_or_internal("select", &[&cond.shape, &x.shape, &y.shape]);
-    let strides = [
-        bcast_strides(&cond.shape, &out),
-        bcast_strides(&x.shape, &out),
-        bcast_strides(&y.shape, &out),
-    ];
+    map3(cond, x, y, |c, a, b| if c { a } else { b })
+}
+
+/// `f` applied elementwise to three blocks broadcast together (`fma`, `clamp`).
+///
+/// # Panics
+/// When the shapes do not broadcast (an internal error, see [`Blk::from_vec`]).
+///
+/// ```
+/// use kernel_runtime::__private::cpu::{map3, Blk};
+/// let a = Blk::from_vec(vec![2, 1], vec![1, 2]);
+/// let r = map3(&a, &Blk::from_vec(vec![1, 2], vec![10, 20]), &Blk::scalar(100), |x, y, z| x * y + z);
+/// assert_eq!(r.data(), &[110, 120, 120, 140]);
+/// ```
+pub fn map3<A: Elem, B: Elem, C: Elem, R: Elem>(
+    a: &Blk<A>,
+    b: &Blk<B>,
+    c: &Blk<C>,
+    mut f: impl FnMut(A, B, C) -> R,
+) -> Blk<R> {
+    let out = broadcast_shapes_or_internal("map3", &[&a.shape, &b.shape, &c.shape]);
+    let strides = [bcast_strides(&a.shape, &out), bcast_strides(&b.shape, &out), bcast_strides(&c.shape, &out)];
     let mut data = Vec::with_capacity(numel(&out));
-    for_each_bcast(&out, &strides, |[c, i, j]| {
-        data.push(if cond.data[c] { x.data[i] } else { y.data[j] })
-    });
+    for_each_bcast(&out, &strides, |[i, j, l]| data.push(f(a.data[i], b.data[j], c.data[l])));
     Blk { shape: out, data }
 }
 

@@ -95,7 +95,7 @@ impl<'a> Ctx<'a> {
 
 /// Finds and bounds-checks the storage cell of each pointer, caching the last
 /// argument looked up (lanes of a block almost always share one).
-struct Resolver<'a, T: DType> {
+pub(super) struct Resolver<'a, T: DType> {
     args: &'a [PtrArg<'a>],
     site: &'a Site,
     op: &'static str,
@@ -103,7 +103,7 @@ struct Resolver<'a, T: DType> {
 }
 
 impl<'a, T: DType> Resolver<'a, T> {
-    fn new(ctx: &Ctx<'a>, site: &'a Site, op: &'static str) -> Self {
+    pub(super) fn new(ctx: &Ctx<'a>, site: &'a Site, op: &'static str) -> Self {
         Resolver { args: ctx.args, site, op, cached: None }
     }
 
@@ -139,7 +139,7 @@ impl<'a, T: DType> Resolver<'a, T> {
     }
 
     /// The cell `p` points to, or `KernelError::OutOfBounds`.
-    fn locate(&mut self, p: P) -> Result<&'a T::Atomic, KernelError> {
+    pub(super) fn locate(&mut self, p: P) -> Result<&'a T::Atomic, KernelError> {
         let (cells, base, name) = self.arg(p.buf)?;
         // `base <= cells.len() <= isize::MAX`, so `base as i64` is exact.
         let index = p.off.checked_add(base as i64).and_then(|i| usize::try_from(i).ok());

@@ -30,6 +30,7 @@
 //! assert_eq!(y.to_vec(), vec![2.0, 3.0, 4.0]);
 //! ```
 
+mod atomic;
 mod blk;
 mod broadcast;
 mod cast;
@@ -45,12 +46,14 @@ mod reduce;
 
 pub(crate) use broadcast::{for_each_strided, INTERNAL_PREFIX};
 
+pub use atomic::{atomic_cas, atomic_rmw};
 pub use blk::Blk;
+pub use std::sync::atomic::Ordering;
 pub use broadcast::broadcast_to;
 pub use cast::{cast, cast_scalar, Cast};
 pub use dot::dot;
 pub use elem::Elem;
-pub use elementwise::{arange, full, map1, map2, select, try_map1, try_map2};
+pub use elementwise::{arange, full, map1, map2, map3, select, try_map1, try_map2};
 pub use error::{ArithError, KernelError, Site};
 pub use layout::{expand_dims, reshape, trans};
 pub use memory::{load, store, Ctx};

@@ -97,6 +97,10 @@ pub trait Int: Elem {
     fn shl(self, rhs: Self) -> Self;
     /// `self >> rhs` (arithmetic for signed types), clamped as described above.
     fn shr(self, rhs: Self) -> Self;
+    /// `|self|`, wrapping (the most negative value stays itself; unsigned values unchanged).
+    fn abs(self) -> Self;
+    /// The high half of the double-width product, both operands read as unsigned.
+    fn umulhi(self, rhs: Self) -> Self;
     /// The value as `i64` (sign- or zero-extended; `bool` is 0 or 1).
     fn to_i64(self) -> i64;
 }
@@ -134,6 +138,28 @@ pub trait Float: Num {
     fn floor(self) -> Self;
     /// Rounds towards `+inf`.
     fn ceil(self) -> Self;
+    /// `e^self - 1`.
+    fn expm1(self) -> Self;
+    /// Base-10 logarithm.
+    fn log10(self) -> Self;
+    /// `ln(1 + self)`.
+    fn log1p(self) -> Self;
+    /// Hyperbolic tangent.
+    fn tanh(self) -> Self;
+    /// The error function.
+    fn erf(self) -> Self;
+    /// `1 / (1 + e^-self)`.
+    fn sigmoid(self) -> Self;
+    /// `self^y`.
+    fn pow(self, y: Self) -> Self;
+    /// `self * b + c` rounded once (f16/bf16: the f32 result rounded to the dtype).
+    fn fma(self, b: Self, c: Self) -> Self;
+    /// `min(max(self, lo), hi)` with `minimum`/`maximum`'s NaN rule (a NaN `self` gives `lo`).
+    fn clamp(self, lo: Self, hi: Self) -> Self;
+    /// Whether the value is a NaN.
+    fn isnan(self) -> bool;
+    /// Whether the value is infinite.
+    fn isinf(self) -> bool;
     /// The value as `f32` (rounded to nearest even for `f64`).
     fn to_f32(self) -> f32;
     /// The nearest value to `v` (rounded to nearest even).
@@ -191,6 +217,17 @@ macro_rules! int_num {
                     _ => self >> (<$t>::BITS - 1) >> 1,
                 }
             }
+            #[inline]
+            #[allow(unused_comparisons)]
+            fn abs(self) -> Self {
+                if self < 0 { self.wrapping_neg() } else { self }
+            }
+            #[inline]
+            fn umulhi(self, rhs: Self) -> Self {
+                let bits = <$t>::BITS;
+                let (a, b) = (self as u128 & ((1u128 << bits) - 1), rhs as u128 & ((1u128 << bits) - 1));
+                ((a * b) >> bits) as $t
+            }
             #[inline] fn to_i64(self) -> i64 { self as i64 }
         }
     )*};
@@ -223,6 +260,14 @@ impl Int for bool {
     #[inline]
     fn shr(self, rhs: Self) -> Self {
         self & !rhs
+    }
+    #[inline]
+    fn abs(self) -> Self {
+        self
+    }
+    #[inline]
+    fn umulhi(self, _: Self) -> Self {
+        false
     }
     #[inline]
     fn to_i64(self) -> i64 {
@@ -315,7 +360,7 @@ impl Num for bool {
 }
 
 macro_rules! native_float {
-    ($($t:ty),*) => {$(
+    ($($t:ty: $m:ident),*) => {$(
         impl Num for $t {
             #[inline] fn add(self, rhs: Self) -> Self { self + rhs }
             #[inline] fn sub(self, rhs: Self) -> Self { self - rhs }
@@ -351,12 +396,32 @@ macro_rules! native_float {
             #[inline] fn cos(self) -> Self { <$t>::cos(self) }
             #[inline] fn floor(self) -> Self { <$t>::floor(self) }
             #[inline] fn ceil(self) -> Self { <$t>::ceil(self) }
+            #[inline] fn expm1(self) -> Self { $m::expm1(self) }
+            #[inline] fn log10(self) -> Self { $m::log10(self) }
+            #[inline] fn log1p(self) -> Self { $m::log1p(self) }
+            #[inline] fn tanh(self) -> Self { $m::tanh(self) }
+            #[inline] fn erf(self) -> Self { $m::erf(self) }
+            #[inline] fn sigmoid(self) -> Self { 1.0 / (1.0 + Float::exp(-self)) }
+            #[inline] fn pow(self, y: Self) -> Self { $m::pow(self, y) }
+            #[inline] fn fma(self, b: Self, c: Self) -> Self { <$t>::mul_add(self, b, c) }
+            #[inline] fn clamp(self, lo: Self, hi: Self) -> Self { Num::min(Num::max(self, lo), hi) }
+            #[inline] fn isnan(self) -> bool { <$t>::is_nan(self) }
+            #[inline] fn isinf(self) -> bool { <$t>::is_infinite(self) }
             #[inline] fn to_f32(self) -> f32 { self as f32 }
             #[inline] fn from_f32(v: f32) -> Self { v as $t }
         }
     )*};
 }
-native_float!(f32, f64);
+native_float!(f32: f32_math, f64: f64_math);
+
+/// `libm`'s functions under one name per dtype: the device code runs the same ones, so both
+/// backends give the same bits for `expm1`, `log10`, `log1p`, `tanh`, `erf` and `pow`.
+mod f32_math {
+    pub use libm::{erff as erf, expm1f as expm1, log10f as log10, log1pf as log1p, powf as pow, tanhf as tanh};
+}
+mod f64_math {
+    pub use libm::{erf, expm1, log10, log1p, pow, tanh};
+}
 
 /// `f16`/`bf16`: compute in f32, round once.
 macro_rules! half_float {
@@ -402,6 +467,17 @@ macro_rules! half_float {
             #[inline] fn cos(self) -> Self { <$t>::from_f32(self.to_f32().cos()) }
             #[inline] fn floor(self) -> Self { <$t>::from_f32(self.to_f32().floor()) }
             #[inline] fn ceil(self) -> Self { <$t>::from_f32(self.to_f32().ceil()) }
+            #[inline] fn expm1(self) -> Self { <$t>::from_f32(f32_math::expm1(self.to_f32())) }
+            #[inline] fn log10(self) -> Self { <$t>::from_f32(f32_math::log10(self.to_f32())) }
+            #[inline] fn log1p(self) -> Self { <$t>::from_f32(f32_math::log1p(self.to_f32())) }
+            #[inline] fn tanh(self) -> Self { <$t>::from_f32(f32_math::tanh(self.to_f32())) }
+            #[inline] fn erf(self) -> Self { <$t>::from_f32(f32_math::erf(self.to_f32())) }
+            #[inline] fn sigmoid(self) -> Self { <$t>::from_f32(Float::sigmoid(self.to_f32())) }
+            #[inline] fn pow(self, y: Self) -> Self { <$t>::from_f32(f32_math::pow(self.to_f32(), y.to_f32())) }
+            #[inline] fn fma(self, b: Self, c: Self) -> Self { <$t>::from_f32(self.to_f32().mul_add(b.to_f32(), c.to_f32())) }
+            #[inline] fn clamp(self, lo: Self, hi: Self) -> Self { Num::min(Num::max(self, lo), hi) }
+            #[inline] fn isnan(self) -> bool { <$t>::is_nan(self) }
+            #[inline] fn isinf(self) -> bool { <$t>::is_infinite(self) }
             #[inline] fn to_f32(self) -> f32 { <$t>::to_f32(self) }
             #[inline] fn from_f32(v: f32) -> Self { <$t>::from_f32(v) }
         }
