@@ -273,6 +273,17 @@ impl<'a> CpuGen<'a> {
                     _ => unreachable!("math functions take one to three operands"),
                 }
             }
+            ExprKind::Random { kind, seed, offset, four, word, rounds } => {
+                let (st, ot) = (self.elem_ty(&k.exprs[*seed].ty), self.elem_ty(&k.exprs[*offset].ty));
+                let (f, idx) = if *four {
+                    let w = *word as usize;
+                    (format_ident!("{}4x_rounds", kind.name()), quote!([#w]))
+                } else {
+                    (format_ident!("{}_rounds", kind.name()), quote!())
+                };
+                let call = quote!((|__s: #st, __o: #ot| ::kernel_std::random::#f(__s as u64, __o, #rounds)#idx));
+                self.mapn(&[*seed, *offset], quote!(map2), call, ty)
+            }
             ExprKind::Atomic { op, ptr, val, cmp, mask, sem, .. } => {
                 let t = self.elem_ty(ty);
                 let p = self.as_blk(self.expr(*ptr));

@@ -370,6 +370,43 @@ impl AtomicOp {
     }
 }
 
+/// What a Philox random-number builtin gives (`randint`, `rand`, `randn` and their `4x` forms).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum RandKind {
+    /// `u32` words.
+    Int,
+    /// `f32` uniform in `[0, 1)`.
+    Uniform,
+    /// `f32` standard normal.
+    Normal,
+}
+
+impl RandKind {
+    /// The builtin's name without `4x`, also the `kernel_std::random` function's.
+    pub fn name(self) -> &'static str {
+        match self {
+            RandKind::Int => "randint",
+            RandKind::Uniform => "rand",
+            RandKind::Normal => "randn",
+        }
+    }
+    /// `randint4x` -> (`Int`, true).
+    pub fn from_builtin(s: &str) -> Option<(RandKind, bool)> {
+        let (base, four) = match s.strip_suffix("4x") {
+            Some(b) => (b, true),
+            None => (s, false),
+        };
+        let kind = [RandKind::Int, RandKind::Uniform, RandKind::Normal].into_iter().find(|k| k.name() == base)?;
+        Some((kind, four))
+    }
+    pub fn dtype(self) -> DType {
+        match self {
+            RandKind::Int => DType::U32,
+            RandKind::Uniform | RandKind::Normal => DType::F32,
+        }
+    }
+}
+
 /// Memory ordering of an atomic (Triton's `sem`): `AcqRel` unless the kernel asks otherwise.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Sem {
@@ -461,6 +498,9 @@ pub enum ExprKind {
     /// giving the old values (0 where masked off). It writes memory, so it is only ever the
     /// value of a `let` of its own (the front end hoists it there): evaluated exactly once.
     Atomic { op: AtomicOp, ptr: ExprId, val: ExprId, cmp: Option<ExprId>, mask: Option<ExprId>, sem: Sem, scope: Scope },
+    /// Philox random numbers of `(seed, offset)` (`kernel_std::random`): word `word` of the
+    /// four (`four`: the `4x` form) after `rounds` rounds.
+    Random { kind: RandKind, seed: ExprId, offset: ExprId, four: bool, word: u8, rounds: u32 },
 }
 
 impl ExprKind {
@@ -488,6 +528,7 @@ impl ExprKind {
             ExprKind::Load { ptr, mask, other } => [Some(*ptr), *mask, *other].into_iter().flatten().collect(),
             ExprKind::Dot { a, b, acc } => [Some(*a), Some(*b), *acc].into_iter().flatten().collect(),
             ExprKind::Atomic { ptr, val, cmp, mask, .. } => [Some(*ptr), *cmp, Some(*val), *mask].into_iter().flatten().collect(),
+            ExprKind::Random { seed, offset, .. } => vec![*seed, *offset],
         }
     }
 }
@@ -616,6 +657,10 @@ impl Kernel {
             ExprKind::Reduce { op, x, axis } => {
                 self.fmt_expr(*x, f)?;
                 write!(f, ".{}({axis})", op.name())
+            }
+            ExprKind::Random { kind, seed, offset, four, word, rounds } => {
+                let name = if *four { format!("{}4x[{word}]", kind.name()) } else { kind.name().to_string() };
+                self.fmt_call(&format!("{name}<{rounds}>"), &[*seed, *offset], f)
             }
             ExprKind::Atomic { op, ptr, val, cmp, mask, sem, scope } => {
                 let args: Vec<ExprId> = [Some(*ptr), *cmp, Some(*val), *mask].into_iter().flatten().collect();

@@ -31,7 +31,8 @@ enum Binding {
 const BUILTINS: &str = "program_id, num_programs, arange, zeros, full, load, store, dot, where_, cdiv, min, max, \
 minimum, maximum, exp, exp2, expm1, log, log2, log10, log1p, sqrt, sqrt_rn, rsqrt, abs, sin, cos, tanh, erf, sigmoid, \
 floor, ceil, isnan, isinf, pow, fma, clamp, umulhi, div_rn, sum, trans, expand_dims, reshape, broadcast_to, \
-atomic_add, atomic_max, atomic_min, atomic_and, atomic_or, atomic_xor, atomic_xchg, atomic_cas";
+atomic_add, atomic_max, atomic_min, atomic_and, atomic_or, atomic_xor, atomic_xchg, atomic_cas, \
+randint, randint4x, rand, rand4x, randn, randn4x";
 const METHODS: &str = "to::<T>(), as_col(), as_row(), expand_dims(axis), trans(), reshape([..]), broadcast_to([..]), \
 sum(axis), max(axis), min(axis), and the math functions as methods: exp(), log(), sqrt(), abs(), tanh(), pow(y), ...";
 const METHOD_NAMES: [&str; 10] = ["to", "as_col", "as_row", "expand_dims", "trans", "reshape", "broadcast_to", "sum", "max", "min"];
@@ -343,6 +344,9 @@ impl<'a, 'd> Lowerer<'a, 'd> {
     }
 
     fn lower_let(&mut self, l: &syn::Local) {
+        if let syn::Pat::Tuple(t) = &l.pat {
+            return self.lower_tuple_let(t, l);
+        }
         let (name, mutable, span) = match &l.pat {
             syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
                 (pi.ident.to_string(), pi.mutability.is_some(), pi.ident.sp())
@@ -379,6 +383,85 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         let local = self.new_local(&name, ty, mutable);
         self.emit(Stmt::Let { local, value });
         self.bind(name, Binding::Local(local));
+    }
+
+    /// `let (r0, r1, r2, r3) = randint4x(seed, offsets);` (also `rand4x`, `randn4x`) and
+    /// `let (a, b) = (x, y);`: one immutable local per name (`_` skips one).
+    fn lower_tuple_let(&mut self, t: &syn::PatTuple, l: &syn::Local) {
+        let mut names: Vec<Option<(String, Sp)>> = Vec::new();
+        for p in &t.elems {
+            match p {
+                syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() && pi.mutability.is_none() => {
+                    names.push(Some((pi.ident.to_string(), pi.ident.sp())))
+                }
+                syn::Pat::Wild(_) => names.push(None),
+                other => {
+                    self.diag.error(other.sp(), "tuple patterns in kernels bind plain names (or `_`), immutably");
+                    return;
+                }
+            }
+        }
+        let Some(init) = &l.init else {
+            self.diag.error(t.sp(), "tuple variables must be initialized where they are declared");
+            return;
+        };
+        let values: Vec<ExprId> = match strip_parens(&init.expr) {
+            syn::Expr::Tuple(tu) if tu.elems.len() == names.len() => tu.elems.iter().map(|e| self.lower_expr(e)).collect(),
+            syn::Expr::Call(c) if call_name(c).and_then(|n| RandKind::from_builtin(&n)).is_some_and(|(_, four)| four) && names.len() == 4 => {
+                let name = call_name(c).unwrap_or_default();
+                let (kind, _) = RandKind::from_builtin(&name).unwrap_or((RandKind::Int, true));
+                let args: Vec<&syn::Expr> = c.args.iter().collect();
+                let span = c.sp();
+                let Some((seed, offset, rounds)) = self.random_operands(&name, &args, span) else { return };
+                // Seed and offsets once, in locals the four words read.
+                let (seed, offset) = (self.bind_hidden("rand_seed", seed), self.bind_hidden("rand_offsets", offset));
+                (0..4u8)
+                    .map(|w| {
+                        let (s, o) = (self.reread(seed, span), self.reread(offset, span));
+                        self.random(kind, s, o, true, w, rounds, span)
+                    })
+                    .collect()
+            }
+            other => {
+                let msg = format!(
+                    "a tuple of {} names takes a tuple of {} values, or the four blocks of `randint4x`, `rand4x` or `randn4x`",
+                    names.len(),
+                    names.len()
+                );
+                self.diag.error(other.sp(), msg);
+                return;
+            }
+        };
+        for (name, value) in names.into_iter().zip(values) {
+            let Some((name, _)) = name else { continue };
+            let ty = self.ty(value);
+            let local = self.new_local(&name, ty, false);
+            self.emit(Stmt::Let { local, value });
+            self.bind(name, Binding::Local(local));
+        }
+    }
+
+    /// A hidden immutable local holding `value` (poison stays poison).
+    fn bind_hidden(&mut self, name: &str, value: ExprId) -> ExprId {
+        let ty = self.ty(value);
+        if ty.is_error() {
+            return value;
+        }
+        let local = self.new_local(name, ty.clone(), false);
+        self.emit(Stmt::Let { local, value });
+        let span = self.span(value);
+        self.push(ExprKind::Local(local), ty, span)
+    }
+
+    /// A new node reading the same local as `id` (one owner per node).
+    fn reread(&mut self, id: ExprId, span: Sp) -> ExprId {
+        match self.k.exprs[id].kind {
+            ExprKind::Local(l) => {
+                let ty = self.ty(id);
+                self.push(ExprKind::Local(l), ty, span)
+            }
+            _ => self.poison(span),
+        }
     }
 
     fn lower_expr_stmt(&mut self, e: &syn::Expr) {
@@ -1245,6 +1328,16 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 let value = self.coerce(value, d);
                 self.push(ExprKind::Full(value), Ty { weak, ..Ty::block(d, shape) }, span)
             }
+            random if RandKind::from_builtin(random).is_some() => {
+                let (kind, four) = RandKind::from_builtin(random).unwrap_or((RandKind::Int, false));
+                if four {
+                    return self.err(span, format!("`{random}` gives four blocks: bind them with `let (r0, r1, r2, r3) = {random}(seed, offsets);`"));
+                }
+                match self.random_operands(random, &args, span) {
+                    Some((seed, offset, rounds)) => self.random(kind, seed, offset, false, 0, rounds, span),
+                    None => self.poison(span),
+                }
+            }
             atomic if AtomicOp::from_builtin(atomic).is_some() => {
                 let op = AtomicOp::from_builtin(atomic).unwrap_or(AtomicOp::Add);
                 self.lower_atomic(op, &args, span)
@@ -1623,6 +1716,49 @@ impl<'a, 'd> Lowerer<'a, 'd> {
             None => None,
         };
         self.push(ExprKind::Load { ptr, mask, other }, Ty::block(d, pty.shape), span)
+    }
+
+    /// The seed, offsets and rounds of `rand(seed, offsets)` / `rand(seed, offsets, n_rounds)`:
+    /// the seed an integer scalar (taken as `u64`, sign-extended), the offsets an integer scalar
+    /// or block (i32 and u32 are 32-bit counters, i64 a 64-bit one, as in Triton).
+    fn random_operands(&mut self, name: &str, args: &[&syn::Expr], span: Sp) -> Option<(ExprId, ExprId, u32)> {
+        if !(2..=3).contains(&args.len()) {
+            self.diag.error(span, format!("wrong number of arguments: expected `{name}(seed, offsets)` or `{name}(seed, offsets, n_rounds)`"));
+            return None;
+        }
+        let rounds = match args.get(2) {
+            None => 10,
+            Some(a) => match int_literal_text(a).and_then(|t| t.parse::<u32>().ok()).filter(|r| (1..=64).contains(r)) {
+                Some(r) => r,
+                None => {
+                    self.diag.error(a.sp(), "`n_rounds` is an integer literal from 1 to 64 (Triton's default is 10)");
+                    return None;
+                }
+            },
+        };
+        let seed = self.lower_expr(args[0]);
+        let offset = self.lower_expr(args[1]);
+        let (ts, to) = (self.ty(seed), self.ty(offset));
+        if ts.is_error() || to.is_error() {
+            return None;
+        }
+        if !ts.is_scalar() || !ts.dtype().is_some_and(|d| d.is_int()) {
+            self.diag.error(args[0].sp(), format!("the seed of `{name}` is an integer scalar (i32, u32 or i64), found {ts}"));
+            return None;
+        }
+        if !to.dtype().is_some_and(|d| d.is_int()) {
+            self.diag.error(args[1].sp(), format!("the offsets of `{name}` are integers (i32, u32 or i64), found {to}: convert with `.to::<i32>()`"));
+            return None;
+        }
+        let seed = if ts.weak { self.coerce(seed, DType::I64) } else { seed };
+        let offset = if to.weak { self.coerce(offset, DType::I32) } else { offset };
+        Some((seed, offset, rounds))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn random(&mut self, kind: RandKind, seed: ExprId, offset: ExprId, four: bool, word: u8, rounds: u32, span: Sp) -> ExprId {
+        let shape = self.ty(offset).shape;
+        self.push(ExprKind::Random { kind, seed, offset, four, word, rounds }, Ty::block(kind.dtype(), shape), span)
     }
 
     /// `atomic_<op>(ptrs, val, mask, sem, scope)` / `atomic_cas(ptrs, cmp, val, sem, scope)`:

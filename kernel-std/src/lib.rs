@@ -25,6 +25,7 @@
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 
 pub mod lang;
+pub mod random;
 
 #[cfg(target_arch = "nvptx64")]
 pub mod device;

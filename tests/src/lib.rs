@@ -5,6 +5,7 @@
 pub mod atomics;
 pub mod kernels;
 pub mod math;
+pub mod random;
 
 #[cfg(not(target_arch = "nvptx64"))]
 mod host;

@@ -869,6 +869,16 @@ impl<'a> DevGen<'a> {
                 };
                 quote!({ let __a = #p; if #vm && #ok { #d::load(__a) } else { #o } })
             }
+            ExprKind::Random { kind, seed, offset, four, word, rounds } => {
+                let (vs, vo) = (self.operand(id, *seed, at), self.operand(id, *offset, at));
+                let (f, idx) = if *four {
+                    let w = *word as usize;
+                    (format_ident!("{}4x_rounds", kind.name()), quote!([#w]))
+                } else {
+                    (format_ident!("{}_rounds", kind.name()), quote!())
+                };
+                quote!(::kernel_std::random::#f((#vs) as u64, #vo, #rounds)#idx)
+            }
             ExprKind::Atomic { op, ptr, val, cmp, mask, sem, scope } => {
                 // Evaluated once per element: it is the whole value of its own `let`.
                 let p = self.operand(id, *ptr, at);
