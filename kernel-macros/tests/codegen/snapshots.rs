@@ -3,7 +3,7 @@
 //! of the IR, the host code or the device code it generates.
 //!
 //! The corpus: every `#[kernel]` fn and `#[kernel_module]` mod of `examples/src/*.rs` and
-//! `tests/src/kernels.rs` (read from those sources) and of `kernel-macros/tests/codegen/in/*.rs`
+//! `tests/src/*.rs` (read from those sources) and of `kernel-macros/tests/codegen/in/*.rs`
 //! (small kernels for the device paths; each says which it takes). They run through the macros'
 //! own entry points (`expand_kernel_fn`, `module::expand`, as `lib.rs` calls them), with
 //! `kernel::record` collecting what each kernel lowered. For each kernel, under
@@ -110,12 +110,15 @@ fn stem(p: &Path) -> String {
 }
 
 /// The examples (`examples/src/*.rs`), the kernels of the GPU test suite
-/// (`tests/src/kernels.rs`) and the corpus (`kernel-macros/tests/codegen/in/*.rs`, whose host
+/// (`tests/src/*.rs` but `lib.rs` and `host.rs`) and the corpus (`kernel-macros/tests/codegen/in/*.rs`, whose host
 /// modules are not written: its kernels are there for their device code, and the launchers and
 /// CPU functions of the others cover the host side).
 fn sources() -> Vec<Source> {
     let examples = rust_files(&repo().join("examples/src")).into_iter().map(|path| Source { out: format!("examples/{}", stem(&path)), path, has_kernels: false, host: true });
-    let tests = std::iter::once(Source { path: repo().join("tests/src/kernels.rs"), out: "tests/kernels".into(), has_kernels: true, host: true });
+    let tests = rust_files(&repo().join("tests/src"))
+        .into_iter()
+        .filter(|path| !matches!(stem(path).as_str(), "lib" | "host"))
+        .map(|path| Source { out: format!("tests/{}", stem(&path)), path, has_kernels: true, host: true });
     let corpus = rust_files(&codegen_dir().join("in")).into_iter().map(|path| {
         let out = stem(&path);
         assert!(out != "examples" && out != "tests", "`in/{out}.rs` would share `out/{out}/` with other snapshots: rename it");
