@@ -501,10 +501,44 @@ impl<'a> CpuGen<'a> {
                     quote!(loop { #pre if !#c { break; } #body })
                 }
                 Stmt::Return => quote!(return Ok(());),
+                Stmt::Assert { cond, message, text, operands, span } => self.assert(*cond, message, text, operands, *span),
+                Stmt::Print { prefix, values, .. } => {
+                    let vals = values.iter().map(|v| {
+                        let b = self.as_blk(self.expr(*v));
+                        quote!(#b as &dyn #rt::cpu::BlkText)
+                    });
+                    quote!(#rt::cpu::device_print(__ctx, #prefix, &[#(#vals),*]);)
+                }
             };
             out.extend(ts);
         }
         out
+    }
+
+    /// `device_assert`: when `cond` is false (for a block: at some element, the first one the
+    /// runtime finds), the function returns the error, with the operands' values read there;
+    /// the operands are evaluated on that path only.
+    fn assert(&self, cond: ExprId, message: &str, text: &str, operands: &[(String, ExprId)], span: crate::diag::Sp) -> TokenStream {
+        let rt = &self.rt;
+        let ops: Vec<TokenStream> = operands
+            .iter()
+            .map(|(t, e)| {
+                let v = self.as_blk(self.expr(*e));
+                quote!((#t, #v as &dyn #rt::cpu::BlkText))
+            })
+            .collect();
+        let site = self.site(span);
+        let fail = |at: TokenStream| quote!(return Err(#rt::cpu::assertion_failed(__ctx, #text, #message, #at, &[#(#ops),*], #site)););
+        let v = self.expr(cond);
+        if v.scalar {
+            let (c, f) = (v.ts, fail(quote!(None)));
+            return quote!(if !(#c) { #f });
+        }
+        let (c, f) = (self.as_blk(v), fail(quote!(Some((__cond.shape(), __i)))));
+        quote!({
+            let __cond: &#rt::cpu::Blk<bool> = #c;
+            if let Some(__i) = #rt::cpu::first_false(__cond) { #f }
+        })
     }
 
     /// `fn <name>(__ctx, __meta, scalar params...) -> Result<(), KernelError>`.

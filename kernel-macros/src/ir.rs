@@ -551,6 +551,16 @@ pub enum Stmt {
     /// bool local that `test` reads) and runs before every test.
     While { pre: Vec<Stmt>, test: ExprId, body: Vec<Stmt> },
     Return,
+    /// `device_assert(cond, "message")`: where the mask `cond` (a bool scalar or block) is
+    /// false, the program's first failing element is reported and the launch fails. When `cond`
+    /// is a comparison, `operands` are its two sides (each with its source text), whose values
+    /// at that element the report gives; they read what the comparison reads (`cond`'s operands
+    /// are the same locals or leaves) and broadcast to `cond`'s shape.
+    Assert { cond: ExprId, message: String, text: String, operands: Vec<(String, ExprId)>, span: Sp },
+    /// `device_print("prefix", values...)`: prints the prefix and the values with the program
+    /// id, one line per element of the values (all of one shape: the front end broadcasts them),
+    /// or one line per program when they are scalars.
+    Print { prefix: String, values: Vec<ExprId> },
 }
 
 #[derive(Clone, Debug)]
@@ -742,6 +752,25 @@ impl Kernel {
                     writeln!(f, "{pad}}}")?;
                 }
                 Stmt::Return => writeln!(f, "{pad}return")?,
+                Stmt::Assert { cond, message, operands, .. } => {
+                    write!(f, "{pad}device_assert(")?;
+                    self.fmt_expr(*cond, f)?;
+                    write!(f, ", {message:?})")?;
+                    for (text, e) in operands {
+                        write!(f, " [{text} = ")?;
+                        self.fmt_expr(*e, f)?;
+                        write!(f, "]")?;
+                    }
+                    writeln!(f)?;
+                }
+                Stmt::Print { prefix, values, .. } => {
+                    write!(f, "{pad}device_print({prefix:?}")?;
+                    for v in values {
+                        write!(f, ", ")?;
+                        self.fmt_expr(*v, f)?;
+                    }
+                    writeln!(f, ")")?;
+                }
             }
         }
         Ok(())

@@ -11,6 +11,8 @@ use crate::shape::{shape_to_string, Dim, Shape};
 use crate::signature::{dtype_of_type, path_last, single_type_arg, Signature};
 use std::collections::HashMap;
 
+mod debug;
+
 /// Everything a variant's lowering reads besides the body.
 pub struct LowerCtx<'a> {
     pub sig: &'a Signature,
@@ -32,7 +34,7 @@ const BUILTINS: &str = "program_id, num_programs, arange, zeros, full, load, sto
 minimum, maximum, exp, exp2, expm1, log, log2, log10, log1p, sqrt, sqrt_rn, rsqrt, abs, sin, cos, tanh, erf, sigmoid, \
 floor, ceil, isnan, isinf, pow, fma, clamp, umulhi, div_rn, sum, trans, expand_dims, reshape, broadcast_to, \
 atomic_add, atomic_max, atomic_min, atomic_and, atomic_or, atomic_xor, atomic_xchg, atomic_cas, \
-randint, randint4x, rand, rand4x, randn, randn4x";
+randint, randint4x, rand, rand4x, randn, randn4x, device_assert, device_print, static_assert, static_print";
 const METHODS: &str = "to::<T>(), as_col(), as_row(), expand_dims(axis), trans(), reshape([..]), broadcast_to([..]), \
 sum(axis), max(axis), min(axis), and the math functions as methods: exp(), log(), sqrt(), abs(), tanh(), pow(y), ...";
 const METHOD_NAMES: [&str; 10] = ["to", "as_col", "as_row", "expand_dims", "trans", "reshape", "broadcast_to", "sum", "max", "min"];
@@ -59,6 +61,9 @@ struct Lowerer<'a, 'd> {
     inline_root: Option<Sp>,
     /// Set once the kernel passed `MAX_INLINED_EXPRS`: helper calls are no longer inlined.
     too_large: bool,
+    /// The conditions on meta-parameters of the enclosing `if`s, with the branch taken: the
+    /// instances `static_assert` and `static_print` are evaluated in (`debug.rs`).
+    static_guards: Vec<(syn::Expr, bool)>,
 }
 
 /// Lowers the kernel body for one assignment of the function meta-parameters.
@@ -78,7 +83,7 @@ pub fn lower_variant(
         locals: Vec::new(),
         body: Vec::new(),
     };
-    let mut l = Lowerer { cx, k, scopes: vec![], stmts: vec![vec![]], diag, helper_stack: vec![], depths: vec![], nesting: 0, depth_reported: false, inline_root: None, too_large: false };
+    let mut l = Lowerer { cx, k, scopes: vec![], stmts: vec![vec![]], diag, helper_stack: vec![], depths: vec![], nesting: 0, depth_reported: false, inline_root: None, too_large: false, static_guards: vec![] };
     let mut top = l.helper_scope();
     for (i, p) in sig.params.iter().enumerate() {
         top.insert(p.name.clone(), Binding::Param(i));
@@ -489,6 +494,9 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 }
             }
             syn::Expr::Call(c) if call_name(c).as_deref() == Some("store") => self.lower_store(c),
+            syn::Expr::Call(c) if call_name(c).is_some_and(|n| debug::is_debug_builtin(&n) && self.lookup(&n).is_none()) => {
+                self.lower_debug_call(&call_name(c).unwrap_or_default(), c)
+            }
             syn::Expr::Block(b) if b.label.is_none() => {
                 self.scopes.push(HashMap::new());
                 self.lower_stmts(&b.block.stmts, false);
@@ -723,23 +731,36 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 self.diag.error(i.cond.sp(), format!("`if` needs a bool condition, found {cty}"));
             }
         }
-        let then = self.lower_branch(&i.then_branch.stmts);
+        // A condition on meta-parameters decides, per instance, which branch the static
+        // assertions and prints inside are evaluated for.
+        let guard = self.is_static_condition(&i.cond).then(|| (*i.cond).clone());
+        let guarded = |l: &mut Self, taken: bool, f: &mut dyn FnMut(&mut Self) -> Vec<Stmt>| {
+            if let Some(g) = &guard {
+                l.static_guards.push((g.clone(), taken));
+            }
+            let out = f(l);
+            if guard.is_some() {
+                l.static_guards.pop();
+            }
+            out
+        };
+        let then = guarded(self, true, &mut |l| l.lower_branch(&i.then_branch.stmts));
         let els = match &i.else_branch {
             None => vec![],
-            Some((_, e)) => match &**e {
-                syn::Expr::Block(b) => self.lower_branch(&b.block.stmts),
+            Some((_, e)) => guarded(self, false, &mut |l| match &**e {
+                syn::Expr::Block(b) => l.lower_branch(&b.block.stmts),
                 syn::Expr::If(nested) => {
-                    self.stmts.push(vec![]);
-                    self.scopes.push(HashMap::new());
-                    self.lower_if(nested);
-                    self.scopes.pop();
-                    self.stmts.pop().unwrap_or_default()
+                    l.stmts.push(vec![]);
+                    l.scopes.push(HashMap::new());
+                    l.lower_if(nested);
+                    l.scopes.pop();
+                    l.stmts.pop().unwrap_or_default()
                 }
                 other => {
-                    self.diag.error(other.sp(), "unsupported else branch");
+                    l.diag.error(other.sp(), "unsupported else branch");
                     vec![]
                 }
-            },
+            }),
         };
         self.emit(Stmt::If { cond, then, els });
     }
@@ -1352,6 +1373,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 self.load(ptr, mask, other, &args, span)
             }
             "store" => self.err(span, "`store` is a statement: it returns nothing"),
+            debug if debug::is_debug_builtin(debug) => self.err(span, format!("`{debug}` is a statement: it gives no value")),
             "dot" => {
                 if !arity(self, n == 2 || n == 3, "dot(a, b) or dot(a, b, acc)") {
                     return self.poison(span);
@@ -2102,7 +2124,7 @@ fn is_statement_expr(e: &syn::Expr) -> bool {
     match e {
         syn::Expr::Assign(_) | syn::Expr::ForLoop(_) | syn::Expr::If(_) | syn::Expr::Return(_) | syn::Expr::While(_) | syn::Expr::Loop(_) => true,
         syn::Expr::Binary(b) => compound_op(&b.op).is_some(),
-        syn::Expr::Call(c) => call_name(c).as_deref() == Some("store"),
+        syn::Expr::Call(c) => call_name(c).is_some_and(|n| n == "store" || debug::is_debug_builtin(&n)),
         _ => false,
     }
 }

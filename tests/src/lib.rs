@@ -3,6 +3,7 @@
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
 pub mod atomics;
+pub mod debug;
 pub mod kernels;
 pub mod math;
 pub mod random;

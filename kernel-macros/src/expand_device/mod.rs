@@ -30,6 +30,7 @@ use std::collections::HashMap;
 
 mod bounds;
 mod chunks;
+mod debug;
 mod pipeline;
 mod split;
 mod vector;
@@ -764,14 +765,9 @@ impl<'a> DevGen<'a> {
                     }
                 }
             }
-            // In an entry that may split its K loop, the program along x is the block's
-            // (`split.rs`), not the block index.
-            ExprKind::ProgramId(0) if self.split.is_some() => quote!((__sk.pid as i32)),
+            ExprKind::ProgramId(a) => self.program_id_code(*a),
+            // In an entry that may split its K loop, the programs along x are the split's.
             ExprKind::NumPrograms(0) if self.split.is_some() => quote!(#d::split_programs(__sk_dp, __sk_parts)),
-            ExprKind::ProgramId(a) => {
-                let a = *a as u32;
-                quote!(#d::program_id(#a))
-            }
             ExprKind::NumPrograms(a) => {
                 let a = *a as u32;
                 quote!(#d::num_programs(#a))
@@ -905,6 +901,17 @@ impl<'a> DevGen<'a> {
                 quote!(::core::unreachable!())
             }
         }
+    }
+
+    /// `program_id(axis)` (an `i32`). In an entry that may split its K loop, the program along
+    /// x is the block's (`split.rs`), not the block index.
+    fn program_id_code(&self, axis: u8) -> TokenStream {
+        let d = &self.d;
+        if axis == 0 && self.split.is_some() {
+            return quote!((__sk.pid as i32));
+        }
+        let a = axis as u32;
+        quote!(#d::program_id(#a))
     }
 
     // ---------------------------------------------------------------- phases
@@ -1509,6 +1516,8 @@ impl<'a> DevGen<'a> {
             Stmt::If { cond, .. } => vec![*cond],
             // Its condition is computed by its `pre` statements, inside the loop.
             Stmt::While { .. } | Stmt::Return => vec![],
+            Stmt::Assert { cond, operands, .. } => std::iter::once(*cond).chain(operands.iter().map(|(_, e)| *e)).collect(),
+            Stmt::Print { values, .. } => values.clone(),
         }
     }
 
@@ -1595,6 +1604,8 @@ impl<'a> DevGen<'a> {
     fn touches_global(&self, s: &Stmt) -> bool {
         match s {
             Stmt::Let { value, .. } | Stmt::Assign { value, .. } => self.loads_in(*value),
+            // The fault record they may write is no memory the kernel reads.
+            Stmt::Assert { .. } | Stmt::Print { .. } => Self::stmt_roots(s).into_iter().any(|e| self.loads_in(e)),
             _ => true,
         }
     }
@@ -1808,6 +1819,8 @@ impl<'a> DevGen<'a> {
                 quote!(loop { #pre if !#c { break; } #body })
             }
             Stmt::Return => quote!(return;),
+            Stmt::Assert { cond, operands, span, .. } => self.gen_assert(*cond, operands, *span),
+            Stmt::Print { prefix, values, .. } => self.gen_print(prefix, values),
         }
     }
 }

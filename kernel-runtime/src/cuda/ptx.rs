@@ -652,7 +652,7 @@ mod tests {
             configs: &[],
             key: &[],
             instances: std::slice::from_ref(&INST),
-            module: crate::launch::ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] },
+            module: crate::launch::ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] }, asserts: &[],
         };
         assert!(check_shared(&INFO, &INST, 232_448, 232_448).is_ok());
         let e = check_shared(&INFO, &INST, 300_000, 232_448).unwrap_err();
