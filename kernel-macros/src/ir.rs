@@ -449,6 +449,24 @@ pub enum ReduceOp {
     Sum,
     Max,
     Min,
+    /// Bitwise xor of integers (`xor_sum`).
+    Xor,
+}
+
+/// Inclusive scans along an axis (`cumsum`, `cumprod`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ScanOp {
+    Sum,
+    Prod,
+}
+
+impl ScanOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            ScanOp::Sum => "cumsum",
+            ScanOp::Prod => "cumprod",
+        }
+    }
 }
 
 impl ReduceOp {
@@ -457,6 +475,7 @@ impl ReduceOp {
             ReduceOp::Sum => "sum",
             ReduceOp::Max => "max",
             ReduceOp::Min => "min",
+            ReduceOp::Xor => "xor_sum",
         }
     }
 }
@@ -494,6 +513,8 @@ pub enum ExprKind {
     Load { ptr: ExprId, mask: Option<ExprId>, other: Option<ExprId> },
     Dot { a: ExprId, b: ExprId, acc: Option<ExprId> },
     Reduce { op: ReduceOp, x: ExprId, axis: usize },
+    /// Inclusive scan along `axis` (from the end when `reverse`); same shape and dtype.
+    Scan { op: ScanOp, x: ExprId, axis: usize, reverse: bool },
     /// An atomic read-modify-write of every element `ptr` points to (where `mask` holds),
     /// giving the old values (0 where masked off). It writes memory, so it is only ever the
     /// value of a `let` of its own (the front end hoists it there): evaluated exactly once.
@@ -521,7 +542,8 @@ impl ExprKind {
             | ExprKind::Trans(x)
             | ExprKind::Reshape(x)
             | ExprKind::BroadcastTo(x)
-            | ExprKind::Reduce { x, .. } => vec![*x],
+            | ExprKind::Reduce { x, .. }
+            | ExprKind::Scan { x, .. } => vec![*x],
             ExprKind::Math(_, xs) => xs.clone(),
             ExprKind::Binary(_, a, b) | ExprKind::PtrAdd(a, b) => vec![*a, *b],
             ExprKind::Where(c, a, b) => vec![*c, *a, *b],
@@ -657,6 +679,10 @@ impl Kernel {
             ExprKind::Reduce { op, x, axis } => {
                 self.fmt_expr(*x, f)?;
                 write!(f, ".{}({axis})", op.name())
+            }
+            ExprKind::Scan { op, x, axis, reverse } => {
+                self.fmt_expr(*x, f)?;
+                write!(f, ".{}({axis}{})", op.name(), if *reverse { ", reverse" } else { "" })
             }
             ExprKind::Random { kind, seed, offset, four, word, rounds } => {
                 let name = if *four { format!("{}4x[{word}]", kind.name()) } else { kind.name().to_string() };

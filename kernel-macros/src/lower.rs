@@ -31,11 +31,12 @@ enum Binding {
 const BUILTINS: &str = "program_id, num_programs, arange, zeros, full, load, store, dot, where_, cdiv, min, max, \
 minimum, maximum, exp, exp2, expm1, log, log2, log10, log1p, sqrt, sqrt_rn, rsqrt, abs, sin, cos, tanh, erf, sigmoid, \
 floor, ceil, isnan, isinf, pow, fma, clamp, umulhi, div_rn, sum, trans, expand_dims, reshape, broadcast_to, \
-atomic_add, atomic_max, atomic_min, atomic_and, atomic_or, atomic_xor, atomic_xchg, atomic_cas, \
+argmax, argmin, cumsum, cumprod, xor_sum, atomic_add, atomic_max, atomic_min, atomic_and, atomic_or, atomic_xor, atomic_xchg, atomic_cas, \
 randint, randint4x, rand, rand4x, randn, randn4x";
 const METHODS: &str = "to::<T>(), as_col(), as_row(), expand_dims(axis), trans(), reshape([..]), broadcast_to([..]), \
-sum(axis), max(axis), min(axis), and the math functions as methods: exp(), log(), sqrt(), abs(), tanh(), pow(y), ...";
-const METHOD_NAMES: [&str; 10] = ["to", "as_col", "as_row", "expand_dims", "trans", "reshape", "broadcast_to", "sum", "max", "min"];
+sum(axis), max(axis), min(axis), xor_sum(axis), argmax(axis), argmin(axis), cumsum(axis), cumprod(axis), and the math functions as methods: exp(), log(), sqrt(), abs(), tanh(), pow(y), ...";
+const METHOD_NAMES: [&str; 15] =
+    ["to", "as_col", "as_row", "expand_dims", "trans", "reshape", "broadcast_to", "sum", "max", "min", "xor_sum", "argmax", "argmin", "cumsum", "cumprod"];
 const MAX_INLINE_DEPTH: usize = 16;
 /// The most expressions a kernel variant may have once its helpers are inlined (the largest
 /// kernel of the repository has under 200): each inlined call copies the helper's body, so a
@@ -359,7 +360,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 return;
             }
             other => {
-                self.diag.error(other.sp(), "only `let name = ...` and `let mut name = ...` are supported in kernels");
+                self.diag.error(other.sp(), "only `let name = ...`, `let mut name = ...` and `let (a, b) = ...` are supported in kernels");
                 return;
             }
         };
@@ -1432,13 +1433,31 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 }
                 q
             }
-            "sum" => {
-                if !arity(self, n == 2, "sum(x, axis)") {
+            "sum" | "xor_sum" => {
+                if !arity(self, n == 2, &format!("{name}(x, axis)")) {
                     return self.poison(span);
                 }
                 let x = self.lower_expr(args[0]);
                 let recv = short_text(args[0]);
-                self.reduce(ReduceOp::Sum, x, args[1], span, &|a| format!("sum({recv}, {a})"))
+                let op = if name == "sum" { ReduceOp::Sum } else { ReduceOp::Xor };
+                self.reduce(op, x, args[1], span, &|a| format!("{name}({recv}, {a})"))
+            }
+            "argmax" | "argmin" => {
+                if !arity(self, n == 2, &format!("{name}(x, axis)")) {
+                    return self.poison(span);
+                }
+                let x = self.lower_expr(args[0]);
+                let recv = short_text(args[0]);
+                self.argext(&name, x, args[1], span, &|a| format!("{name}({recv}, {a})"))
+            }
+            "cumsum" | "cumprod" => {
+                if !arity(self, (1..=3).contains(&n), &format!("{name}(x), {name}(x, axis) or {name}(x, axis, reverse)")) {
+                    return self.poison(span);
+                }
+                let x = self.lower_expr(args[0]);
+                let recv = short_text(args[0]);
+                let op = if name == "cumsum" { ScanOp::Sum } else { ScanOp::Prod };
+                self.scan(op, x, args.get(1).copied(), args.get(2).copied(), span, &|a| format!("{name}({recv}, {a})"))
             }
             "trans" => {
                 if !arity(self, n == 1, "trans(x)") {
@@ -1555,7 +1574,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 let x = self.lower_expr(&m.receiver);
                 self.reshape_like(&name, x, &m.args[0], span)
             }
-            "sum" | "max" | "min" => {
+            "sum" | "max" | "min" | "xor_sum" => {
                 if n != 1 {
                     return wrong(self, &format!("x.{name}(axis)"));
                 }
@@ -1563,10 +1582,28 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 let op = match name.as_str() {
                     "sum" => ReduceOp::Sum,
                     "max" => ReduceOp::Max,
+                    "xor_sum" => ReduceOp::Xor,
                     _ => ReduceOp::Min,
                 };
                 let recv = short_text(&m.receiver);
                 self.reduce(op, x, &m.args[0], span, &|a| format!("{recv}.{name}({a})"))
+            }
+            "argmax" | "argmin" => {
+                if n != 1 {
+                    return wrong(self, &format!("x.{name}(axis)"));
+                }
+                let x = self.lower_expr(&m.receiver);
+                let recv = short_text(&m.receiver);
+                self.argext(&name, x, &m.args[0], span, &|a| format!("{recv}.{name}({a})"))
+            }
+            "cumsum" | "cumprod" => {
+                if n > 2 {
+                    return wrong(self, &format!("x.{name}(axis) or x.{name}(axis, reverse)"));
+                }
+                let x = self.lower_expr(&m.receiver);
+                let recv = short_text(&m.receiver);
+                let op = if name == "cumsum" { ScanOp::Sum } else { ScanOp::Prod };
+                self.scan(op, x, m.args.first(), m.args.get(1), span, &|a| format!("{recv}.{name}({a})"))
             }
             "step_by" => self.err(span, "`step_by` is only supported on the range of a `for` loop"),
             other => {
@@ -1867,21 +1904,84 @@ impl<'a, 'd> Lowerer<'a, 'd> {
     }
 
     fn reduce(&mut self, op: ReduceOp, x: ExprId, axis: &syn::Expr, span: Sp, write: &dyn Fn(usize) -> String) -> ExprId {
+        let Some((x, ax)) = self.axis_operand(op.name(), x, axis, span, write) else { return self.poison(span) };
+        if op == ReduceOp::Xor && !self.ty(x).dtype().is_some_and(|d| d.is_int()) {
+            let t = self.ty(x);
+            return self.err(span, format!("`xor_sum` needs integers (i32, u32 or i64), found {t}"));
+        }
+        self.reduce_at(op, x, ax, span)
+    }
+
+    /// A block of numbers and a literal axis in range, for a reduction or a scan named `what`.
+    fn axis_operand(&mut self, what: &str, x: ExprId, axis: &syn::Expr, span: Sp, write: &dyn Fn(usize) -> String) -> Option<(ExprId, usize)> {
         let t = self.ty(x);
         if t.is_error() {
-            return self.poison(span);
+            return None;
         }
         if t.shape.is_empty() {
-            return self.err(span, format!("`{}` reduces a block along an axis, found the scalar {t}", op.name()));
+            self.diag.error(span, format!("`{what}` works along an axis of a block, found the scalar {t}"));
+            return None;
         }
         let Some(d) = t.dtype().filter(|d| *d != DType::Bool) else {
-            return self.err(span, format!("`{}` needs numbers, found {t}", op.name()));
+            self.diag.error(span, format!("`{what}` needs numbers, found {t}"));
+            return None;
         };
-        let Some(ax) = self.literal_usize(axis, t.shape.len() - 1, write) else { return self.poison(span) };
+        let ax = self.literal_usize(axis, t.shape.len() - 1, write)?;
         let x = if t.weak { self.coerce(x, d) } else { x };
+        Some((x, ax))
+    }
+
+    fn reduce_at(&mut self, op: ReduceOp, x: ExprId, ax: usize, span: Sp) -> ExprId {
+        let t = self.ty(x);
         let mut shape = t.shape.clone();
         shape.remove(ax);
-        self.push(ExprKind::Reduce { op, x, axis: ax }, Ty::block(d, shape), span)
+        self.push(ExprKind::Reduce { op, x, axis: ax }, Ty::block(t.dtype().unwrap_or(DType::F32), shape), span)
+    }
+
+    /// `argmax(x, axis)` / `argmin`: the lowest index along `axis` of an element equal to
+    /// `x.max(axis)` (`min`), as i32; NaNs are ignored like `max` ignores them (0 when every
+    /// element is NaN). Built from the reductions: the extremum, then the least index where the
+    /// block equals it.
+    fn argext(&mut self, name: &str, x: ExprId, axis: &syn::Expr, span: Sp, write: &dyn Fn(usize) -> String) -> ExprId {
+        let Some((x, ax)) = self.axis_operand(name, x, axis, span, write) else { return self.poison(span) };
+        let shape = self.ty(x).shape;
+        let x = self.bind_hidden(&format!("{name}_x"), x);
+        let op = if name == "argmax" { ReduceOp::Max } else { ReduceOp::Min };
+        let x2 = self.reread(x, span);
+        let ext = self.reduce_at(op, x2, ax, span);
+        let ext = self.expand_dims(ext, ax, span);
+        let x3 = self.reread(x, span);
+        let hit = self.binary(BinOp::Eq, x3, ext, span);
+        // The index along `ax`, as a block broadcasting along the other axes.
+        let mut idx = self.push(ExprKind::Arange { start: Dim::constant(0), end: shape[ax].clone() }, Ty::block(DType::I32, vec![shape[ax].clone()]), span);
+        for a in 0..shape.len() {
+            if a != ax {
+                idx = self.expand_dims(idx, a, span);
+            }
+        }
+        let none = self.push(ExprKind::Lit(Lit::Int(i32::MAX as i64)), Ty::weak(DType::I32), span);
+        let cand = self.select(hit, idx, none, span);
+        let first = self.reduce_at(ReduceOp::Min, cand, ax, span);
+        let first = self.bind_hidden(&format!("{name}_index"), first);
+        let (f1, f2) = (self.reread(first, span), self.reread(first, span));
+        let none = self.push(ExprKind::Lit(Lit::Int(i32::MAX as i64)), Ty::weak(DType::I32), span);
+        let missing = self.binary(BinOp::Eq, f1, none, span);
+        let zero = self.push(ExprKind::Lit(Lit::Int(0)), Ty::weak(DType::I32), span);
+        self.select(missing, zero, f2, span)
+    }
+
+    /// `cumsum(x, axis, reverse)` / `cumprod`: `axis` 0 and `reverse` false when left out (as
+    /// in Triton); `reverse` is a bool literal.
+    fn scan(&mut self, op: ScanOp, x: ExprId, axis: Option<&syn::Expr>, reverse: Option<&syn::Expr>, span: Sp, write: &dyn Fn(usize) -> String) -> ExprId {
+        let zero: syn::Expr = syn::parse_quote!(0);
+        let Some((x, ax)) = self.axis_operand(op.name(), x, axis.unwrap_or(&zero), span, write) else { return self.poison(span) };
+        let reverse = match reverse {
+            None => false,
+            Some(syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Bool(b), .. })) => b.value,
+            Some(other) => return self.err(other.sp(), format!("`reverse` of `{}` is `true` or `false`", op.name())),
+        };
+        let ty = self.ty(x).strong();
+        self.push(ExprKind::Scan { op, x, axis: ax, reverse }, ty, span)
     }
 
     fn expand_dims(&mut self, x: ExprId, axis: usize, span: Sp) -> ExprId {

@@ -85,6 +85,9 @@
 //! | `minimum(a, b)`, `maximum(a, b)`, `min(a, b)`, `max(a, b)` | elementwise min/max (on scalars too); a NaN operand is ignored, as in Triton's default and PTX `min`/`max`. `max(block, 0)` with an integer literal is an error: Triton's `tl.max(x, 0)` is the reduction `x.max(0)`, the elementwise form is `maximum(x, 0)` |
 //! | `cdiv(a, b)` | `(a + b - 1) / b` |
 //! | `x.sum(axis)`, `x.max(axis)`, `x.min(axis)`, `sum(x, axis)` | reductions along an axis (f16/bf16 accumulate in f32; `max`/`min` ignore NaNs) |
+//! | `x.xor_sum(axis)`, `xor_sum(x, axis)` | bitwise xor of integers along an axis |
+//! | `x.argmax(axis)`, `x.argmin(axis)` (also `argmax(x, axis)`) | `i32` index of the first maximum (minimum) along an axis: ties give the lowest index, NaNs are ignored as by `max`, a line of NaNs gives 0 |
+//! | `cumsum(x, axis, reverse)`, `x.cumprod(axis)`, ... | inclusive scans along an axis (`axis` 0 and `reverse` false when left out, as in Triton; `reverse` scans from the end); same shape and dtype, f16/bf16 accumulate in f32 |
 //! | `x.to::<T>()`, `x as T` | dtype conversion (round to nearest even; float to int truncates and saturates) |
 //!
 //! ## Random numbers

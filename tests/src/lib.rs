@@ -6,6 +6,7 @@ pub mod atomics;
 pub mod kernels;
 pub mod math;
 pub mod random;
+pub mod scans;
 
 #[cfg(not(target_arch = "nvptx64"))]
 mod host;

@@ -509,7 +509,7 @@ impl<'a> DevGen<'a> {
         let k = self.k;
         let ex = &k.exprs[e];
         match &ex.kind {
-            ExprKind::Load { .. } | ExprKind::Dot { .. } | ExprKind::Reduce { .. } | ExprKind::Atomic { .. } => false,
+            ExprKind::Load { .. } | ExprKind::Dot { .. } | ExprKind::Reduce { .. } | ExprKind::Scan { .. } | ExprKind::Atomic { .. } => false,
             // Immutable values never change, so an expression over them can be re-evaluated
             // at any later use instead of being stored.
             ExprKind::Local(l) => match kinds.get(*l) {
@@ -900,7 +900,7 @@ impl<'a> DevGen<'a> {
                 };
                 quote!({ let __a = #p; if #vm && #ok { #call } else { <#t as ::core::default::Default>::default() } })
             }
-            ExprKind::Dot { .. } | ExprKind::Reduce { .. } => {
+            ExprKind::Dot { .. } | ExprKind::Reduce { .. } | ExprKind::Scan { .. } => {
                 // Hoisted before the statement; reaching here is an internal error.
                 quote!(::core::unreachable!())
             }
@@ -1001,6 +1001,7 @@ impl<'a> DevGen<'a> {
         match &k.exprs[root].kind {
             ExprKind::Dot { a, b, acc } => out.extend(self.gen_dot(root, *a, *b, *acc)),
             ExprKind::Reduce { op, x, axis } => out.extend(self.gen_reduce(root, *op, *x, *axis)),
+            ExprKind::Scan { op, x, axis, reverse } => out.extend(self.gen_scan(root, *op, *x, *axis, *reverse)),
             _ => {}
         }
     }
@@ -1428,11 +1429,13 @@ impl<'a> DevGen<'a> {
             ReduceOp::Sum => quote!(<#acc_t as #d::Elem>::from_i64(0)),
             ReduceOp::Max => quote!(<#acc_t as #d::Bounds>::lowest()),
             ReduceOp::Min => quote!(<#acc_t as #d::Bounds>::highest()),
+            ReduceOp::Xor => quote!(<#acc_t as #d::Elem>::from_i64(0)),
         };
         let combine = match op {
             ReduceOp::Sum => quote!(<#acc_t as #d::Num>::add(__a, __v)),
             ReduceOp::Max => quote!(<#acc_t as #d::Num>::max(__a, __v)),
             ReduceOp::Min => quote!(<#acc_t as #d::Num>::min(__a, __v)),
+            ReduceOp::Xor => quote!(<#acc_t as #d::Int>::xor(__a, __v)),
         };
         let result_shape = self.shapes[id].clone();
         let nout: usize = result_shape.iter().product::<usize>().max(1);
@@ -1489,6 +1492,86 @@ impl<'a> DevGen<'a> {
             #stage
             #d::bar_sync();
             #warp_reduce
+            #d::bar_sync();
+            #gather
+            #d::bar_sync();
+        }
+    }
+
+    /// An inclusive scan along `axis`: the block is staged in shared memory (in the accumulator
+    /// type: f32 for f16/bf16), each warp scans lines `warp, warp + W, ...`: every lane scans a
+    /// contiguous run of the line, the lanes' totals give each lane its prefix, and the lane
+    /// rescans its run from there in place; the result is gathered into a cyclic temporary.
+    fn gen_scan(&self, id: ExprId, op: ScanOp, x: ExprId, axis: usize, reverse: bool) -> TokenStream {
+        let d = &self.d;
+        let sx = self.shapes[x].clone();
+        let xt = &self.k.exprs[x].ty;
+        let (ex, t) = (self.elem(xt), self.elem(&self.k.exprs[id].ty));
+        let nx: usize = sx.iter().product();
+        let wide = matches!(xt.dtype(), Some(DType::F16 | DType::BF16));
+        let (acc_t, acc_size, to_acc, from_acc) = if wide {
+            (quote!(f32), 4usize, quote!(<#ex as #d::Elem>::to_f32), quote!(<#t as #d::Elem>::from_f32))
+        } else {
+            (ex.clone(), elem_size(&xt.elem), quote!(), quote!())
+        };
+        let (identity, combine) = match op {
+            ScanOp::Sum => (quote!(<#acc_t as #d::Elem>::from_i64(0)), quote!(<#acc_t as #d::Num>::add)),
+            ScanOp::Prod => (quote!(<#acc_t as #d::Elem>::from_i64(1)), quote!(<#acc_t as #d::Num>::mul)),
+        };
+        let warps = self.threads / 32;
+        let off = self.alloc(nx * acc_size);
+        let off_tot = self.alloc(warps * 32 * acc_size);
+        let stage = self.phase(nx, |g| {
+            let v = g.ev(x, &At::Own);
+            quote!(#d::store((__smem.add(#off) as *mut #acc_t).add(__f), #to_acc(#v));)
+        });
+        let (r, inner) = (sx[axis], sx[axis + 1..].iter().product::<usize>());
+        let (lines, run) = (nx / r.max(1), r.div_ceil(32));
+        let pos = if reverse { quote!((#r - 1 - __p)) } else { quote!(__p) };
+        let scan = quote! {
+            {
+                let __px = __smem.add(#off) as *mut #acc_t;
+                let __pt = (__smem.add(#off_tot) as *mut #acc_t).add(__warp * 32);
+                let mut __o: usize = __warp;
+                while __o < #lines {
+                    let __base = (__o / #inner) * (#r * #inner) + (__o % #inner);
+                    let __lo = __lane * #run;
+                    let __hi = if __lo + #run < #r { __lo + #run } else { #r };
+                    let mut __a: #acc_t = #identity;
+                    let mut __p: usize = __lo;
+                    while __p < __hi {
+                        __a = #combine(__a, #d::load(__px.add(__base + #pos * #inner)));
+                        __p += 1;
+                    }
+                    #d::store(__pt.add(__lane), __a);
+                    #d::warp_sync();
+                    let mut __pre: #acc_t = #identity;
+                    let mut __l: usize = 0;
+                    while __l < __lane {
+                        __pre = #combine(__pre, #d::load(__pt.add(__l)));
+                        __l += 1;
+                    }
+                    __p = __lo;
+                    while __p < __hi {
+                        let __e = __px.add(__base + #pos * #inner);
+                        __pre = #combine(__pre, #d::load(__e));
+                        #d::store(__e, __pre);
+                        __p += 1;
+                    }
+                    #d::warp_sync();
+                    __o += #warps;
+                }
+            }
+        };
+        let out = self.fresh("scan");
+        let pt = self.per_thread(nx);
+        let gather = self.phase(nx, |_| quote!(#out[__j] = #from_acc(#d::load((__smem.add(#off) as *mut #acc_t).add(__f)));));
+        self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: t.clone(), numel: nx, layout: Layout::Cyclic });
+        quote! {
+            let mut #out: [#t; #pt] = unsafe { ::core::mem::zeroed() };
+            #stage
+            #d::bar_sync();
+            #scan
             #d::bar_sync();
             #gather
             #d::bar_sync();
