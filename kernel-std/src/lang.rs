@@ -147,4 +147,7 @@
 //!
 //! Every meta-parameter value that can run is declared: `#[autotune(configs = [config(...)],
 //! key = [...])]` for tuned ones, `#[kernel(NAME = [v1, v2])]` for ones chosen at launch
-//! (including function meta-parameters), plus `num_warps`/`num_stages`.
+//! (including function meta-parameters), plus `num_warps`/`num_stages`: one value each
+//! (`#[kernel(num_warps = 8)]`, or per `config(...)`), or, without `#[autotune]`, lists
+//! (`#[kernel(num_warps = [4, 8], num_stages = [2, 3])]`) that make one config per combination:
+//! `launch` tunes among them like autotune configs, `launch_config(i, ...)` runs `CONFIGS[i]`.
