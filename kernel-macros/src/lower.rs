@@ -30,7 +30,7 @@ enum Binding {
 
 const BUILTINS: &str = "program_id, num_programs, arange, zeros, full, load, store, dot, where_, cdiv, min, max, \
 minimum, maximum, exp, exp2, expm1, log, log2, log10, log1p, sqrt, sqrt_rn, rsqrt, abs, sin, cos, tanh, erf, sigmoid, \
-floor, ceil, isnan, isinf, pow, fma, clamp, umulhi, div_rn, sum, trans, expand_dims, reshape, broadcast_to, \
+floor, ceil, isnan, isinf, pow, fma, clamp, umulhi, div_rn, multiple_of, max_contiguous, max_constancy, sum, trans, expand_dims, reshape, broadcast_to, \
 argmax, argmin, cumsum, cumprod, xor_sum, atomic_add, atomic_max, atomic_min, atomic_and, atomic_or, atomic_xor, atomic_xchg, atomic_cas, \
 randint, randint4x, rand, rand4x, randn, randn4x";
 const METHODS: &str = "to::<T>(), as_col(), as_row(), expand_dims(axis), trans(), reshape([..]), broadcast_to([..]), \
@@ -1420,6 +1420,23 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 let op = if name.starts_with("min") { BinOp::Min } else { BinOp::Max };
                 self.binary(op, a, b, span)
             }
+            "multiple_of" | "max_contiguous" | "max_constancy" => {
+                if !arity(self, n == 2, &format!("{name}(x, n)` or `{name}(x, [n0, n1])")) {
+                    return self.poison(span);
+                }
+                let x = self.lower_expr(args[0]);
+                let t = self.ty(x);
+                if !t.is_error() && !t.dtype().is_some_and(|d| d.is_int()) {
+                    return self.err(args[0].sp(), format!("`{name}` describes integer offsets, found {t}"));
+                }
+                if !hint_values_ok(args[1], t.shape.len().max(1)) {
+                    let rank = t.shape.len().max(1);
+                    return self.err(args[1].sp(), format!("the hint of `{name}` is a positive integer literal, or a list of {rank} of them (one per axis)"));
+                }
+                // A promise about the values that the code generator does not use yet: the
+                // value itself.
+                x
+            }
             "div_rn" => {
                 if !arity(self, n == 2, "div_rn(x, y)") {
                     return self.poison(span);
@@ -2216,6 +2233,15 @@ fn math_signature(name: &str, f: MathFn) -> String {
 fn math_method_signature(name: &str, f: MathFn) -> String {
     let p = f.params();
     format!("{}.{name}({})", p[0], p[1..].join(", "))
+}
+
+/// `16` or `[16, 16]` (one positive literal per axis, `rank` of them).
+fn hint_values_ok(e: &syn::Expr, rank: usize) -> bool {
+    let positive = |e: &syn::Expr| int_literal_text(e).and_then(|t| t.parse::<i64>().ok()).is_some_and(|v| v > 0);
+    match strip_parens(e) {
+        syn::Expr::Array(a) => a.elems.len() == rank && a.elems.iter().all(positive),
+        other => positive(other),
+    }
 }
 
 /// Whether `e` is a call of `atomic_add`, `atomic_cas`, ...

@@ -126,6 +126,14 @@
 //! `max`/`min`, bf16 add and 16-bit exchange are compare-and-swap loops); on the CPU backend,
 //! whose program instances run on several threads, atomic operations on the same storage.
 //!
+//! ## Hints
+//!
+//! `multiple_of(offs, 16)`, `max_contiguous(offs, 64)` and `max_constancy(offs, 8)` (also with a
+//! list, one value per axis: `multiple_of(x, [16, 1])`) are accepted as in Triton and give
+//! their first argument: ported code compiles unchanged. The code generator does not use them:
+//! it finds contiguity itself and checks pointer alignment at run time (a pointer argument's
+//! alignment is not known when the kernel is compiled).
+//!
 //! ## Control flow
 //!
 //! `let` and `let mut` (a variable keeps its dtype and shape when reassigned), `for k in
