@@ -31,7 +31,7 @@ enum Binding {
 const BUILTINS: &str = "program_id, num_programs, arange, zeros, full, load, store, dot, where_, cdiv, min, max, \
 minimum, maximum, exp, exp2, expm1, log, log2, log10, log1p, sqrt, sqrt_rn, rsqrt, abs, sin, cos, tanh, erf, sigmoid, \
 floor, ceil, isnan, isinf, pow, fma, clamp, umulhi, div_rn, multiple_of, max_contiguous, max_constancy, sum, trans, expand_dims, reshape, broadcast_to, \
-argmax, argmin, cumsum, cumprod, xor_sum, atomic_add, atomic_max, atomic_min, atomic_and, atomic_or, atomic_xor, atomic_xchg, atomic_cas, \
+argmax, argmin, cumsum, cumprod, xor_sum, associative_scan, reduce, atomic_add, atomic_max, atomic_min, atomic_and, atomic_or, atomic_xor, atomic_xchg, atomic_cas, \
 randint, randint4x, rand, rand4x, randn, randn4x";
 const METHODS: &str = "to::<T>(), as_col(), as_row(), expand_dims(axis), trans(), reshape([..]), broadcast_to([..]), \
 sum(axis), max(axis), min(axis), xor_sum(axis), argmax(axis), argmin(axis), cumsum(axis), cumprod(axis), and the math functions as methods: exp(), log(), sqrt(), abs(), tanh(), pow(y), ...";
@@ -1467,6 +1467,25 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 let recv = short_text(args[0]);
                 self.argext(&name, x, args[1], span, &|a| format!("{name}({recv}, {a})"))
             }
+            "associative_scan" | "reduce" => {
+                let sig = if name == "reduce" { "reduce(x, axis, combine)" } else { "associative_scan(x, axis, combine) or associative_scan(x, axis, combine, reverse)" };
+                if !arity(self, n == 3 || (n == 4 && name != "reduce"), sig) {
+                    return self.poison(span);
+                }
+                let x = self.lower_expr(args[0]);
+                let recv = short_text(args[0]);
+                let Some((x, ax)) = self.axis_operand(&name, x, args[1], span, &|a| format!("{name}({recv}, {a}, ..)")) else { return self.poison(span) };
+                let t = self.ty(x);
+                let Some(c) = self.lower_combine(&name, args[2], t.dtype().unwrap_or(DType::F32)) else { return self.poison(span) };
+                if name == "reduce" {
+                    let mut shape = t.shape.clone();
+                    shape.remove(ax);
+                    return self.push(ExprKind::ReduceWith { x, axis: ax, f: c }, Ty::block(t.dtype().unwrap_or(DType::F32), shape), span);
+                }
+                let zero: syn::Expr = syn::parse_quote!(0);
+                let axis_lit: syn::Expr = syn::parse_str(&ax.to_string()).unwrap_or(zero);
+                self.scan(ScanOp::Combine(c), x, Some(&axis_lit), args.get(3).copied(), span, &|a| format!("{name}({recv}, {a}, ..)"))
+            }
             "cumsum" | "cumprod" => {
                 if !arity(self, (1..=3).contains(&n), &format!("{name}(x), {name}(x, axis) or {name}(x, axis, reverse)")) {
                     return self.poison(span);
@@ -1985,6 +2004,77 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         let missing = self.binary(BinOp::Eq, f1, none, span);
         let zero = self.push(ExprKind::Lit(Lit::Int(0)), Ty::weak(DType::I32), span);
         self.select(missing, zero, f2, span)
+    }
+
+    /// The combine function of `associative_scan`/`reduce` (a `#[helper]` or a function
+    /// meta-parameter naming one), inlined over two scalar parameters of dtype `d`. It must be
+    /// one expression of them (no statements) giving a `d` scalar, without integer `/` or `%`.
+    fn lower_combine(&mut self, what: &str, f: &syn::Expr, d: DType) -> Option<Combine> {
+        let name = match strip_parens(f) {
+            syn::Expr::Path(p) if p.path.get_ident().is_some() => p.path.segments[0].ident.to_string(),
+            _ => String::new(),
+        };
+        let helper = match self.lookup(&name) {
+            Some(Binding::Helper(h)) | Some(Binding::Func(Some(h))) => h,
+            _ => {
+                self.diag.error(f.sp(), format!("the combine function of `{what}` is the name of a #[helper] taking two scalars, like `fn add(a: f32, b: f32) -> f32 {{ a + b }}`"));
+                return None;
+            }
+        };
+        let item = *self.cx.helpers.get(&helper)?;
+        let params: Vec<String> = item
+            .sig
+            .inputs
+            .iter()
+            .map(|a| match a {
+                syn::FnArg::Typed(t) => match &*t.pat {
+                    syn::Pat::Ident(pi) => pi.ident.to_string(),
+                    _ => "_".to_string(),
+                },
+                syn::FnArg::Receiver(_) => "self".to_string(),
+            })
+            .collect();
+        if params.len() != 2 {
+            self.diag.error(f.sp(), format!("the combine function `{helper}` takes two scalars, not {}", params.len()));
+            return None;
+        }
+        let (a, b) = (self.new_local(&params[0], Ty::scalar(d), false), self.new_local(&params[1], Ty::scalar(d), false));
+        let saved = std::mem::take(&mut self.scopes);
+        let mut scope = self.helper_scope();
+        scope.insert(params[0].clone(), Binding::Local(a));
+        scope.insert(params[1].clone(), Binding::Local(b));
+        self.scopes.push(scope);
+        self.helper_stack.push(helper.clone());
+        self.stmts.push(vec![]);
+        let result = self.lower_stmts(&item.block.stmts, true);
+        let emitted = self.stmts.pop().unwrap_or_default();
+        self.helper_stack.pop();
+        self.scopes = saved;
+        let comb = result?;
+        let t = self.ty(comb);
+        if t.is_error() {
+            return None;
+        }
+        if !emitted.is_empty() {
+            self.diag.error(f.sp(), format!("the combine function `{helper}` must be one expression of its two parameters: no `let` and no helper calls inside"));
+            return None;
+        }
+        if !t.is_scalar() || !(t.dtype() == Some(d) || t.weak) {
+            self.diag.error(f.sp(), format!("the combine function `{helper}` must give a {d} scalar here, it gives {t}"));
+            return None;
+        }
+        let comb = self.coerce(comb, d);
+        if self.has_int_division(comb) {
+            self.diag.error(f.sp(), format!("the combine function `{helper}` divides integers: `/` and `%` of integers are not supported in combine functions"));
+            return None;
+        }
+        Some(Combine { a, b, comb })
+    }
+
+    fn has_int_division(&self, e: ExprId) -> bool {
+        let ex = &self.k.exprs[e];
+        let here = matches!(ex.kind, ExprKind::Binary(BinOp::Div | BinOp::Rem, _, _)) && ex.ty.dtype().is_some_and(|d| d.is_int());
+        here || ex.kind.operands().into_iter().any(|c| self.has_int_division(c))
     }
 
     /// `cumsum(x, axis, reverse)` / `cumprod`: `axis` 0 and `reverse` false when left out (as

@@ -88,6 +88,8 @@
 //! | `x.xor_sum(axis)`, `xor_sum(x, axis)` | bitwise xor of integers along an axis |
 //! | `x.argmax(axis)`, `x.argmin(axis)` (also `argmax(x, axis)`) | `i32` index of the first maximum (minimum) along an axis: ties give the lowest index, NaNs are ignored as by `max`, a line of NaNs gives 0 |
 //! | `cumsum(x, axis, reverse)`, `x.cumprod(axis)`, ... | inclusive scans along an axis (`axis` 0 and `reverse` false when left out, as in Triton; `reverse` scans from the end); same shape and dtype, f16/bf16 accumulate in f32 |
+//! | `associative_scan(x, axis, combine)`, `associative_scan(x, axis, combine, reverse)` | inclusive scan with a combine function: a `#[helper]` (or a function meta-parameter naming one) of two scalars that is one expression of them, e.g. `fn add(a: f32, b: f32) -> f32 { a + b }`; it must be associative (the GPU combines runs of the line in parallel), it need not be commutative; computed in the block's dtype |
+//! | `reduce(x, axis, combine)` | the line folded with a combine function, first element first; the axis is removed |
 //! | `x.to::<T>()`, `x as T` | dtype conversion (round to nearest even; float to int truncates and saturates) |
 //!
 //! ## Random numbers
