@@ -87,8 +87,18 @@ impl Parse for Assignment {
 pub struct KernelAttr {
     /// Declared values of launch-time meta-parameters: `BLOCK_SIZE = [256, 1024]`.
     pub values: Vec<(Ident, Vec<AttrValue>)>,
-    pub num_warps: Option<(i64, Sp)>,
-    pub num_stages: Option<(i64, Sp)>,
+    /// `num_warps = 4` or `num_warps = [4, 8]` (one config per value, tuned at launch).
+    pub num_warps: Option<Vec<(i64, Sp)>>,
+    pub num_stages: Option<Vec<(i64, Sp)>>,
+}
+
+/// `N` or `[N, M, ...]`: integers.
+fn int_list(a: &Assignment) -> syn::Result<Vec<(i64, Sp)>> {
+    let ints: Option<Vec<(i64, Sp)>> = a.values.iter().map(|v| if let AttrValue::Int(i, s) = v { Some((*i, *s)) } else { None }).collect();
+    match ints {
+        Some(v) if !v.is_empty() => Ok(v),
+        _ => Err(syn::Error::new(a.name.span(), format!("`{}` takes an integer or a list of integers, like `{} = [4, 8]`", a.name, a.name))),
+    }
 }
 
 fn single_int(a: &Assignment) -> syn::Result<(i64, Sp)> {
@@ -120,9 +130,9 @@ impl KernelAttr {
             };
             check_once(&mut seen, &a.name, &fix)?;
             if a.name == "num_warps" {
-                out.num_warps = Some(single_int(&a)?);
+                out.num_warps = Some(int_list(&a)?);
             } else if a.name == "num_stages" {
-                out.num_stages = Some(single_int(&a)?);
+                out.num_stages = Some(int_list(&a)?);
             } else {
                 out.values.push((a.name, a.values));
             }

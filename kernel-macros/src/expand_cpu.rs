@@ -360,10 +360,46 @@ impl<'a> CpuGen<'a> {
             ExprKind::Reduce { op, x, axis } => {
                 let t = self.elem_ty(&k.exprs[*x].ty);
                 let b = self.as_blk(self.expr(*x));
-                let f = format_ident!("reduce_{}", op.name());
+                let f = if *op == ReduceOp::Xor { format_ident!("reduce_xor") } else { format_ident!("reduce_{}", op.name()) };
                 self.result(quote!(#rt::cpu::#f::<#t>(#b, #axis)), ty)
             }
+            ExprKind::Scan { op: ScanOp::Combine(c), x, axis, reverse } => {
+                let b = self.as_blk(self.expr(*x));
+                let f = self.combine_closure(c, &self.elem_ty(&k.exprs[*x].ty));
+                Val { ts: quote!(#rt::cpu::scan(#b, #axis, #reverse, #f)), place: false, scalar: false }
+            }
+            ExprKind::ReduceWith { x, axis, f: c } => {
+                let b = self.as_blk(self.expr(*x));
+                let f = self.combine_closure(c, &self.elem_ty(&k.exprs[*x].ty));
+                self.result(quote!(#rt::cpu::reduce_with(#b, #axis, #f)), ty)
+            }
+            ExprKind::Scan { op, x, axis, reverse } => {
+                // f16/bf16 accumulate in f32 and round each output, as on the GPU.
+                let xt = &k.exprs[*x].ty;
+                let t = self.elem_ty(xt);
+                let b = self.as_blk(self.expr(*x));
+                let half = matches!(xt.dtype(), Some(DType::F16 | DType::BF16));
+                let acc = if half { quote!(f32) } else { t.clone() };
+                let f = match op {
+                    ScanOp::Sum => quote!(<#acc as #rt::cpu::Num>::add),
+                    ScanOp::Prod => quote!(<#acc as #rt::cpu::Num>::mul),
+                    ScanOp::Combine(_) => unreachable!("matched above"),
+                };
+                let ts = if half {
+                    quote!(#rt::cpu::cast::<f32, #t>(&#rt::cpu::scan(&#rt::cpu::cast::<#t, f32>(#b), #axis, #reverse, #f)))
+                } else {
+                    quote!(#rt::cpu::scan(#b, #axis, #reverse, #f))
+                };
+                Val { ts, place: false, scalar: false }
+            }
         }
+    }
+
+    /// `(|a: T, b: T| -> T { comb })`: a combine function as a closure over its parameters.
+    fn combine_closure(&self, c: &Combine, t: &TokenStream) -> TokenStream {
+        let (a, b) = (local_ident(self.k, c.a), local_ident(self.k, c.b));
+        let body = self.owned(self.expr(c.comb));
+        quote!((|#a: #t, #b: #t| -> #t { #body }))
     }
 
     fn map1(&self, x: ExprId, f: TokenStream, ty: &Ty) -> Val {

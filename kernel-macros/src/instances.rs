@@ -298,13 +298,18 @@ pub fn collect_instances(
     diag: &mut Diagnostics,
 ) -> Instances {
     let meta_kind = |n: &str| sig.metas.iter().find(|m| m.name == n).map(|m| m.kind.clone());
-    let default_warps = kattr.num_warps.map(|w| w.0).unwrap_or(4);
-    let default_stages = kattr.num_stages.map(|w| w.0).unwrap_or(3);
-    if let Some((w, s)) = kattr.num_warps {
+    let warps_list: Vec<i64> = kattr.num_warps.as_ref().map_or(vec![4], |l| l.iter().map(|w| w.0).collect());
+    let stages_list: Vec<i64> = kattr.num_stages.as_ref().map_or(vec![3], |l| l.iter().map(|w| w.0).collect());
+    for &(w, s) in kattr.num_warps.iter().flatten() {
         check_num_warps(w, s, diag);
     }
-    if let Some((st, s)) = kattr.num_stages {
+    for &(st, s) in kattr.num_stages.iter().flatten() {
         check_num_stages(st, s, diag);
+    }
+    let listed = warps_list.len() * stages_list.len() > 1;
+    if let (true, Some(_)) = (listed, autotune) {
+        let sp = kattr.num_warps.iter().chain(kattr.num_stages.iter()).flatten().next().map(|x| x.1).unwrap_or(fn_span);
+        diag.error(sp, "with #[autotune], give num_warps and num_stages in each config(...), not as lists in #[kernel]");
     }
 
     // Autotuned meta-parameters.
@@ -347,7 +352,12 @@ pub fn collect_instances(
         }
         check_distinct_configs(at, &configs, diag);
     } else {
-        configs.push(ConfigData { metas: vec![], num_warps: default_warps, num_stages: default_stages });
+        // `num_warps = [4, 8]`, `num_stages = [2, 3]`: one config per combination, tuned at launch.
+        for &w in &warps_list {
+            for &st in &stages_list {
+                configs.push(ConfigData { metas: vec![], num_warps: w, num_stages: st });
+            }
+        }
     }
 
     // Launch-time and function meta-parameters.
@@ -417,7 +427,7 @@ pub fn collect_instances(
             }
         }
     }
-    let inst = Instances { configs, launch_metas, fn_metas, key, autotuned: autotune.is_some() };
+    let inst = Instances { configs, launch_metas, fn_metas, key, autotuned: autotune.is_some() || listed };
     let count = inst.count();
     if count > MAX_INSTANCES as u128 {
         diag.error(fn_span, format!("this kernel declares {count} instances; the limit is {MAX_INSTANCES}"));

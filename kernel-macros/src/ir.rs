@@ -449,6 +449,37 @@ pub enum ReduceOp {
     Sum,
     Max,
     Min,
+    /// Bitwise xor of integers (`xor_sum`).
+    Xor,
+}
+
+/// Inclusive scans along an axis (`cumsum`, `cumprod`, `associative_scan`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ScanOp {
+    Sum,
+    Prod,
+    /// A `#[helper]` combine function: `comb`, an expression over the scalar locals `a` and
+    /// `b` (its parameters, never assigned: the backends bind them), nothing else.
+    Combine(Combine),
+}
+
+/// A combine function of `associative_scan` and `reduce`, inlined: the scalar expression
+/// `comb` over the parameter locals `a` and `b`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Combine {
+    pub a: LocalId,
+    pub b: LocalId,
+    pub comb: ExprId,
+}
+
+impl ScanOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            ScanOp::Sum => "cumsum",
+            ScanOp::Prod => "cumprod",
+            ScanOp::Combine(_) => "associative_scan",
+        }
+    }
 }
 
 impl ReduceOp {
@@ -457,6 +488,7 @@ impl ReduceOp {
             ReduceOp::Sum => "sum",
             ReduceOp::Max => "max",
             ReduceOp::Min => "min",
+            ReduceOp::Xor => "xor_sum",
         }
     }
 }
@@ -494,6 +526,11 @@ pub enum ExprKind {
     Load { ptr: ExprId, mask: Option<ExprId>, other: Option<ExprId> },
     Dot { a: ExprId, b: ExprId, acc: Option<ExprId> },
     Reduce { op: ReduceOp, x: ExprId, axis: usize },
+    /// Inclusive scan along `axis` (from the end when `reverse`); same shape and dtype.
+    Scan { op: ScanOp, x: ExprId, axis: usize, reverse: bool },
+    /// `reduce(x, axis, combine)`: `x` folded along `axis` (first element first) with a combine
+    /// function; the axis is removed.
+    ReduceWith { x: ExprId, axis: usize, f: Combine },
     /// An atomic read-modify-write of every element `ptr` points to (where `mask` holds),
     /// giving the old values (0 where masked off). It writes memory, so it is only ever the
     /// value of a `let` of its own (the front end hoists it there): evaluated exactly once.
@@ -521,7 +558,9 @@ impl ExprKind {
             | ExprKind::Trans(x)
             | ExprKind::Reshape(x)
             | ExprKind::BroadcastTo(x)
-            | ExprKind::Reduce { x, .. } => vec![*x],
+            | ExprKind::Reduce { x, .. }
+            | ExprKind::Scan { x, .. }
+            | ExprKind::ReduceWith { x, .. } => vec![*x],
             ExprKind::Math(_, xs) => xs.clone(),
             ExprKind::Binary(_, a, b) | ExprKind::PtrAdd(a, b) => vec![*a, *b],
             ExprKind::Where(c, a, b) => vec![*c, *a, *b],
@@ -668,6 +707,21 @@ impl Kernel {
                 self.fmt_expr(*x, f)?;
                 write!(f, ".{}({axis})", op.name())
             }
+            ExprKind::Scan { op, x, axis, reverse } => {
+                self.fmt_expr(*x, f)?;
+                write!(f, ".{}({axis}{}", op.name(), if *reverse { ", reverse" } else { "" })?;
+                if let ScanOp::Combine(c) = op {
+                    write!(f, ", ")?;
+                    self.fmt_combine(c, f)?;
+                }
+                write!(f, ")")
+            }
+            ExprKind::ReduceWith { x, axis, f: c } => {
+                self.fmt_expr(*x, f)?;
+                write!(f, ".reduce({axis}, ")?;
+                self.fmt_combine(c, f)?;
+                write!(f, ")")
+            }
             ExprKind::Random { kind, seed, offset, four, word, rounds } => {
                 let name = if *four { format!("{}4x[{word}]", kind.name()) } else { kind.name().to_string() };
                 self.fmt_call(&format!("{name}<{rounds}>"), &[*seed, *offset], f)
@@ -677,6 +731,11 @@ impl Kernel {
                 self.fmt_call(&format!("atomic_{}[{}, {}]", op.name(), sem.name(), scope.name()), &args, f)
             }
         }
+    }
+
+    fn fmt_combine(&self, c: &Combine, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "|%{}.{}, %{}.{}| ", self.locals[c.a].name, c.a, self.locals[c.b].name, c.b)?;
+        self.fmt_expr(c.comb, f)
     }
 
     fn fmt_infix(&self, sym: &str, a: ExprId, b: ExprId, f: &mut fmt::Formatter<'_>) -> fmt::Result {

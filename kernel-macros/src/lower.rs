@@ -32,12 +32,13 @@ enum Binding {
 
 const BUILTINS: &str = "program_id, num_programs, arange, zeros, full, load, store, dot, where_, cdiv, min, max, \
 minimum, maximum, exp, exp2, expm1, log, log2, log10, log1p, sqrt, sqrt_rn, rsqrt, abs, sin, cos, tanh, erf, sigmoid, \
-floor, ceil, isnan, isinf, pow, fma, clamp, umulhi, div_rn, sum, trans, expand_dims, reshape, broadcast_to, \
-atomic_add, atomic_max, atomic_min, atomic_and, atomic_or, atomic_xor, atomic_xchg, atomic_cas, \
+floor, ceil, isnan, isinf, pow, fma, clamp, umulhi, div_rn, multiple_of, max_contiguous, max_constancy, sum, trans, expand_dims, reshape, broadcast_to, \
+argmax, argmin, cumsum, cumprod, xor_sum, associative_scan, reduce, atomic_add, atomic_max, atomic_min, atomic_and, atomic_or, atomic_xor, atomic_xchg, atomic_cas, \
 randint, randint4x, rand, rand4x, randn, randn4x, device_assert, device_print, static_assert, static_print";
 const METHODS: &str = "to::<T>(), as_col(), as_row(), expand_dims(axis), trans(), reshape([..]), broadcast_to([..]), \
-sum(axis), max(axis), min(axis), and the math functions as methods: exp(), log(), sqrt(), abs(), tanh(), pow(y), ...";
-const METHOD_NAMES: [&str; 10] = ["to", "as_col", "as_row", "expand_dims", "trans", "reshape", "broadcast_to", "sum", "max", "min"];
+sum(axis), max(axis), min(axis), xor_sum(axis), argmax(axis), argmin(axis), cumsum(axis), cumprod(axis), and the math functions as methods: exp(), log(), sqrt(), abs(), tanh(), pow(y), ...";
+const METHOD_NAMES: [&str; 15] =
+    ["to", "as_col", "as_row", "expand_dims", "trans", "reshape", "broadcast_to", "sum", "max", "min", "xor_sum", "argmax", "argmin", "cumsum", "cumprod"];
 const MAX_INLINE_DEPTH: usize = 16;
 /// The most expressions a kernel variant may have once its helpers are inlined (the largest
 /// kernel of the repository has under 200): each inlined call copies the helper's body, so a
@@ -364,7 +365,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 return;
             }
             other => {
-                self.diag.error(other.sp(), "only `let name = ...` and `let mut name = ...` are supported in kernels");
+                self.diag.error(other.sp(), "only `let name = ...`, `let mut name = ...` and `let (a, b) = ...` are supported in kernels");
                 return;
             }
         };
@@ -1441,6 +1442,23 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 let op = if name.starts_with("min") { BinOp::Min } else { BinOp::Max };
                 self.binary(op, a, b, span)
             }
+            "multiple_of" | "max_contiguous" | "max_constancy" => {
+                if !arity(self, n == 2, &format!("{name}(x, n)` or `{name}(x, [n0, n1])")) {
+                    return self.poison(span);
+                }
+                let x = self.lower_expr(args[0]);
+                let t = self.ty(x);
+                if !t.is_error() && !t.dtype().is_some_and(|d| d.is_int()) {
+                    return self.err(args[0].sp(), format!("`{name}` describes integer offsets, found {t}"));
+                }
+                if !hint_values_ok(args[1], t.shape.len().max(1)) {
+                    let rank = t.shape.len().max(1);
+                    return self.err(args[1].sp(), format!("the hint of `{name}` is a positive integer literal, or a list of {rank} of them (one per axis)"));
+                }
+                // A promise about the values that the code generator does not use yet: the
+                // value itself.
+                x
+            }
             "div_rn" => {
                 if !arity(self, n == 2, "div_rn(x, y)") {
                     return self.poison(span);
@@ -1454,13 +1472,50 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 }
                 q
             }
-            "sum" => {
-                if !arity(self, n == 2, "sum(x, axis)") {
+            "sum" | "xor_sum" => {
+                if !arity(self, n == 2, &format!("{name}(x, axis)")) {
                     return self.poison(span);
                 }
                 let x = self.lower_expr(args[0]);
                 let recv = short_text(args[0]);
-                self.reduce(ReduceOp::Sum, x, args[1], span, &|a| format!("sum({recv}, {a})"))
+                let op = if name == "sum" { ReduceOp::Sum } else { ReduceOp::Xor };
+                self.reduce(op, x, args[1], span, &|a| format!("{name}({recv}, {a})"))
+            }
+            "argmax" | "argmin" => {
+                if !arity(self, n == 2, &format!("{name}(x, axis)")) {
+                    return self.poison(span);
+                }
+                let x = self.lower_expr(args[0]);
+                let recv = short_text(args[0]);
+                self.argext(&name, x, args[1], span, &|a| format!("{name}({recv}, {a})"))
+            }
+            "associative_scan" | "reduce" => {
+                let sig = if name == "reduce" { "reduce(x, axis, combine)" } else { "associative_scan(x, axis, combine) or associative_scan(x, axis, combine, reverse)" };
+                if !arity(self, n == 3 || (n == 4 && name != "reduce"), sig) {
+                    return self.poison(span);
+                }
+                let x = self.lower_expr(args[0]);
+                let recv = short_text(args[0]);
+                let Some((x, ax)) = self.axis_operand(&name, x, args[1], span, &|a| format!("{name}({recv}, {a}, ..)")) else { return self.poison(span) };
+                let t = self.ty(x);
+                let Some(c) = self.lower_combine(&name, args[2], t.dtype().unwrap_or(DType::F32)) else { return self.poison(span) };
+                if name == "reduce" {
+                    let mut shape = t.shape.clone();
+                    shape.remove(ax);
+                    return self.push(ExprKind::ReduceWith { x, axis: ax, f: c }, Ty::block(t.dtype().unwrap_or(DType::F32), shape), span);
+                }
+                let zero: syn::Expr = syn::parse_quote!(0);
+                let axis_lit: syn::Expr = syn::parse_str(&ax.to_string()).unwrap_or(zero);
+                self.scan(ScanOp::Combine(c), x, Some(&axis_lit), args.get(3).copied(), span, &|a| format!("{name}({recv}, {a}, ..)"))
+            }
+            "cumsum" | "cumprod" => {
+                if !arity(self, (1..=3).contains(&n), &format!("{name}(x), {name}(x, axis) or {name}(x, axis, reverse)")) {
+                    return self.poison(span);
+                }
+                let x = self.lower_expr(args[0]);
+                let recv = short_text(args[0]);
+                let op = if name == "cumsum" { ScanOp::Sum } else { ScanOp::Prod };
+                self.scan(op, x, args.get(1).copied(), args.get(2).copied(), span, &|a| format!("{name}({recv}, {a})"))
             }
             "trans" => {
                 if !arity(self, n == 1, "trans(x)") {
@@ -1577,7 +1632,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 let x = self.lower_expr(&m.receiver);
                 self.reshape_like(&name, x, &m.args[0], span)
             }
-            "sum" | "max" | "min" => {
+            "sum" | "max" | "min" | "xor_sum" => {
                 if n != 1 {
                     return wrong(self, &format!("x.{name}(axis)"));
                 }
@@ -1585,10 +1640,28 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 let op = match name.as_str() {
                     "sum" => ReduceOp::Sum,
                     "max" => ReduceOp::Max,
+                    "xor_sum" => ReduceOp::Xor,
                     _ => ReduceOp::Min,
                 };
                 let recv = short_text(&m.receiver);
                 self.reduce(op, x, &m.args[0], span, &|a| format!("{recv}.{name}({a})"))
+            }
+            "argmax" | "argmin" => {
+                if n != 1 {
+                    return wrong(self, &format!("x.{name}(axis)"));
+                }
+                let x = self.lower_expr(&m.receiver);
+                let recv = short_text(&m.receiver);
+                self.argext(&name, x, &m.args[0], span, &|a| format!("{recv}.{name}({a})"))
+            }
+            "cumsum" | "cumprod" => {
+                if n > 2 {
+                    return wrong(self, &format!("x.{name}(axis) or x.{name}(axis, reverse)"));
+                }
+                let x = self.lower_expr(&m.receiver);
+                let recv = short_text(&m.receiver);
+                let op = if name == "cumsum" { ScanOp::Sum } else { ScanOp::Prod };
+                self.scan(op, x, m.args.first(), m.args.get(1), span, &|a| format!("{recv}.{name}({a})"))
             }
             "step_by" => self.err(span, "`step_by` is only supported on the range of a `for` loop"),
             other => {
@@ -1889,21 +1962,155 @@ impl<'a, 'd> Lowerer<'a, 'd> {
     }
 
     fn reduce(&mut self, op: ReduceOp, x: ExprId, axis: &syn::Expr, span: Sp, write: &dyn Fn(usize) -> String) -> ExprId {
+        let Some((x, ax)) = self.axis_operand(op.name(), x, axis, span, write) else { return self.poison(span) };
+        if op == ReduceOp::Xor && !self.ty(x).dtype().is_some_and(|d| d.is_int()) {
+            let t = self.ty(x);
+            return self.err(span, format!("`xor_sum` needs integers (i32, u32 or i64), found {t}"));
+        }
+        self.reduce_at(op, x, ax, span)
+    }
+
+    /// A block of numbers and a literal axis in range, for a reduction or a scan named `what`.
+    fn axis_operand(&mut self, what: &str, x: ExprId, axis: &syn::Expr, span: Sp, write: &dyn Fn(usize) -> String) -> Option<(ExprId, usize)> {
         let t = self.ty(x);
         if t.is_error() {
-            return self.poison(span);
+            return None;
         }
         if t.shape.is_empty() {
-            return self.err(span, format!("`{}` reduces a block along an axis, found the scalar {t}", op.name()));
+            self.diag.error(span, format!("`{what}` works along an axis of a block, found the scalar {t}"));
+            return None;
         }
         let Some(d) = t.dtype().filter(|d| *d != DType::Bool) else {
-            return self.err(span, format!("`{}` needs numbers, found {t}", op.name()));
+            self.diag.error(span, format!("`{what}` needs numbers, found {t}"));
+            return None;
         };
-        let Some(ax) = self.literal_usize(axis, t.shape.len() - 1, write) else { return self.poison(span) };
+        let ax = self.literal_usize(axis, t.shape.len() - 1, write)?;
         let x = if t.weak { self.coerce(x, d) } else { x };
+        Some((x, ax))
+    }
+
+    fn reduce_at(&mut self, op: ReduceOp, x: ExprId, ax: usize, span: Sp) -> ExprId {
+        let t = self.ty(x);
         let mut shape = t.shape.clone();
         shape.remove(ax);
-        self.push(ExprKind::Reduce { op, x, axis: ax }, Ty::block(d, shape), span)
+        self.push(ExprKind::Reduce { op, x, axis: ax }, Ty::block(t.dtype().unwrap_or(DType::F32), shape), span)
+    }
+
+    /// `argmax(x, axis)` / `argmin`: the lowest index along `axis` of an element equal to
+    /// `x.max(axis)` (`min`), as i32; NaNs are ignored like `max` ignores them (0 when every
+    /// element is NaN). Built from the reductions: the extremum, then the least index where the
+    /// block equals it.
+    fn argext(&mut self, name: &str, x: ExprId, axis: &syn::Expr, span: Sp, write: &dyn Fn(usize) -> String) -> ExprId {
+        let Some((x, ax)) = self.axis_operand(name, x, axis, span, write) else { return self.poison(span) };
+        let shape = self.ty(x).shape;
+        let x = self.bind_hidden(&format!("{name}_x"), x);
+        let op = if name == "argmax" { ReduceOp::Max } else { ReduceOp::Min };
+        let x2 = self.reread(x, span);
+        let ext = self.reduce_at(op, x2, ax, span);
+        let ext = self.expand_dims(ext, ax, span);
+        let x3 = self.reread(x, span);
+        let hit = self.binary(BinOp::Eq, x3, ext, span);
+        // The index along `ax`, as a block broadcasting along the other axes.
+        let mut idx = self.push(ExprKind::Arange { start: Dim::constant(0), end: shape[ax].clone() }, Ty::block(DType::I32, vec![shape[ax].clone()]), span);
+        for a in 0..shape.len() {
+            if a != ax {
+                idx = self.expand_dims(idx, a, span);
+            }
+        }
+        let none = self.push(ExprKind::Lit(Lit::Int(i32::MAX as i64)), Ty::weak(DType::I32), span);
+        let cand = self.select(hit, idx, none, span);
+        let first = self.reduce_at(ReduceOp::Min, cand, ax, span);
+        let first = self.bind_hidden(&format!("{name}_index"), first);
+        let (f1, f2) = (self.reread(first, span), self.reread(first, span));
+        let none = self.push(ExprKind::Lit(Lit::Int(i32::MAX as i64)), Ty::weak(DType::I32), span);
+        let missing = self.binary(BinOp::Eq, f1, none, span);
+        let zero = self.push(ExprKind::Lit(Lit::Int(0)), Ty::weak(DType::I32), span);
+        self.select(missing, zero, f2, span)
+    }
+
+    /// The combine function of `associative_scan`/`reduce` (a `#[helper]` or a function
+    /// meta-parameter naming one), inlined over two scalar parameters of dtype `d`. It must be
+    /// one expression of them (no statements) giving a `d` scalar, without integer `/` or `%`.
+    fn lower_combine(&mut self, what: &str, f: &syn::Expr, d: DType) -> Option<Combine> {
+        let name = match strip_parens(f) {
+            syn::Expr::Path(p) if p.path.get_ident().is_some() => p.path.segments[0].ident.to_string(),
+            _ => String::new(),
+        };
+        let helper = match self.lookup(&name) {
+            Some(Binding::Helper(h)) | Some(Binding::Func(Some(h))) => h,
+            _ => {
+                self.diag.error(f.sp(), format!("the combine function of `{what}` is the name of a #[helper] taking two scalars, like `fn add(a: f32, b: f32) -> f32 {{ a + b }}`"));
+                return None;
+            }
+        };
+        let item = *self.cx.helpers.get(&helper)?;
+        let params: Vec<String> = item
+            .sig
+            .inputs
+            .iter()
+            .map(|a| match a {
+                syn::FnArg::Typed(t) => match &*t.pat {
+                    syn::Pat::Ident(pi) => pi.ident.to_string(),
+                    _ => "_".to_string(),
+                },
+                syn::FnArg::Receiver(_) => "self".to_string(),
+            })
+            .collect();
+        if params.len() != 2 {
+            self.diag.error(f.sp(), format!("the combine function `{helper}` takes two scalars, not {}", params.len()));
+            return None;
+        }
+        let (a, b) = (self.new_local(&params[0], Ty::scalar(d), false), self.new_local(&params[1], Ty::scalar(d), false));
+        let saved = std::mem::take(&mut self.scopes);
+        let mut scope = self.helper_scope();
+        scope.insert(params[0].clone(), Binding::Local(a));
+        scope.insert(params[1].clone(), Binding::Local(b));
+        self.scopes.push(scope);
+        self.helper_stack.push(helper.clone());
+        self.stmts.push(vec![]);
+        let result = self.lower_stmts(&item.block.stmts, true);
+        let emitted = self.stmts.pop().unwrap_or_default();
+        self.helper_stack.pop();
+        self.scopes = saved;
+        let comb = result?;
+        let t = self.ty(comb);
+        if t.is_error() {
+            return None;
+        }
+        if !emitted.is_empty() {
+            self.diag.error(f.sp(), format!("the combine function `{helper}` must be one expression of its two parameters: no `let` and no helper calls inside"));
+            return None;
+        }
+        if !t.is_scalar() || !(t.dtype() == Some(d) || t.weak) {
+            self.diag.error(f.sp(), format!("the combine function `{helper}` must give a {d} scalar here, it gives {t}"));
+            return None;
+        }
+        let comb = self.coerce(comb, d);
+        if self.has_int_division(comb) {
+            self.diag.error(f.sp(), format!("the combine function `{helper}` divides integers: `/` and `%` of integers are not supported in combine functions"));
+            return None;
+        }
+        Some(Combine { a, b, comb })
+    }
+
+    fn has_int_division(&self, e: ExprId) -> bool {
+        let ex = &self.k.exprs[e];
+        let here = matches!(ex.kind, ExprKind::Binary(BinOp::Div | BinOp::Rem, _, _)) && ex.ty.dtype().is_some_and(|d| d.is_int());
+        here || ex.kind.operands().into_iter().any(|c| self.has_int_division(c))
+    }
+
+    /// `cumsum(x, axis, reverse)` / `cumprod`: `axis` 0 and `reverse` false when left out (as
+    /// in Triton); `reverse` is a bool literal.
+    fn scan(&mut self, op: ScanOp, x: ExprId, axis: Option<&syn::Expr>, reverse: Option<&syn::Expr>, span: Sp, write: &dyn Fn(usize) -> String) -> ExprId {
+        let zero: syn::Expr = syn::parse_quote!(0);
+        let Some((x, ax)) = self.axis_operand(op.name(), x, axis.unwrap_or(&zero), span, write) else { return self.poison(span) };
+        let reverse = match reverse {
+            None => false,
+            Some(syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Bool(b), .. })) => b.value,
+            Some(other) => return self.err(other.sp(), format!("`reverse` of `{}` is `true` or `false`", op.name())),
+        };
+        let ty = self.ty(x).strong();
+        self.push(ExprKind::Scan { op, x, axis: ax, reverse }, ty, span)
     }
 
     fn expand_dims(&mut self, x: ExprId, axis: usize, span: Sp) -> ExprId {
@@ -2138,6 +2345,15 @@ fn math_signature(name: &str, f: MathFn) -> String {
 fn math_method_signature(name: &str, f: MathFn) -> String {
     let p = f.params();
     format!("{}.{name}({})", p[0], p[1..].join(", "))
+}
+
+/// `16` or `[16, 16]` (one positive literal per axis, `rank` of them).
+fn hint_values_ok(e: &syn::Expr, rank: usize) -> bool {
+    let positive = |e: &syn::Expr| int_literal_text(e).and_then(|t| t.parse::<i64>().ok()).is_some_and(|v| v > 0);
+    match strip_parens(e) {
+        syn::Expr::Array(a) => a.elems.len() == rank && a.elems.iter().all(positive),
+        other => positive(other),
+    }
 }
 
 /// Whether `e` is a call of `atomic_add`, `atomic_cas`, ...

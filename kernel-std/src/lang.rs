@@ -85,6 +85,11 @@
 //! | `minimum(a, b)`, `maximum(a, b)`, `min(a, b)`, `max(a, b)` | elementwise min/max (on scalars too); a NaN operand is ignored, as in Triton's default and PTX `min`/`max`. `max(block, 0)` with an integer literal is an error: Triton's `tl.max(x, 0)` is the reduction `x.max(0)`, the elementwise form is `maximum(x, 0)` |
 //! | `cdiv(a, b)` | `(a + b - 1) / b` |
 //! | `x.sum(axis)`, `x.max(axis)`, `x.min(axis)`, `sum(x, axis)` | reductions along an axis (f16/bf16 accumulate in f32; `max`/`min` ignore NaNs) |
+//! | `x.xor_sum(axis)`, `xor_sum(x, axis)` | bitwise xor of integers along an axis |
+//! | `x.argmax(axis)`, `x.argmin(axis)` (also `argmax(x, axis)`) | `i32` index of the first maximum (minimum) along an axis: ties give the lowest index, NaNs are ignored as by `max`, a line of NaNs gives 0 |
+//! | `cumsum(x, axis, reverse)`, `x.cumprod(axis)`, ... | inclusive scans along an axis (`axis` 0 and `reverse` false when left out, as in Triton; `reverse` scans from the end); same shape and dtype, f16/bf16 accumulate in f32 |
+//! | `associative_scan(x, axis, combine)`, `associative_scan(x, axis, combine, reverse)` | inclusive scan with a combine function: a `#[helper]` (or a function meta-parameter naming one) of two scalars that is one expression of them, e.g. `fn add(a: f32, b: f32) -> f32 { a + b }`; it must be associative (the GPU combines runs of the line in parallel), it need not be commutative; computed in the block's dtype |
+//! | `reduce(x, axis, combine)` | the line folded with a combine function, first element first; the axis is removed |
 //! | `x.to::<T>()`, `x as T` | dtype conversion (round to nearest even; float to int truncates and saturates) |
 //!
 //! ## Random numbers
@@ -122,6 +127,14 @@
 //! (`atomic_add(hist + bins, 1, mask);`). On the GPU these are `atom` instructions (float
 //! `max`/`min`, bf16 add and 16-bit exchange are compare-and-swap loops); on the CPU backend,
 //! whose program instances run on several threads, atomic operations on the same storage.
+//!
+//! ## Hints
+//!
+//! `multiple_of(offs, 16)`, `max_contiguous(offs, 64)` and `max_constancy(offs, 8)` (also with a
+//! list, one value per axis: `multiple_of(x, [16, 1])`) are accepted as in Triton and give
+//! their first argument: ported code compiles unchanged. The code generator does not use them:
+//! it finds contiguity itself and checks pointer alignment at run time (a pointer argument's
+//! alignment is not known when the kernel is compiled).
 //!
 //! ## Debugging
 //!
@@ -190,4 +203,7 @@
 //!
 //! Every meta-parameter value that can run is declared: `#[autotune(configs = [config(...)],
 //! key = [...])]` for tuned ones, `#[kernel(NAME = [v1, v2])]` for ones chosen at launch
-//! (including function meta-parameters), plus `num_warps`/`num_stages`.
+//! (including function meta-parameters), plus `num_warps`/`num_stages`: one value each
+//! (`#[kernel(num_warps = 8)]`, or per `config(...)`), or, without `#[autotune]`, lists
+//! (`#[kernel(num_warps = [4, 8], num_stages = [2, 3])]`) that make one config per combination:
+//! `launch` tunes among them like autotune configs, `launch_config(i, ...)` runs `CONFIGS[i]`.

@@ -180,3 +180,13 @@ pub fn halvings<const B: i32>(x: Ptr<f32>, out: Ptr<f32>, steps: Ptr<i32>, limit
     store(out + i, v);
     store(steps, k);
 }
+
+/// One config per `num_warps` × `num_stages` value: a row sum and a scan that must give the
+/// same result with 2, 4 or 8 warps.
+#[kernel(B = [256], num_warps = [2, 4, 8], num_stages = [1, 3])]
+pub fn warps_list<const B: i32>(x: Ptr<f32>, out: Ptr<f32>) {
+    let i = arange(0, B);
+    let v = load(x + i);
+    store(out + i, v.cumsum(0));
+    store(out + B, v.sum(0));
+}

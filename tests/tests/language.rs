@@ -173,3 +173,24 @@ fn while_loop_reevaluates_its_condition() {
     }
     assert_eq!((out.to_vec(), steps.to_vec()), (want, vec![k]));
 }
+
+/// `#[kernel(num_warps = [2, 4, 8], num_stages = [1, 3])]`: six configs, each launchable with
+/// `launch_config`, all giving the same result; `launch` tunes among them.
+#[test]
+fn num_warps_and_num_stages_lists_make_configs() {
+    let dev = test_device();
+    assert_eq!(warps_list::CONFIGS.iter().map(|c| (c.num_warps, c.num_stages)).collect::<Vec<_>>(), vec![(2, 1), (2, 3), (4, 1), (4, 3), (8, 1), (8, 3)]);
+    assert!(warps_list::AUTOTUNED);
+    let xs: Vec<f32> = (0..256).map(|i| (i % 7) as f32 - 3.0).collect();
+    let x = Tensor::from_vec(&dev, &[256], xs.clone()).unwrap();
+    let mut want: Vec<f32> = xs.iter().scan(0.0, |s, v| { *s += v; Some(*s) }).collect();
+    want.push(xs.iter().sum());
+    for c in 0..warps_list::CONFIGS.len() {
+        let out = Tensor::<f32>::full(&dev, &[257], f32::NAN).unwrap();
+        warps_list::launch_config(c, (1,), &x, &out, 256).unwrap();
+        assert_eq!(out.to_vec(), want, "config {c}");
+    }
+    let out = Tensor::<f32>::full(&dev, &[257], f32::NAN).unwrap();
+    warps_list::launch((1,), &x, &out, 256).unwrap();
+    assert_eq!(out.to_vec(), want);
+}

@@ -61,4 +61,4 @@ pub use layout::{expand_dims, reshape, trans};
 pub use memory::{load, store, Ctx};
 pub use num::{Float, Int, Num};
 pub use ptr::{ptr_add, P};
-pub use reduce::{reduce_max, reduce_min, reduce_sum};
+pub use reduce::{reduce_max, reduce_min, reduce_sum, reduce_with, reduce_xor, scan};

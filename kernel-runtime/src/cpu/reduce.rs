@@ -1,8 +1,10 @@
-//! Reductions along one axis: [`reduce_sum`], [`reduce_max`], [`reduce_min`].
+//! Reductions along one axis ([`reduce_sum`], [`reduce_max`], [`reduce_min`], [`reduce_xor`])
+//! and inclusive scans ([`scan`]).
 
 use super::blk::Blk;
 use super::broadcast::internal;
-use super::num::Num;
+use super::elem::Elem;
+use super::num::{Int, Num};
 
 /// Sum along `axis`, which is removed from the shape. `f16`/`bf16` accumulate
 /// in f32 and round once; integers wrap; an empty axis sums to 0.
@@ -51,6 +53,65 @@ pub fn reduce_max<T: Num>(b: &Blk<T>, axis: usize) -> Blk<T> {
 pub fn reduce_min<T: Num>(b: &Blk<T>, axis: usize) -> Blk<T> {
     reduce("reduce_min", b, axis, |d, start, stride, n| {
         (0..n).fold(T::highest(), |acc, i| acc.min(d[start + i * stride]))
+    })
+}
+
+/// Bitwise xor along `axis` (integers), which is removed from the shape.
+///
+/// ```
+/// use kernel_runtime::__private::cpu::{reduce_xor, Blk};
+/// assert_eq!(reduce_xor(&Blk::from_vec(vec![3], vec![1u32, 2, 7]), 0).into_scalar(), 4);
+/// ```
+pub fn reduce_xor<T: Int + Num>(b: &Blk<T>, axis: usize) -> Blk<T> {
+    reduce("reduce_xor", b, axis, |d, start, stride, n| (0..n).fold(T::zero(), |acc, i| acc.xor(d[start + i * stride])))
+}
+
+/// Inclusive scan along `axis` with `f` (the shape is kept); from the end when `reverse`.
+///
+/// # Panics
+/// When `axis >= rank` (an internal error, see [`Blk::from_vec`]).
+///
+/// ```
+/// use kernel_runtime::__private::cpu::{scan, Blk, Num};
+/// let b = Blk::from_vec(vec![2, 3], vec![1, 2, 3, 4, 5, 6]);
+/// assert_eq!(scan(&b, 1, false, Num::add).data(), &[1, 3, 6, 4, 9, 15]);
+/// assert_eq!(scan(&b, 0, true, Num::mul).data(), &[4, 10, 18, 4, 5, 6]);
+/// ```
+pub fn scan<T: Elem>(b: &Blk<T>, axis: usize, reverse: bool, f: impl Fn(T, T) -> T) -> Blk<T> {
+    if axis >= b.shape.len() {
+        internal(format!("scan: axis {axis} out of range for shape {:?}", b.shape));
+    }
+    let n = b.shape[axis];
+    let inner: usize = b.shape[axis + 1..].iter().product();
+    let mut data = b.data.clone();
+    for o in 0..b.shape[..axis].iter().product() {
+        for i in 0..inner {
+            let at = |p: usize| o * n * inner + i + (if reverse { n - 1 - p } else { p }) * inner;
+            for p in 1..n {
+                data[at(p)] = f(data[at(p - 1)], data[at(p)]);
+            }
+        }
+    }
+    Blk { shape: b.shape.clone(), data }
+}
+
+/// `f` folded along `axis` (which is removed), starting from each line's first element:
+/// `reduce(x, axis, combine)` with a combine function.
+///
+/// # Panics
+/// When `axis >= rank` or the axis is empty (internal errors: blocks have no empty axis).
+///
+/// ```
+/// use kernel_runtime::__private::cpu::{reduce_with, Blk};
+/// let b = Blk::from_vec(vec![2, 3], vec![1, 5, 3, 4, 2, 6]);
+/// assert_eq!(reduce_with(&b, 1, |x: i32, y| x.max(y) * 10 + x.min(y)).data(), &[513, 426]);
+/// ```
+pub fn reduce_with<T: Num>(b: &Blk<T>, axis: usize, f: impl Fn(T, T) -> T) -> Blk<T> {
+    reduce("reduce_with", b, axis, |d, start, stride, n| {
+        if n == 0 {
+            internal("reduce_with: an empty axis".to_string());
+        }
+        (1..n).fold(d[start], |acc, i| f(acc, d[start + i * stride]))
     })
 }
 
