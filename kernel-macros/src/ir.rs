@@ -591,10 +591,11 @@ pub enum Stmt {
     While { pre: Vec<Stmt>, test: ExprId, body: Vec<Stmt> },
     Return,
     /// `device_assert(cond, "message")`: where the mask `cond` (a bool scalar or block) is
-    /// false, the program's first failing element is reported and the launch fails. When `cond`
-    /// is a comparison, `operands` are its two sides (each with its source text), whose values
-    /// at that element the report gives; they read what the comparison reads (`cond`'s operands
-    /// are the same locals or leaves) and broadcast to `cond`'s shape.
+    /// false, the program's first failing element is reported and the launch fails. `text` is
+    /// the condition as written. When `cond` is a comparison, `operands` are its two sides (each
+    /// with its source text), whose values at that element the report gives; they read what the
+    /// comparison reads (`cond`'s operands are the same locals or copies of the same leaves) and
+    /// broadcast to `cond`'s shape.
     Assert { cond: ExprId, message: String, text: String, operands: Vec<(String, ExprId)>, span: Sp },
     /// `device_print("prefix", values...)`: prints the prefix and the values with the program
     /// id, one line per element of the values (all of one shape: the front end broadcasts them),

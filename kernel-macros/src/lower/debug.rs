@@ -15,6 +15,9 @@ pub(super) const DEBUG_BUILTINS: [&str; 4] = ["device_assert", "device_print", "
 /// the program id and a 3-D index take 6).
 const MAX_PRINT_VALUES: usize = 16;
 
+/// The most instances one `static_print` warning lists (when they print different values).
+const MAX_PRINTED_INSTANCES: usize = 16;
+
 /// Whether `name` is one of [`DEBUG_BUILTINS`].
 pub(super) fn is_debug_builtin(name: &str) -> bool {
     DEBUG_BUILTINS.contains(&name)
@@ -257,7 +260,14 @@ impl Lowerer<'_, '_> {
         let same = lines.windows(2).all(|w| w[0].0 == w[1].0);
         let text = match lines.first() {
             Some((line, _)) if same => line.clone(),
-            _ => lines.iter().map(|(l, d)| if d.is_empty() { l.clone() } else { format!("{l} ({d})") }).collect::<Vec<_>>().join("; "),
+            _ => {
+                let shown: Vec<String> = lines.iter().take(MAX_PRINTED_INSTANCES).map(|(l, d)| if d.is_empty() { l.clone() } else { format!("{l} ({d})") }).collect();
+                let more = match lines.len().saturating_sub(MAX_PRINTED_INSTANCES) {
+                    0 => String::new(),
+                    n => format!("; and {n} more instances"),
+                };
+                format!("{}{more}", shown.join("; "))
+            }
         };
         self.diag.warning(span, "static_print", format!("static_print in kernel `{}`: {text}", self.k.name));
     }
