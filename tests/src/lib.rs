@@ -4,6 +4,9 @@
 
 pub mod atomics;
 pub mod debug;
+// The guide's chapters, compiled and run as doctests (`cargo test -p tests --doc`).
+#[cfg(doctest)]
+mod guide;
 pub mod kernels;
 pub mod math;
 pub mod random;
