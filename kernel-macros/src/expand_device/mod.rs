@@ -1619,7 +1619,13 @@ impl<'a> DevGen<'a> {
                         let mut __p: usize = __lo;
                         // Lane 0 starts from its run's first element, the others from the
                         // totals of the runs before theirs.
-                        let mut __pre: #acc_t = if __lane == 0 { __p += 1; #d::load(__px.add(__base + #pos * #inner)) } else { #d::load(__pt) };
+                        let mut __pre: #acc_t = if __lane == 0 {
+                            let __first = #d::load(__px.add(__base + #pos * #inner));
+                            __p += 1;
+                            __first
+                        } else {
+                            #d::load(__pt)
+                        };
                         let mut __l: usize = 1;
                         while __l < __lane {
                             __pre = #combine(__pre, #d::load(__pt.add(__l)));

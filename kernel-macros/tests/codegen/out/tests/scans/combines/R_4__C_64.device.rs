@@ -308,10 +308,11 @@ pub unsafe extern "ptx-kernel" fn combines__R_4__C_64(
         if __lo < __hi {
           let mut __p: usize = __lo;
           let mut __pre: f32 = if __lane == 0 {
-            __p += 1;
-            ::kernel_std::__private::device::load(
+            let __first = ::kernel_std::__private::device::load(
               __px.add(__base + __p * 1usize),
-            )
+            );
+            __p += 1;
+            __first
           } else {
             ::kernel_std::__private::device::load(__pt)
           };
@@ -499,10 +500,11 @@ pub unsafe extern "ptx-kernel" fn combines__R_4__C_64(
         if __lo < __hi {
           let mut __p: usize = __lo;
           let mut __pre: f32 = if __lane == 0 {
-            __p += 1;
-            ::kernel_std::__private::device::load(
+            let __first = ::kernel_std::__private::device::load(
               __px.add(__base + (4usize - 1 - __p) * 64usize),
-            )
+            );
+            __p += 1;
+            __first
           } else {
             ::kernel_std::__private::device::load(__pt)
           };
@@ -692,10 +694,11 @@ pub unsafe extern "ptx-kernel" fn combines__R_4__C_64(
         if __lo < __hi {
           let mut __p: usize = __lo;
           let mut __pre: i32 = if __lane == 0 {
-            __p += 1;
-            ::kernel_std::__private::device::load(
+            let __first = ::kernel_std::__private::device::load(
               __px.add(__base + (64usize - 1 - __p) * 1usize),
-            )
+            );
+            __p += 1;
+            __first
           } else {
             ::kernel_std::__private::device::load(__pt)
           };
@@ -889,10 +892,11 @@ pub unsafe extern "ptx-kernel" fn combines__R_4__C_64(
         if __lo < __hi {
           let mut __p: usize = __lo;
           let mut __pre: f32 = if __lane == 0 {
-            __p += 1;
-            ::kernel_std::__private::device::load(
+            let __first = ::kernel_std::__private::device::load(
               __px.add(__base + __p * 1usize),
-            )
+            );
+            __p += 1;
+            __first
           } else {
             ::kernel_std::__private::device::load(__pt)
           };
@@ -1020,10 +1024,11 @@ pub unsafe extern "ptx-kernel" fn combines__R_4__C_64(
         if __lo < __hi {
           let mut __p: usize = __lo;
           let mut __pre: f32 = if __lane == 0 {
-            __p += 1;
-            ::kernel_std::__private::device::load(
+            let __first = ::kernel_std::__private::device::load(
               __px.add(__base + __p * 64usize),
-            )
+            );
+            __p += 1;
+            __first
           } else {
             ::kernel_std::__private::device::load(__pt)
           };
@@ -1152,10 +1157,11 @@ pub unsafe extern "ptx-kernel" fn combines__R_4__C_64(
         if __lo < __hi {
           let mut __p: usize = __lo;
           let mut __pre: i32 = if __lane == 0 {
-            __p += 1;
-            ::kernel_std::__private::device::load(
+            let __first = ::kernel_std::__private::device::load(
               __px.add(__base + __p * 1usize),
-            )
+            );
+            __p += 1;
+            __first
           } else {
             ::kernel_std::__private::device::load(__pt)
           };

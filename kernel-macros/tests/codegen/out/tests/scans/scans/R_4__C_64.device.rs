@@ -196,10 +196,11 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
         if __lo < __hi {
           let mut __p: usize = __lo;
           let mut __pre: f32 = if __lane == 0 {
-            __p += 1;
-            ::kernel_std::__private::device::load(
+            let __first = ::kernel_std::__private::device::load(
               __px.add(__base + __p * 1usize),
-            )
+            );
+            __p += 1;
+            __first
           } else {
             ::kernel_std::__private::device::load(__pt)
           };
@@ -373,10 +374,11 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
         if __lo < __hi {
           let mut __p: usize = __lo;
           let mut __pre: f32 = if __lane == 0 {
-            __p += 1;
-            ::kernel_std::__private::device::load(
+            let __first = ::kernel_std::__private::device::load(
               __px.add(__base + (4usize - 1 - __p) * 64usize),
-            )
+            );
+            __p += 1;
+            __first
           } else {
             ::kernel_std::__private::device::load(__pt)
           };
@@ -549,10 +551,11 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
         if __lo < __hi {
           let mut __p: usize = __lo;
           let mut __pre: f32 = if __lane == 0 {
-            __p += 1;
-            ::kernel_std::__private::device::load(
+            let __first = ::kernel_std::__private::device::load(
               __px.add(__base + (64usize - 1 - __p) * 1usize),
-            )
+            );
+            __p += 1;
+            __first
           } else {
             ::kernel_std::__private::device::load(__pt)
           };
@@ -773,10 +776,11 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
         if __lo < __hi {
           let mut __p: usize = __lo;
           let mut __pre: f32 = if __lane == 0 {
-            __p += 1;
-            ::kernel_std::__private::device::load(
+            let __first = ::kernel_std::__private::device::load(
               __px.add(__base + __p * 1usize),
-            )
+            );
+            __p += 1;
+            __first
           } else {
             ::kernel_std::__private::device::load(__pt)
           };
@@ -1064,10 +1068,11 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
         if __lo < __hi {
           let mut __p: usize = __lo;
           let mut __pre: i32 = if __lane == 0 {
-            __p += 1;
-            ::kernel_std::__private::device::load(
+            let __first = ::kernel_std::__private::device::load(
               __px.add(__base + __p * 1usize),
-            )
+            );
+            __p += 1;
+            __first
           } else {
             ::kernel_std::__private::device::load(__pt)
           };
@@ -1241,10 +1246,11 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
         if __lo < __hi {
           let mut __p: usize = __lo;
           let mut __pre: i32 = if __lane == 0 {
-            __p += 1;
-            ::kernel_std::__private::device::load(
+            let __first = ::kernel_std::__private::device::load(
               __px.add(__base + __p * 64usize),
-            )
+            );
+            __p += 1;
+            __first
           } else {
             ::kernel_std::__private::device::load(__pt)
           };
