@@ -1870,7 +1870,8 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         };
         if !allowed.contains(&d) {
             let names: Vec<&str> = allowed.iter().map(|d| d.name()).collect();
-            return self.err(args[0].sp(), format!("`{name}` works on {}, not on {pty}", names.join(", ")));
+            let why = if d.is_small_int() { " (8- and 16-bit integers have no atomics)" } else { "" };
+            return self.err(args[0].sp(), format!("`{name}` works on {}, not on {pty}{why}", names.join(", ")));
         }
         // Pointers, values, `cmp` and the mask broadcast together (a scalar pointer with a
         // block of values updates one element once per lane).

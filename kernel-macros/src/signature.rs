@@ -66,8 +66,12 @@ fn unsupported_param_message(ty: &Type) -> String {
             let what = single_type_arg(args).map(|t| quote::ToTokens::to_token_stream(t).to_string()).unwrap_or_default();
             return format!("unsupported element type `{what}` in `Ptr<{what}>`: the element type of a pointer is {ptrs}");
         }
-        if args.is_empty() && matches!(id.to_string().as_str(), "f16" | "bf16" | "u64" | "i128" | "u128" | "usize" | "isize") {
-            return format!("unsupported scalar parameter type `{id}`: a scalar parameter is {scalars} (pass an f16 value as f32 and convert it with `.to::<f16>()`)");
+        let name = id.to_string();
+        if args.is_empty() && matches!(name.as_str(), "f16" | "bf16") {
+            return format!("unsupported scalar parameter type `{id}`: a scalar parameter is {scalars} (pass an {id} value as f32 and convert it with `.to::<{id}>()`)");
+        }
+        if args.is_empty() && matches!(name.as_str(), "u64" | "i128" | "u128" | "usize" | "isize") {
+            return format!("unsupported scalar parameter type `{id}`: a scalar parameter is {scalars}");
         }
     }
     format!("unsupported kernel parameter type: use `Ptr<T>` for buffers (T: {ptrs}) or a scalar ({scalars})")
