@@ -54,6 +54,7 @@ if command -v compute-sanitizer >/dev/null; then
         run "sanitizer-$tool-tests-math" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/math --test-threads=1
         run "sanitizer-$tool-tests-random" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/random --test-threads=1
         run "sanitizer-$tool-tests-scans" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/scans --test-threads=1
+        run "sanitizer-$tool-tests-debug" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/debug --test-threads=1
     done
 fi
 echo "--- summary"

@@ -8,8 +8,10 @@
 
 pub mod activation;
 pub mod dropout;
+pub mod layer_norm;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod logging;
 pub mod matmul;
+pub mod matmul_split_k;
 pub mod softmax;
 pub mod vector_add;

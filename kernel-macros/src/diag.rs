@@ -1,5 +1,5 @@
 //! Diagnostics: every error of a kernel is collected and reported at once, each spanning the
-//! whole offending expression.
+//! whole offending expression; warnings (`static_print`) are collected the same way.
 
 use proc_macro2::{Punct, Spacing, Span, TokenStream, TokenTree};
 use quote::ToTokens;
@@ -54,6 +54,8 @@ impl Sp {
 pub struct Diagnostics {
     errors: Vec<syn::Error>,
     seen: HashSet<String>,
+    /// Warnings: where, the name of the deprecated item that carries them, and the text.
+    warnings: Vec<(Span, String, String)>,
 }
 
 impl Diagnostics {
@@ -86,5 +88,41 @@ impl Diagnostics {
 
     pub fn to_compile_errors(&self) -> TokenStream {
         self.errors.iter().map(|e| e.to_compile_error()).collect()
+    }
+
+    /// Records a warning at `sp` (duplicates from several variants are dropped); `label` names
+    /// the item rustc's message mentions (`use of deprecated unit struct `_::<label>``).
+    pub fn warning(&mut self, sp: impl Into<Sp>, label: &str, msg: impl Into<String>) {
+        let sp = sp.into();
+        let msg = msg.into();
+        let key = format!("warning|{:?}|{}", sp.start, msg);
+        if self.seen.insert(key) {
+            self.warnings.push((sp.start, label.to_string(), msg));
+        }
+    }
+
+    /// The warnings as code: a proc macro cannot emit warnings on stable Rust, so each is the
+    /// use of a deprecated item whose note is the message, spanned at the warning's place
+    /// (rustc reports "use of deprecated unit struct `_::<label>`: <message>"; `allow(deprecated)`
+    /// silences it).
+    pub fn to_warnings(&self) -> TokenStream {
+        self.warnings
+            .iter()
+            .map(|(span, label, msg)| {
+                let marker = proc_macro2::Ident::new(label, *span);
+                let decl = proc_macro2::Ident::new(label, Span::call_site());
+                quote::quote_spanned! {*span=>
+                    const _: () = {
+                        #[deprecated(note = #msg)]
+                        #[allow(non_camel_case_types)]
+                        struct #decl;
+                        #[allow(dead_code)]
+                        fn warn() {
+                            let _ = #marker;
+                        }
+                    };
+                }
+            })
+            .collect()
     }
 }

@@ -367,6 +367,16 @@ impl<'a> CpuGen<'a> {
                 let f = if *op == ReduceOp::Xor { format_ident!("reduce_xor") } else { format_ident!("reduce_{}", op.name()) };
                 self.result(quote!(#rt::cpu::#f::<#t>(#b, #axis)), ty)
             }
+            ExprKind::Scan { op: ScanOp::Combine(c), x, axis, reverse } => {
+                let b = self.as_blk(self.expr(*x));
+                let f = self.combine_closure(c, &self.elem_ty(&k.exprs[*x].ty));
+                Val { ts: quote!(#rt::cpu::scan(#b, #axis, #reverse, #f)), place: false, scalar: false }
+            }
+            ExprKind::ReduceWith { x, axis, f: c } => {
+                let b = self.as_blk(self.expr(*x));
+                let f = self.combine_closure(c, &self.elem_ty(&k.exprs[*x].ty));
+                self.result(quote!(#rt::cpu::reduce_with(#b, #axis, #f)), ty)
+            }
             ExprKind::Scan { op, x, axis, reverse } => {
                 // f16/bf16 accumulate in f32 and round each output, as on the GPU.
                 let xt = &k.exprs[*x].ty;
@@ -377,6 +387,7 @@ impl<'a> CpuGen<'a> {
                 let f = match op {
                     ScanOp::Sum => quote!(<#acc as #rt::cpu::Num>::add),
                     ScanOp::Prod => quote!(<#acc as #rt::cpu::Num>::mul),
+                    ScanOp::Combine(_) => unreachable!("matched above"),
                 };
                 let ts = if half {
                     quote!(#rt::cpu::cast::<f32, #t>(&#rt::cpu::scan(&#rt::cpu::cast::<#t, f32>(#b), #axis, #reverse, #f)))
@@ -386,6 +397,13 @@ impl<'a> CpuGen<'a> {
                 Val { ts, place: false, scalar: false }
             }
         }
+    }
+
+    /// `(|a: T, b: T| -> T { comb })`: a combine function as a closure over its parameters.
+    fn combine_closure(&self, c: &Combine, t: &TokenStream) -> TokenStream {
+        let (a, b) = (local_ident(self.k, c.a), local_ident(self.k, c.b));
+        let body = self.owned(self.expr(c.comb));
+        quote!((|#a: #t, #b: #t| -> #t { #body }))
     }
 
     fn map1(&self, x: ExprId, f: TokenStream, ty: &Ty) -> Val {
@@ -523,10 +541,44 @@ impl<'a> CpuGen<'a> {
                     quote!(loop { #pre if !#c { break; } #body })
                 }
                 Stmt::Return => quote!(return Ok(());),
+                Stmt::Assert { cond, message, text, operands, span } => self.assert(*cond, message, text, operands, *span),
+                Stmt::Print { prefix, values, .. } => {
+                    let vals = values.iter().map(|v| {
+                        let b = self.as_blk(self.expr(*v));
+                        quote!(#b as &dyn #rt::cpu::BlkText)
+                    });
+                    quote!(#rt::cpu::device_print(__ctx, #prefix, &[#(#vals),*]);)
+                }
             };
             out.extend(ts);
         }
         out
+    }
+
+    /// `device_assert`: when `cond` is false (for a block: at some element, the first one the
+    /// runtime finds), the function returns the error, with the operands' values read there;
+    /// the operands are evaluated on that path only.
+    fn assert(&self, cond: ExprId, message: &str, text: &str, operands: &[(String, ExprId)], span: crate::diag::Sp) -> TokenStream {
+        let rt = &self.rt;
+        let ops: Vec<TokenStream> = operands
+            .iter()
+            .map(|(t, e)| {
+                let v = self.as_blk(self.expr(*e));
+                quote!((#t, #v as &dyn #rt::cpu::BlkText))
+            })
+            .collect();
+        let site = self.site(span);
+        let fail = |at: TokenStream| quote!(return Err(#rt::cpu::assertion_failed(__ctx, #text, #message, #at, &[#(#ops),*], #site)););
+        let v = self.expr(cond);
+        if v.scalar {
+            let (c, f) = (v.ts, fail(quote!(None)));
+            return quote!(if !(#c) { #f });
+        }
+        let (c, f) = (self.as_blk(v), fail(quote!(Some((__cond.shape(), __i)))));
+        quote!({
+            let __cond: &#rt::cpu::Blk<bool> = #c;
+            if let Some(__i) = #rt::cpu::first_false(__cond) { #f }
+        })
     }
 
     /// `fn <name>(__ctx, __meta, scalar params...) -> Result<(), KernelError>`.

@@ -5,10 +5,10 @@
 use crate::expand_cpu::{dtype_tokens, param_ident, CpuGen};
 use crate::expand_device::DeviceEntry;
 use crate::instances::{InstanceKey, Instances, MetaVal};
-use crate::ir::{DType, Kernel, MetaKind, ParamKind};
+use crate::ir::{DType, Kernel, MetaKind, ParamKind, Stmt};
 use crate::signature::Signature;
 use proc_macro2::{Ident, TokenStream};
-use quote::{format_ident, quote};
+use quote::{format_ident, quote, quote_spanned};
 
 fn rt() -> TokenStream {
     quote!(::kernel_runtime::__private)
@@ -157,6 +157,39 @@ pub fn stub(sig: &Signature, tuned: &[String], docs: &[syn::Attribute]) -> Token
             }
         }
     }
+}
+
+/// The `asserts` of a kernel's `KernelInfo`: every `device_assert` of every variant (an
+/// assertion of a helper once per call), with its position, spanned like the device code's, so
+/// that the position the GPU records finds it.
+fn assert_infos(variants: &[Kernel]) -> Vec<TokenStream> {
+    fn walk(stmts: &[Stmt], out: &mut Vec<TokenStream>) {
+        for s in stmts {
+            match s {
+                Stmt::Assert { message, text, operands, span, .. } => {
+                    let rt = rt();
+                    let (line, column) = (quote_spanned!(span.start=> ::core::line!()), quote_spanned!(span.start=> ::core::column!()));
+                    let ops = operands.iter().map(|(t, _)| t);
+                    out.push(quote!(#rt::AssertInfo { line: #line, column: #column, condition: #text, message: #message, operands: &[#(#ops),*] }));
+                }
+                Stmt::For { body, .. } => walk(body, out),
+                Stmt::While { pre, body, .. } => {
+                    walk(pre, out);
+                    walk(body, out);
+                }
+                Stmt::If { then, els, .. } => {
+                    walk(then, out);
+                    walk(els, out);
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for v in variants {
+        walk(&v.body, &mut out);
+    }
+    out
 }
 
 pub fn module(
@@ -441,6 +474,7 @@ pub fn module(
         }
         v
     };
+    let asserts = assert_infos(variants);
     let n_configs = inst.configs.len();
     let n_ptrs = sig.params.iter().filter(|p| matches!(p.kind, ParamKind::Ptr(_))).count();
     let autotuned = inst.autotuned;
@@ -472,6 +506,7 @@ pub fn module(
                 key: &[#(#key_names),*],
                 instances: &[#(#instance_infos),*],
                 module: #rt::ModuleInfo { crate_name: env!("CARGO_CRATE_NAME"), manifest_dir: env!("CARGO_MANIFEST_DIR"), embedded: #embedded },
+                asserts: &[#(#asserts),*],
             };
 
             fn __meta_for(__config: usize, #(#launch_meta_params),*) -> Meta {

@@ -32,6 +32,10 @@ pub fn builtin_signature(name: &str) -> Option<(&'static str, &'static [&'static
         "atomic_xor" => ("atomic_xor(pointers, val, mask, sem, scope)", ATOMIC_PARAMS),
         "atomic_xchg" => ("atomic_xchg(pointers, val, mask, sem, scope)", ATOMIC_PARAMS),
         "atomic_cas" => ("atomic_cas(pointers, cmp, val, sem, scope)", &["pointer", "ptr", "cmp", "val", "sem", "scope"]),
+        "device_assert" => ("device_assert(condition, \"message\")", &["cond", "msg"]),
+        "device_print" => ("device_print(\"prefix\", values...)", &["prefix", "args"]),
+        "static_assert" => ("static_assert(condition, \"message\")", &["cond", "msg"]),
+        "static_print" => ("static_print(values...)", &["values"]),
         _ => return None,
     })
 }

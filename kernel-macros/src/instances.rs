@@ -14,6 +14,15 @@ pub enum MetaVal {
     Bool(bool),
 }
 
+impl std::fmt::Display for MetaVal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MetaVal::Int(v) => write!(f, "{v}"),
+            MetaVal::Bool(b) => write!(f, "{b}"),
+        }
+    }
+}
+
 impl MetaVal {
     pub fn as_i64(&self) -> i64 {
         match self {
@@ -131,15 +140,14 @@ impl Instances {
     pub fn concrete(&self) -> Vec<(HashMap<String, i64>, String)> {
         let mut out = Vec::new();
         for c in &self.configs {
-            let mut partial: Vec<Vec<(String, i64)>> =
-                vec![c.metas.iter().map(|(n, v)| (n.clone(), v.as_i64())).collect()];
+            let mut partial: Vec<Vec<(String, MetaVal)>> = vec![c.metas.clone()];
             for (name, vals) in &self.launch_metas {
                 partial = partial
                     .into_iter()
                     .flat_map(|p| {
                         vals.iter().map(move |v| {
                             let mut q = p.clone();
-                            q.push((name.clone(), v.as_i64()));
+                            q.push((name.clone(), v.clone()));
                             q
                         })
                     })
@@ -147,7 +155,7 @@ impl Instances {
             }
             for p in partial {
                 let desc = p.iter().map(|(n, v)| format!("{n} = {v}")).collect::<Vec<_>>().join(", ");
-                out.push((p.into_iter().collect(), desc));
+                out.push((p.into_iter().map(|(n, v)| (n, v.as_i64())).collect(), desc));
             }
         }
         out

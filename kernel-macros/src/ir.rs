@@ -490,11 +490,23 @@ pub enum ReduceOp {
     Xor,
 }
 
-/// Inclusive scans along an axis (`cumsum`, `cumprod`).
+/// Inclusive scans along an axis (`cumsum`, `cumprod`, `associative_scan`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum ScanOp {
     Sum,
     Prod,
+    /// A `#[helper]` combine function: `comb`, an expression over the scalar locals `a` and
+    /// `b` (its parameters, never assigned: the backends bind them), nothing else.
+    Combine(Combine),
+}
+
+/// A combine function of `associative_scan` and `reduce`, inlined: the scalar expression
+/// `comb` over the parameter locals `a` and `b`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Combine {
+    pub a: LocalId,
+    pub b: LocalId,
+    pub comb: ExprId,
 }
 
 impl ScanOp {
@@ -502,6 +514,7 @@ impl ScanOp {
         match self {
             ScanOp::Sum => "cumsum",
             ScanOp::Prod => "cumprod",
+            ScanOp::Combine(_) => "associative_scan",
         }
     }
 }
@@ -552,6 +565,9 @@ pub enum ExprKind {
     Reduce { op: ReduceOp, x: ExprId, axis: usize },
     /// Inclusive scan along `axis` (from the end when `reverse`); same shape and dtype.
     Scan { op: ScanOp, x: ExprId, axis: usize, reverse: bool },
+    /// `reduce(x, axis, combine)`: `x` folded along `axis` (first element first) with a combine
+    /// function; the axis is removed.
+    ReduceWith { x: ExprId, axis: usize, f: Combine },
     /// An atomic read-modify-write of every element `ptr` points to (where `mask` holds),
     /// giving the old values (0 where masked off). It writes memory, so it is only ever the
     /// value of a `let` of its own (the front end hoists it there): evaluated exactly once.
@@ -580,7 +596,8 @@ impl ExprKind {
             | ExprKind::Reshape(x)
             | ExprKind::BroadcastTo(x)
             | ExprKind::Reduce { x, .. }
-            | ExprKind::Scan { x, .. } => vec![*x],
+            | ExprKind::Scan { x, .. }
+            | ExprKind::ReduceWith { x, .. } => vec![*x],
             ExprKind::Math(_, xs) => xs.clone(),
             ExprKind::Binary(_, a, b) | ExprKind::PtrAdd(a, b) => vec![*a, *b],
             ExprKind::Where(c, a, b) => vec![*c, *a, *b],
@@ -610,6 +627,17 @@ pub enum Stmt {
     /// bool local that `test` reads) and runs before every test.
     While { pre: Vec<Stmt>, test: ExprId, body: Vec<Stmt> },
     Return,
+    /// `device_assert(cond, "message")`: where the mask `cond` (a bool scalar or block) is
+    /// false, the program's first failing element is reported and the launch fails. `text` is
+    /// the condition as written. When `cond` is a comparison, `operands` are its two sides (each
+    /// with its source text), whose values at that element the report gives; they read what the
+    /// comparison reads (`cond`'s operands are the same locals or copies of the same leaves) and
+    /// broadcast to `cond`'s shape.
+    Assert { cond: ExprId, message: String, text: String, operands: Vec<(String, ExprId)>, span: Sp },
+    /// `device_print("prefix", values...)`: prints the prefix and the values with the program
+    /// id, one line per element of the values (all of one shape: the front end broadcasts them),
+    /// or one line per program when they are scalars.
+    Print { prefix: String, values: Vec<ExprId> },
 }
 
 #[derive(Clone, Debug)]
@@ -719,7 +747,18 @@ impl Kernel {
             }
             ExprKind::Scan { op, x, axis, reverse } => {
                 self.fmt_expr(*x, f)?;
-                write!(f, ".{}({axis}{})", op.name(), if *reverse { ", reverse" } else { "" })
+                write!(f, ".{}({axis}{}", op.name(), if *reverse { ", reverse" } else { "" })?;
+                if let ScanOp::Combine(c) = op {
+                    write!(f, ", ")?;
+                    self.fmt_combine(c, f)?;
+                }
+                write!(f, ")")
+            }
+            ExprKind::ReduceWith { x, axis, f: c } => {
+                self.fmt_expr(*x, f)?;
+                write!(f, ".reduce({axis}, ")?;
+                self.fmt_combine(c, f)?;
+                write!(f, ")")
             }
             ExprKind::Random { kind, seed, offset, four, word, rounds } => {
                 let name = if *four { format!("{}4x[{word}]", kind.name()) } else { kind.name().to_string() };
@@ -730,6 +769,11 @@ impl Kernel {
                 self.fmt_call(&format!("atomic_{}[{}, {}]", op.name(), sem.name(), scope.name()), &args, f)
             }
         }
+    }
+
+    fn fmt_combine(&self, c: &Combine, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "|%{}.{}, %{}.{}| ", self.locals[c.a].name, c.a, self.locals[c.b].name, c.b)?;
+        self.fmt_expr(c.comb, f)
     }
 
     fn fmt_infix(&self, sym: &str, a: ExprId, b: ExprId, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -805,6 +849,25 @@ impl Kernel {
                     writeln!(f, "{pad}}}")?;
                 }
                 Stmt::Return => writeln!(f, "{pad}return")?,
+                Stmt::Assert { cond, message, operands, .. } => {
+                    write!(f, "{pad}device_assert(")?;
+                    self.fmt_expr(*cond, f)?;
+                    write!(f, ", {message:?})")?;
+                    for (text, e) in operands {
+                        write!(f, " [{text} = ")?;
+                        self.fmt_expr(*e, f)?;
+                        write!(f, "]")?;
+                    }
+                    writeln!(f)?;
+                }
+                Stmt::Print { prefix, values, .. } => {
+                    write!(f, "{pad}device_print({prefix:?}")?;
+                    for v in values {
+                        write!(f, ", ")?;
+                        self.fmt_expr(*v, f)?;
+                    }
+                    writeln!(f, ")")?;
+                }
             }
         }
         Ok(())

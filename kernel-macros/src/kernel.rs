@@ -182,7 +182,8 @@ pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn:
     let out = into_module(out, &sig.name, entry_claims(&sig.name, keys.iter().map(|k| k.entry.as_str())));
     let device_entries = entries.len() + entries.iter().filter(|e| e.split_bytes > 0).count();
     let warning = many_entries_warning(&f.sig.ident, entries.len(), device_entries);
-    let out = quote::quote!(#out #warning);
+    let notes = diag.to_warnings();
+    let out = quote::quote!(#out #warning #notes);
     dump(&sig.name.to_string(), &variants, &out);
     let _ = f.sp();
     out
@@ -266,8 +267,9 @@ fn repeated_entry(keys: &[crate::instances::InstanceKey]) -> Option<&str> {
 /// Every error, plus a stub with the launch API the user wrote, so call sites do not cascade.
 fn error_output(diag: &Diagnostics, sig: &Signature, attrs: &Attrs) -> TokenStream {
     let errors = diag.to_compile_errors();
+    let warnings = diag.to_warnings();
     let stub = expand_host::stub(sig, &attrs.tuned, &attrs.docs);
-    quote::quote!(#errors #stub)
+    quote::quote!(#errors #warnings #stub)
 }
 
 /// After an error in the attributes or the signature, lowers and checks the body with what was

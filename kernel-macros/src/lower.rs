@@ -11,6 +11,8 @@ use crate::shape::{shape_to_string, Dim, Shape};
 use crate::signature::{dtype_of_type, path_last, single_type_arg, Signature};
 use std::collections::HashMap;
 
+mod debug;
+
 /// Everything a variant's lowering reads besides the body.
 pub struct LowerCtx<'a> {
     pub sig: &'a Signature,
@@ -31,8 +33,8 @@ enum Binding {
 const BUILTINS: &str = "program_id, num_programs, arange, zeros, full, load, store, dot, where_, cdiv, min, max, \
 minimum, maximum, exp, exp2, expm1, log, log2, log10, log1p, sqrt, sqrt_rn, rsqrt, abs, sin, cos, tanh, erf, sigmoid, \
 floor, ceil, isnan, isinf, pow, fma, clamp, umulhi, div_rn, multiple_of, max_contiguous, max_constancy, sum, trans, expand_dims, reshape, broadcast_to, \
-argmax, argmin, cumsum, cumprod, xor_sum, atomic_add, atomic_max, atomic_min, atomic_and, atomic_or, atomic_xor, atomic_xchg, atomic_cas, \
-randint, randint4x, rand, rand4x, randn, randn4x";
+argmax, argmin, cumsum, cumprod, xor_sum, associative_scan, reduce, atomic_add, atomic_max, atomic_min, atomic_and, atomic_or, atomic_xor, atomic_xchg, atomic_cas, \
+randint, randint4x, rand, rand4x, randn, randn4x, device_assert, device_print, static_assert, static_print";
 const METHODS: &str = "to::<T>(), as_col(), as_row(), expand_dims(axis), trans(), reshape([..]), broadcast_to([..]), \
 sum(axis), max(axis), min(axis), xor_sum(axis), argmax(axis), argmin(axis), cumsum(axis), cumprod(axis), and the math functions as methods: exp(), log(), sqrt(), abs(), tanh(), pow(y), ...";
 const METHOD_NAMES: [&str; 15] =
@@ -60,6 +62,9 @@ struct Lowerer<'a, 'd> {
     inline_root: Option<Sp>,
     /// Set once the kernel passed `MAX_INLINED_EXPRS`: helper calls are no longer inlined.
     too_large: bool,
+    /// The conditions on meta-parameters of the enclosing `if`s, with the branch taken: the
+    /// instances `static_assert` and `static_print` are evaluated in (`debug.rs`).
+    static_guards: Vec<(syn::Expr, bool)>,
 }
 
 /// Lowers the kernel body for one assignment of the function meta-parameters.
@@ -79,7 +84,7 @@ pub fn lower_variant(
         locals: Vec::new(),
         body: Vec::new(),
     };
-    let mut l = Lowerer { cx, k, scopes: vec![], stmts: vec![vec![]], diag, helper_stack: vec![], depths: vec![], nesting: 0, depth_reported: false, inline_root: None, too_large: false };
+    let mut l = Lowerer { cx, k, scopes: vec![], stmts: vec![vec![]], diag, helper_stack: vec![], depths: vec![], nesting: 0, depth_reported: false, inline_root: None, too_large: false, static_guards: vec![] };
     let mut top = l.helper_scope();
     for (i, p) in sig.params.iter().enumerate() {
         top.insert(p.name.clone(), Binding::Param(i));
@@ -485,6 +490,9 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 }
             }
             syn::Expr::Call(c) if call_name(c).as_deref() == Some("store") => self.lower_store(c),
+            syn::Expr::Call(c) if call_name(c).is_some_and(|n| debug::is_debug_builtin(&n) && self.lookup(&n).is_none()) => {
+                self.lower_debug_call(&call_name(c).unwrap_or_default(), c)
+            }
             syn::Expr::Block(b) if b.label.is_none() => {
                 self.scopes.push(HashMap::new());
                 self.lower_stmts(&b.block.stmts, false);
@@ -719,23 +727,36 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 self.diag.error(i.cond.sp(), format!("`if` needs a bool condition, found {cty}"));
             }
         }
-        let then = self.lower_branch(&i.then_branch.stmts);
+        // A condition on meta-parameters decides, per instance, which branch the static
+        // assertions and prints inside are evaluated for.
+        let guard = self.is_static_condition(&i.cond).then(|| (*i.cond).clone());
+        let guarded = |l: &mut Self, taken: bool, f: &mut dyn FnMut(&mut Self) -> Vec<Stmt>| {
+            if let Some(g) = &guard {
+                l.static_guards.push((g.clone(), taken));
+            }
+            let out = f(l);
+            if guard.is_some() {
+                l.static_guards.pop();
+            }
+            out
+        };
+        let then = guarded(self, true, &mut |l| l.lower_branch(&i.then_branch.stmts));
         let els = match &i.else_branch {
             None => vec![],
-            Some((_, e)) => match &**e {
-                syn::Expr::Block(b) => self.lower_branch(&b.block.stmts),
+            Some((_, e)) => guarded(self, false, &mut |l| match &**e {
+                syn::Expr::Block(b) => l.lower_branch(&b.block.stmts),
                 syn::Expr::If(nested) => {
-                    self.stmts.push(vec![]);
-                    self.scopes.push(HashMap::new());
-                    self.lower_if(nested);
-                    self.scopes.pop();
-                    self.stmts.pop().unwrap_or_default()
+                    l.stmts.push(vec![]);
+                    l.scopes.push(HashMap::new());
+                    l.lower_if(nested);
+                    l.scopes.pop();
+                    l.stmts.pop().unwrap_or_default()
                 }
                 other => {
-                    self.diag.error(other.sp(), "unsupported else branch");
+                    l.diag.error(other.sp(), "unsupported else branch");
                     vec![]
                 }
-            },
+            }),
         };
         self.emit(Stmt::If { cond, then, els });
     }
@@ -1357,6 +1378,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 self.load(ptr, mask, other, &args, span)
             }
             "store" => self.err(span, "`store` is a statement: it returns nothing"),
+            debug if debug::is_debug_builtin(debug) => self.err(span, format!("`{debug}` is a statement: it gives no value")),
             "dot" => {
                 if !arity(self, n == 2 || n == 3, "dot(a, b) or dot(a, b, acc)") {
                     return self.poison(span);
@@ -1470,6 +1492,25 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 let x = self.lower_expr(args[0]);
                 let recv = short_text(args[0]);
                 self.argext(&name, x, args[1], span, &|a| format!("{name}({recv}, {a})"))
+            }
+            "associative_scan" | "reduce" => {
+                let sig = if name == "reduce" { "reduce(x, axis, combine)" } else { "associative_scan(x, axis, combine) or associative_scan(x, axis, combine, reverse)" };
+                if !arity(self, n == 3 || (n == 4 && name != "reduce"), sig) {
+                    return self.poison(span);
+                }
+                let x = self.lower_expr(args[0]);
+                let recv = short_text(args[0]);
+                let Some((x, ax)) = self.axis_operand(&name, x, args[1], span, &|a| format!("{name}({recv}, {a}, ..)")) else { return self.poison(span) };
+                let t = self.ty(x);
+                let Some(c) = self.lower_combine(&name, args[2], t.dtype().unwrap_or(DType::F32)) else { return self.poison(span) };
+                if name == "reduce" {
+                    let mut shape = t.shape.clone();
+                    shape.remove(ax);
+                    return self.push(ExprKind::ReduceWith { x, axis: ax, f: c }, Ty::block(t.dtype().unwrap_or(DType::F32), shape), span);
+                }
+                let zero: syn::Expr = syn::parse_quote!(0);
+                let axis_lit: syn::Expr = syn::parse_str(&ax.to_string()).unwrap_or(zero);
+                self.scan(ScanOp::Combine(c), x, Some(&axis_lit), args.get(3).copied(), span, &|a| format!("{name}({recv}, {a}, ..)"))
             }
             "cumsum" | "cumprod" => {
                 if !arity(self, (1..=3).contains(&n), &format!("{name}(x), {name}(x, axis) or {name}(x, axis, reverse)")) {
@@ -1994,6 +2035,77 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         self.select(missing, zero, f2, span)
     }
 
+    /// The combine function of `associative_scan`/`reduce` (a `#[helper]` or a function
+    /// meta-parameter naming one), inlined over two scalar parameters of dtype `d`. It must be
+    /// one expression of them (no statements) giving a `d` scalar, without integer `/` or `%`.
+    fn lower_combine(&mut self, what: &str, f: &syn::Expr, d: DType) -> Option<Combine> {
+        let name = match strip_parens(f) {
+            syn::Expr::Path(p) if p.path.get_ident().is_some() => p.path.segments[0].ident.to_string(),
+            _ => String::new(),
+        };
+        let helper = match self.lookup(&name) {
+            Some(Binding::Helper(h)) | Some(Binding::Func(Some(h))) => h,
+            _ => {
+                self.diag.error(f.sp(), format!("the combine function of `{what}` is the name of a #[helper] taking two scalars, like `fn add(a: f32, b: f32) -> f32 {{ a + b }}`"));
+                return None;
+            }
+        };
+        let item = *self.cx.helpers.get(&helper)?;
+        let params: Vec<String> = item
+            .sig
+            .inputs
+            .iter()
+            .map(|a| match a {
+                syn::FnArg::Typed(t) => match &*t.pat {
+                    syn::Pat::Ident(pi) => pi.ident.to_string(),
+                    _ => "_".to_string(),
+                },
+                syn::FnArg::Receiver(_) => "self".to_string(),
+            })
+            .collect();
+        if params.len() != 2 {
+            self.diag.error(f.sp(), format!("the combine function `{helper}` takes two scalars, not {}", params.len()));
+            return None;
+        }
+        let (a, b) = (self.new_local(&params[0], Ty::scalar(d), false), self.new_local(&params[1], Ty::scalar(d), false));
+        let saved = std::mem::take(&mut self.scopes);
+        let mut scope = self.helper_scope();
+        scope.insert(params[0].clone(), Binding::Local(a));
+        scope.insert(params[1].clone(), Binding::Local(b));
+        self.scopes.push(scope);
+        self.helper_stack.push(helper.clone());
+        self.stmts.push(vec![]);
+        let result = self.lower_stmts(&item.block.stmts, true);
+        let emitted = self.stmts.pop().unwrap_or_default();
+        self.helper_stack.pop();
+        self.scopes = saved;
+        let comb = result?;
+        let t = self.ty(comb);
+        if t.is_error() {
+            return None;
+        }
+        if !emitted.is_empty() {
+            self.diag.error(f.sp(), format!("the combine function `{helper}` must be one expression of its two parameters: no `let` and no helper calls inside"));
+            return None;
+        }
+        if !t.is_scalar() || !(t.dtype() == Some(d) || t.weak) {
+            self.diag.error(f.sp(), format!("the combine function `{helper}` must give a {d} scalar here, it gives {t}"));
+            return None;
+        }
+        let comb = self.coerce(comb, d);
+        if self.has_int_division(comb) {
+            self.diag.error(f.sp(), format!("the combine function `{helper}` divides integers: `/` and `%` of integers are not supported in combine functions"));
+            return None;
+        }
+        Some(Combine { a, b, comb })
+    }
+
+    fn has_int_division(&self, e: ExprId) -> bool {
+        let ex = &self.k.exprs[e];
+        let here = matches!(ex.kind, ExprKind::Binary(BinOp::Div | BinOp::Rem, _, _)) && ex.ty.dtype().is_some_and(|d| d.is_int());
+        here || ex.kind.operands().into_iter().any(|c| self.has_int_division(c))
+    }
+
     /// `cumsum(x, axis, reverse)` / `cumprod`: `axis` 0 and `reverse` false when left out (as
     /// in Triton); `reverse` is a bool literal.
     fn scan(&mut self, op: ScanOp, x: ExprId, axis: Option<&syn::Expr>, reverse: Option<&syn::Expr>, span: Sp, write: &dyn Fn(usize) -> String) -> ExprId {
@@ -2235,7 +2347,7 @@ fn is_statement_expr(e: &syn::Expr) -> bool {
     match e {
         syn::Expr::Assign(_) | syn::Expr::ForLoop(_) | syn::Expr::If(_) | syn::Expr::Return(_) | syn::Expr::While(_) | syn::Expr::Loop(_) => true,
         syn::Expr::Binary(b) => compound_op(&b.op).is_some(),
-        syn::Expr::Call(c) => call_name(c).as_deref() == Some("store"),
+        syn::Expr::Call(c) => call_name(c).is_some_and(|n| n == "store" || debug::is_debug_builtin(&n)),
         _ => false,
     }
 }

@@ -797,7 +797,7 @@ mod tests {
         configs: &CONFIGS,
         key: &["M", "N"],
         instances: &[],
-        module: ModuleInfo { crate_name: "examples", manifest_dir: ".", embedded: &[] },
+        module: ModuleInfo { crate_name: "examples", manifest_dir: ".", embedded: &[] }, asserts: &[],
     };
 
     fn key(m: i64) -> CacheKey {

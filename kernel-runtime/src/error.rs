@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::cpu::KernelError;
+use crate::cpu::{AssertionFailure, KernelError};
 
 /// Why a kernel launch failed.
 ///
@@ -344,4 +344,46 @@ pub enum DeviceError {
         /// The elements addressable from the pointer argument.
         len: u64,
     },
+    /// A `device_assert` of a kernel on the GPU was false. The program went on (as the other
+    /// programs did); the first failure of the launches since the last synchronization is
+    /// reported here.
+    #[error("{failure} (on {device}, entry `{entry}`)")]
+    Assertion {
+        /// The device.
+        device: String,
+        /// The instance (PTX entry).
+        entry: &'static str,
+        /// What failed, where.
+        failure: AssertionFailure,
+    },
+}
+
+impl DeviceError {
+    /// The failed `device_assert` this error reports, if it is one.
+    pub fn assertion(&self) -> Option<&AssertionFailure> {
+        match self {
+            DeviceError::Assertion { failure, .. } => Some(failure),
+            _ => None,
+        }
+    }
+}
+
+impl LaunchError {
+    /// The failed `device_assert` this error reports, if it is one: on the CPU backend, where
+    /// the launch returns it, or on the GPU when the launch synchronizes (`KERNEL_SYNC=1`);
+    /// otherwise the GPU reports it at the next synchronization ([`DeviceError::assertion`]).
+    ///
+    /// ```
+    /// use kernel_runtime::LaunchError;
+    /// use kernel_runtime::cpu::{AssertionFailure, KernelError};
+    /// let f = AssertionFailure { kernel: "k", line: 1, column: 1, condition: "x > 0".into(), message: String::new(), program: [0; 3], index: None, operands: vec![] };
+    /// assert_eq!(LaunchError::Kernel(KernelError::Assertion(f.clone())).assertion(), Some(&f));
+    /// ```
+    pub fn assertion(&self) -> Option<&AssertionFailure> {
+        match self {
+            LaunchError::Kernel(KernelError::Assertion(f)) => Some(f),
+            LaunchError::Device(e) => e.assertion(),
+            _ => None,
+        }
+    }
 }

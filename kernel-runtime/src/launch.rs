@@ -94,7 +94,7 @@ pub struct ParamInfo {
 ///     configs: &[Config::new(&[("BLOCK", MetaValue::Int(1024))], 4, 2)],
 ///     key: &["n"],
 ///     instances: &[],
-///     module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] },
+///     module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] }, asserts: &[],
 /// };
 /// assert_eq!(INFO.ptr_params().count(), 1);
 /// ```
@@ -112,6 +112,43 @@ pub struct KernelInfo {
     pub instances: &'static [InstanceInfo],
     /// Where the kernel was defined, to find its compiled PTX.
     pub module: ModuleInfo,
+    /// Its `device_assert`s, by source position: what a failure the GPU records is reported with.
+    pub asserts: &'static [AssertInfo],
+}
+
+/// A `device_assert` of a kernel: its position, the condition and operands as written, and its
+/// message. The GPU records only the position of a failure (with the index and values); this
+/// gives the rest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AssertInfo {
+    /// Line of the `device_assert`.
+    pub line: u32,
+    /// Column of the `device_assert`.
+    pub column: u32,
+    /// The condition, as written.
+    pub condition: &'static str,
+    /// The message (empty when none was given).
+    pub message: &'static str,
+    /// The condition's operands, as written, when it is a comparison.
+    pub operands: &'static [&'static str],
+}
+
+impl KernelInfo {
+    /// The `device_assert` at `line` and `column`.
+    ///
+    /// ```
+    /// use kernel_runtime::__private::{AssertInfo, KernelInfo, ModuleInfo};
+    /// static INFO: KernelInfo = KernelInfo {
+    ///     name: "k", params: &[], configs: &[], key: &[], instances: &[],
+    ///     module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] },
+    ///     asserts: &[AssertInfo { line: 7, column: 5, condition: "x < n", message: "", operands: &["x", "n"] }],
+    /// };
+    /// assert_eq!(INFO.assert_at(7, 5).map(|a| a.condition), Some("x < n"));
+    /// assert!(INFO.assert_at(7, 6).is_none());
+    /// ```
+    pub fn assert_at(&self, line: u32, column: u32) -> Option<&'static AssertInfo> {
+        self.asserts.iter().find(|a| a.line == line && a.column == column)
+    }
 }
 
 /// One compiled instance of a kernel: a device entry point with concrete meta values.
@@ -282,7 +319,7 @@ impl ScalarArg {
 /// use kernel_runtime::__private::{autotune, KernelInfo, ModuleInfo};
 /// static INFO: KernelInfo = KernelInfo {
 ///     name: "noop", params: &[], configs: &[], key: &[], instances: &[],
-///     module: ModuleInfo { crate_name: "doc", manifest_dir: ".", embedded: &[] },
+///     module: ModuleInfo { crate_name: "doc", manifest_dir: ".", embedded: &[] }, asserts: &[],
 /// };
 /// assert_eq!(autotune(&INFO, &[], &[], "()", &mut |_| Ok(())).unwrap().config, 0);
 /// ```
@@ -329,7 +366,7 @@ pub fn autotune(
 /// use kernel_runtime::__private::{launch, KernelInfo, ModuleInfo};
 /// static INFO: KernelInfo = KernelInfo {
 ///     name: "noop", params: &[], configs: &[], key: &[], instances: &[],
-///     module: ModuleInfo { crate_name: "doc", manifest_dir: ".", embedded: &[] },
+///     module: ModuleInfo { crate_name: "doc", manifest_dir: ".", embedded: &[] }, asserts: &[],
 /// };
 /// launch(&INFO, 0, &[], [1, 1, 1], &[], &|_| Ok(())).unwrap();
 /// ```
@@ -359,7 +396,7 @@ impl KernelInfo {
     /// ```
     /// use kernel_runtime::__private::{KernelInfo, ModuleInfo, ParamInfo, ParamKind};
     /// use kernel_runtime::DTypeKind;
-    /// let info = KernelInfo { name: "k", params: &[], configs: &[], key: &[], instances: &[], module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] } };
+    /// let info = KernelInfo { name: "k", params: &[], configs: &[], key: &[], instances: &[], module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] }, asserts: &[] };
     /// assert_eq!(info.ptr_params().count(), 0);
     /// ```
     pub fn ptr_params(&self) -> impl Iterator<Item = &'static ParamInfo> {
@@ -505,7 +542,7 @@ pub fn ptr_arg<'a, T: DType>(name: &'static str, t: &'a Tensor<T>) -> PtrArg<'a>
 ///     configs: &[],
 ///     key: &[],
 ///     instances: &[],
-///     module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] },
+///     module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] }, asserts: &[],
 /// };
 /// let y = Tensor::<i32>::zeros(&Device::cpu(), &[4]).unwrap();
 /// let site = Site { kernel: "fill_kernel", line: 1, column: 1 };
@@ -663,7 +700,7 @@ mod tests {
         configs: &[],
         key: &["n"],
         instances: &[],
-        module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] },
+        module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] }, asserts: &[],
     };
 
     const LOAD_X: Site = Site { kernel: "add_kernel", line: 10, column: 9 };
@@ -727,7 +764,7 @@ mod tests {
 
     #[test]
     fn smallest_failing_program_wins_and_others_stop() {
-        let info = KernelInfo { name: "fail", params: &[], configs: &[], key: &[], instances: &[], module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] } };
+        let info = KernelInfo { name: "fail", params: &[], configs: &[], key: &[], instances: &[], module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] }, asserts: &[] };
         let ran = std::sync::atomic::AtomicUsize::new(0);
         let err = launch_cpu(&info, &[], [64, 4, 2], &|ctx| {
             ran.fetch_add(1, Ordering::Relaxed);
@@ -749,7 +786,7 @@ mod tests {
             configs: &[],
             key: &[],
             instances: &[],
-            module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] },
+            module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] }, asserts: &[],
         };
         let out = Tensor::<i32>::zeros(&Device::cpu(), &[3 * 4 * 5]).unwrap();
         let site = Site { kernel: "ids", line: 1, column: 1 };
@@ -768,7 +805,7 @@ mod tests {
 
     #[test]
     fn panics_become_internal_errors() {
-        let info = KernelInfo { name: "bad", params: &[], configs: &[], key: &[], instances: &[], module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] } };
+        let info = KernelInfo { name: "bad", params: &[], configs: &[], key: &[], instances: &[], module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] }, asserts: &[] };
         let err = launch_cpu(&info, &[], [2, 1, 1], &|_| {
             let _ = crate::cpu::trans(&arange(0, 3));
             Ok(())

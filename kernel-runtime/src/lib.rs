@@ -109,7 +109,7 @@ pub use cudarc;
 pub mod __private {
     pub use crate::cpu;
     pub use crate::autotune::Tuning;
-    pub use crate::launch::{autotune, launch, launch_cpu, ptr_arg, EmbeddedModule, InstanceInfo, KernelInfo, ModuleInfo, ParamInfo, ParamKind, PtrArg, ScalarArg, TmaOperand};
+    pub use crate::launch::{autotune, launch, AssertInfo, launch_cpu, ptr_arg, EmbeddedModule, InstanceInfo, KernelInfo, ModuleInfo, ParamInfo, ParamKind, PtrArg, ScalarArg, TmaOperand};
     pub use crate::{
         with_split, Config, DType, DTypeKind, Device, Func, Grid, GridDims, LaunchError, MetaValue, Tensor,
     };

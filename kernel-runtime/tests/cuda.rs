@@ -227,6 +227,7 @@ fn axpy_info(crate_name: &'static str, dir: &Path, instances: &[(&'static str, u
             manifest_dir: Box::leak(dir.to_string_lossy().into_owned().into_boxed_str()),
             embedded: &[],
         },
+        asserts: &[],
     })
 }
 

@@ -19,11 +19,13 @@ pub struct F16(pub u16);
 pub struct BF16(pub u16);
 
 mod atomic;
+mod debug;
 mod split;
 mod tma;
 mod unroll;
 mod wgmma;
 pub use atomic::*;
+pub use debug::*;
 pub use split::*;
 pub use tma::*;
 pub use unroll::*;

@@ -97,6 +97,8 @@
 //! | `x.xor_sum(axis)`, `xor_sum(x, axis)` | bitwise xor of integers along an axis |
 //! | `x.argmax(axis)`, `x.argmin(axis)` (also `argmax(x, axis)`) | `i32` index of the first maximum (minimum) along an axis: ties give the lowest index, NaNs are ignored as by `max`, a line of NaNs gives 0 |
 //! | `cumsum(x, axis, reverse)`, `x.cumprod(axis)`, ... | inclusive scans along an axis (`axis` 0 and `reverse` false when left out, as in Triton; `reverse` scans from the end); same shape and dtype, f16/bf16 accumulate in f32 (`cumsum` of i8/i16 gives i32, of u8/u16 u32) |
+//! | `associative_scan(x, axis, combine)`, `associative_scan(x, axis, combine, reverse)` | inclusive scan with a combine function: a `#[helper]` (or a function meta-parameter naming one) of two scalars that is one expression of them, e.g. `fn add(a: f32, b: f32) -> f32 { a + b }`; it must be associative (the GPU combines runs of the line in parallel), it need not be commutative; computed in the block's dtype |
+//! | `reduce(x, axis, combine)` | the line folded with a combine function, first element first; the axis is removed |
 //! | `x.to::<T>()`, `x as T` | dtype conversion with Rust's `as` rules on both backends: integer to integer wraps (truncates, or extends by the source's sign), float to integer truncates toward zero and saturates (NaN gives 0), to a float rounds to nearest even, to `bool` is `!= 0` |
 //!
 //! ## Random numbers
@@ -143,6 +145,52 @@
 //! their first argument: ported code compiles unchanged. The code generator does not use them:
 //! it finds contiguity itself and checks pointer alignment at run time (a pointer argument's
 //! alignment is not known when the kernel is compiled).
+//!
+//! ## Debugging
+//!
+//! | function | meaning |
+//! |---|---|
+//! | `device_assert(cond)`, `device_assert(cond, "message")` | where the mask `cond` (a bool scalar or block) is false, the launch fails with a typed error |
+//! | `device_print("prefix", values...)` | prints the prefix and the values, with the program id, one line per element |
+//! | `static_assert(cond)`, `static_assert(cond, "message")` | checked at `cargo build` on the meta-parameters of every instance: a false one is a compile error |
+//! | `static_print(values...)` | the values of every instance, computed at `cargo build`, as a compiler warning |
+//!
+//! **`device_assert`** reports the program's first failing element (row-major) as a
+//! `kernel_runtime::cpu::AssertionFailure`: the kernel,
+//! line and column, the condition as written, the message, the program id, the element's flat
+//! index (none for a scalar condition) and, when the condition is a comparison, the values of
+//! its two sides there (`device_assert(v < limit, "...")` reports `v = 1000, limit = 100`).
+//! On the CPU backend the program stops and the launch returns
+//! `LaunchError::Kernel(KernelError::Assertion(..))`; on the GPU the program goes on (like the
+//! others), the first failure of a launch is recorded in the fault record that out-of-bounds
+//! accesses use, and the device reports `DeviceError::Assertion` when it next synchronizes (the
+//! launch itself with `KERNEL_SYNC=1`); `LaunchError::assertion()` and
+//! `DeviceError::assertion()` give the failure either way. Assertions are always compiled in
+//! and cost a vote per block statement on the GPU (a block-wide minimum only when one fails).
+//! Masked-off lanes are checked too: combine the mask in (`device_assert(!m | (v < limit))`).
+//!
+//! **`device_print`** takes a string literal prefix and values (scalars or blocks, not
+//! pointers), broadcast together; it writes `pid (x, y, z) idx (i, j) <prefix> v1, v2` for every
+//! element, or `pid (x, y, z) <prefix> v1` once per program when the values are scalars. The
+//! CPU backend prints to stdout (each program's lines at once; programs run in parallel); the
+//! GPU uses `printf` (`vprintf`, flushed when the device synchronizes), floats with `%g` and
+//! enough digits to tell values apart (`0.1f32` prints `0.100000001` there, `0.1` on the CPU).
+//!
+//! **`static_assert`** and **`static_print`** are evaluated by the macro, per instance, from
+//! integer and bool literals, meta-parameters, arithmetic, comparisons, `!`, `&&`, `||`, `min`,
+//! `max` and `cdiv`; in a branch of an `if` on meta-parameters, only for the instances that
+//! take it. A failing `static_assert(BLOCK >= 16, "...")` is an error at the call naming the
+//! instances (`BLOCK = 8`). `static_print("BLOCK =", BLOCK)` joins its string literals and
+//! values with spaces and reports them as a warning at the call (`use of deprecated unit struct
+//! `_::static_print`: static_print in kernel `k`: BLOCK = 16 (BLOCK = 16); BLOCK = 32 (BLOCK =
+//! 32)`): a proc macro cannot print notes on stable Rust; `#[allow(deprecated)]` silences it.
+//!
+//! ```ignore
+//! static_assert(BLOCK % 16 == 0, "BLOCK is a multiple of 16");
+//! let x = load(x_ptr + offs, mask);
+//! device_assert(!mask | (x >= 0.0), "x is not negative");
+//! device_print("x =", x);
+//! ```
 //!
 //! ## Control flow
 //!

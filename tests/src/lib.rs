@@ -3,6 +3,10 @@
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
 pub mod atomics;
+pub mod debug;
+// The guide's chapters, compiled and run as doctests (`cargo test -p tests --doc`).
+#[cfg(doctest)]
+mod guide;
 pub mod kernels;
 pub mod math;
 pub mod random;

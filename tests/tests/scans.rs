@@ -90,3 +90,32 @@ fn cumsum_cumprod_argmax_argmin_xor_sum() {
         assert_eq!(idx[2 * R + col], arg_ref(&vals, true), "argmax of column {col}");
     }
 }
+
+#[test]
+fn associative_scan_and_reduce_with_helpers() {
+    use tests::scans::combine::combines;
+    let dev = test_device();
+    let n = R * C;
+    let a: Vec<f32> = (0..n).map(|i| ((i * 37) % 29) as f32 * 0.5 - 7.0).collect();
+    let b: Vec<i32> = (0..n).map(|i| if (i * 13) % 5 < 3 { 0 } else { (i as i32 * 31) % 17 - 8 }).collect();
+    let larger = |x: f32, y: f32| if y.abs() > x.abs() { y } else { x };
+    let first_nonzero = |x: i32, y: i32| if x != 0 { x } else { y };
+    let out = Tensor::<f32>::full(&dev, &[2 * n], f32::NAN).unwrap();
+    let iout = Tensor::<i32>::full(&dev, &[n], -99).unwrap();
+    let red = Tensor::<f32>::full(&dev, &[R + C], f32::NAN).unwrap();
+    let ired = Tensor::<i32>::full(&dev, &[R], -99).unwrap();
+    combines::launch((1,), &Tensor::from_vec(&dev, &[n], a.clone()).unwrap(), &Tensor::from_vec(&dev, &[n], b.clone()).unwrap(), &out, &iout, &red, &ired, 4, 64).unwrap();
+    let (out, iout, red, ired) = (out.to_vec(), iout.to_vec(), red.to_vec(), ired.to_vec());
+    assert_eq!(out[..n], scan_ref(&a, 1, false, larger)[..]);
+    assert_eq!(out[n..], scan_ref(&a, 0, true, |x, y| x + y)[..]);
+    assert_eq!(iout, scan_ref(&b, 1, true, first_nonzero));
+    for row in 0..R {
+        let line = &a[row * C..(row + 1) * C];
+        assert_eq!(red[row], line[1..].iter().fold(line[0], |x, y| larger(x, *y)), "reduce row {row}");
+        let iline = &b[row * C..(row + 1) * C];
+        assert_eq!(ired[row], iline[1..].iter().fold(iline[0], |x, y| first_nonzero(x, *y)), "reduce row {row}");
+    }
+    for col in 0..C {
+        assert_eq!(red[R + col], (0..R).map(|r| a[r * C + col]).sum::<f32>(), "reduce column {col}");
+    }
+}

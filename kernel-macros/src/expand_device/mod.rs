@@ -30,6 +30,7 @@ use std::collections::HashMap;
 
 mod bounds;
 mod chunks;
+mod debug;
 mod pipeline;
 mod split;
 mod vector;
@@ -509,7 +510,7 @@ impl<'a> DevGen<'a> {
         let k = self.k;
         let ex = &k.exprs[e];
         match &ex.kind {
-            ExprKind::Load { .. } | ExprKind::Dot { .. } | ExprKind::Reduce { .. } | ExprKind::Scan { .. } | ExprKind::Atomic { .. } => false,
+            ExprKind::Load { .. } | ExprKind::Dot { .. } | ExprKind::Reduce { .. } | ExprKind::Scan { .. } | ExprKind::ReduceWith { .. } | ExprKind::Atomic { .. } => false,
             // Immutable values never change, so an expression over them can be re-evaluated
             // at any later use instead of being stored.
             ExprKind::Local(l) => match kinds.get(*l) {
@@ -764,14 +765,9 @@ impl<'a> DevGen<'a> {
                     }
                 }
             }
-            // In an entry that may split its K loop, the program along x is the block's
-            // (`split.rs`), not the block index.
-            ExprKind::ProgramId(0) if self.split.is_some() => quote!((__sk.pid as i32)),
+            ExprKind::ProgramId(a) => self.program_id_code(*a),
+            // In an entry that may split its K loop, the programs along x are the split's.
             ExprKind::NumPrograms(0) if self.split.is_some() => quote!(#d::split_programs(__sk_dp, __sk_parts)),
-            ExprKind::ProgramId(a) => {
-                let a = *a as u32;
-                quote!(#d::program_id(#a))
-            }
             ExprKind::NumPrograms(a) => {
                 let a = *a as u32;
                 quote!(#d::num_programs(#a))
@@ -900,11 +896,22 @@ impl<'a> DevGen<'a> {
                 };
                 quote!({ let __a = #p; if #vm && #ok { #call } else { <#t as ::core::default::Default>::default() } })
             }
-            ExprKind::Dot { .. } | ExprKind::Reduce { .. } | ExprKind::Scan { .. } => {
+            ExprKind::Dot { .. } | ExprKind::Reduce { .. } | ExprKind::Scan { .. } | ExprKind::ReduceWith { .. } => {
                 // Hoisted before the statement; reaching here is an internal error.
                 quote!(::core::unreachable!())
             }
         }
+    }
+
+    /// `program_id(axis)` (an `i32`). In an entry that may split its K loop, the program along
+    /// x is the block's (`split.rs`), not the block index.
+    fn program_id_code(&self, axis: u8) -> TokenStream {
+        let d = &self.d;
+        if axis == 0 && self.split.is_some() {
+            return quote!((__sk.pid as i32));
+        }
+        let a = axis as u32;
+        quote!(#d::program_id(#a))
     }
 
     // ---------------------------------------------------------------- phases
@@ -1002,6 +1009,7 @@ impl<'a> DevGen<'a> {
             ExprKind::Dot { a, b, acc } => out.extend(self.gen_dot(root, *a, *b, *acc)),
             ExprKind::Reduce { op, x, axis } => out.extend(self.gen_reduce(root, *op, *x, *axis)),
             ExprKind::Scan { op, x, axis, reverse } => out.extend(self.gen_scan(root, *op, *x, *axis, *reverse)),
+            ExprKind::ReduceWith { x, axis, f } => out.extend(self.gen_reduce_with(root, *x, *axis, *f)),
             _ => {}
         }
     }
@@ -1498,25 +1506,82 @@ impl<'a> DevGen<'a> {
         }
     }
 
-    /// An inclusive scan along `axis`: the block is staged in shared memory (in the accumulator
-    /// type: f32 for f16/bf16), each warp scans lines `warp, warp + W, ...`: every lane scans a
-    /// contiguous run of the line, the lanes' totals give each lane its prefix, and the lane
-    /// rescans its run from there in place; the result is gathered into a cyclic temporary.
+    /// An inclusive scan along `axis`, gathered into a cyclic temporary (see [`Self::scan_code`]).
     fn gen_scan(&self, id: ExprId, op: ScanOp, x: ExprId, axis: usize, reverse: bool) -> TokenStream {
+        let d = &self.d;
+        let nx: usize = self.shapes[x].iter().product();
+        let t = self.elem(&self.k.exprs[id].ty);
+        let (code, off, acc_t, from_acc) = self.scan_code(op, x, axis, reverse);
+        let out = self.fresh("scan");
+        let pt = self.per_thread(nx);
+        let gather = self.phase(nx, |_| quote!(#out[__j] = #from_acc(#d::load((__smem.add(#off) as *mut #acc_t).add(__f)));));
+        self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: t.clone(), numel: nx, layout: Layout::Cyclic });
+        quote! {
+            let mut #out: [#t; #pt] = unsafe { ::core::mem::zeroed() };
+            #code
+            #gather
+            #d::bar_sync();
+        }
+    }
+
+    /// `reduce(x, axis, combine)`: the forward scan with the combine function, whose last
+    /// element of each line is the line's result.
+    fn gen_reduce_with(&self, id: ExprId, x: ExprId, axis: usize, c: Combine) -> TokenStream {
+        let d = &self.d;
+        let sx = self.shapes[x].clone();
+        let t = self.elem(&self.k.exprs[id].ty);
+        let (code, off, acc_t, _) = self.scan_code(ScanOp::Combine(c), x, axis, false);
+        let (r, inner) = (sx[axis], sx[axis + 1..].iter().product::<usize>());
+        let last = |f: TokenStream| quote!(#d::load((__smem.add(#off) as *mut #acc_t).add((#f / #inner) * (#r * #inner) + #f % #inner + (#r - 1) * #inner)));
+        let out = self.fresh("red");
+        let nout: usize = self.shapes[id].iter().product::<usize>().max(1);
+        if self.shapes[id].is_empty() {
+            self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: t.clone(), numel: 0, layout: Layout::Cyclic });
+            let v = last(quote!(0usize));
+            return quote! {
+                #code
+                let #out: #t = #v;
+                #d::bar_sync();
+            };
+        }
+        let pt = self.per_thread(nout);
+        let v = last(quote!(__f));
+        let gather = self.phase(nout, |_| quote!(#out[__j] = #v;));
+        self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: t.clone(), numel: nout, layout: Layout::Cyclic });
+        quote! {
+            let mut #out: [#t; #pt] = unsafe { ::core::mem::zeroed() };
+            #code
+            #gather
+            #d::bar_sync();
+        }
+    }
+
+    /// Code that scans `x` along `axis` in shared memory, in place, ending past a barrier; gives
+    /// the code, the buffer's offset, its element type and the conversion back to `x`'s dtype.
+    /// The block is staged in the accumulator type (f32 for f16/bf16 sums and products; the
+    /// dtype itself for combine functions); each warp scans lines `warp, warp + W, ...`: every
+    /// lane folds a contiguous run of the line, the runs' totals of the lanes before it give its
+    /// prefix, and it rescans its run from there. No identity element is needed.
+    fn scan_code(&self, op: ScanOp, x: ExprId, axis: usize, reverse: bool) -> (TokenStream, usize, TokenStream, TokenStream) {
         let d = &self.d;
         let sx = self.shapes[x].clone();
         let xt = &self.k.exprs[x].ty;
-        let (ex, t) = (self.elem(xt), self.elem(&self.k.exprs[id].ty));
+        let ex = self.elem(xt);
         let nx: usize = sx.iter().product();
-        let wide = matches!(xt.dtype(), Some(DType::F16 | DType::BF16));
+        let wide = matches!(xt.dtype(), Some(DType::F16 | DType::BF16)) && !matches!(op, ScanOp::Combine(_));
         let (acc_t, acc_size, to_acc, from_acc) = if wide {
-            (quote!(f32), 4usize, quote!(<#ex as #d::Elem>::to_f32), quote!(<#t as #d::Elem>::from_f32))
+            (quote!(f32), 4usize, quote!(<#ex as #d::Elem>::to_f32), quote!(<#ex as #d::Elem>::from_f32))
         } else {
             (ex.clone(), elem_size(&xt.elem), quote!(), quote!())
         };
-        let (identity, combine) = match op {
-            ScanOp::Sum => (quote!(<#acc_t as #d::Elem>::from_i64(0)), quote!(<#acc_t as #d::Num>::add)),
-            ScanOp::Prod => (quote!(<#acc_t as #d::Elem>::from_i64(1)), quote!(<#acc_t as #d::Num>::mul)),
+        let combine = match op {
+            ScanOp::Sum => quote!(<#acc_t as #d::Num>::add),
+            ScanOp::Prod => quote!(<#acc_t as #d::Num>::mul),
+            ScanOp::Combine(c) => {
+                let (a, b) = (crate::expand_cpu::local_ident(self.k, c.a), crate::expand_cpu::local_ident(self.k, c.b));
+                let body = self.ev(c.comb, &At::Own);
+                quote!((|#a: #acc_t, #b: #acc_t| -> #acc_t { #body }))
+            }
         };
         let warps = self.threads / 32;
         let off = self.alloc(nx * acc_size);
@@ -1528,7 +1593,9 @@ impl<'a> DevGen<'a> {
         let (r, inner) = (sx[axis], sx[axis + 1..].iter().product::<usize>());
         let (lines, run) = (nx / r.max(1), r.div_ceil(32));
         let pos = if reverse { quote!((#r - 1 - __p)) } else { quote!(__p) };
-        let scan = quote! {
+        let code = quote! {
+            #stage
+            #d::bar_sync();
             {
                 let __px = __smem.add(#off) as *mut #acc_t;
                 let __pt = (__smem.add(#off_tot) as *mut #acc_t).add(__warp * 32);
@@ -1537,45 +1604,41 @@ impl<'a> DevGen<'a> {
                     let __base = (__o / #inner) * (#r * #inner) + (__o % #inner);
                     let __lo = __lane * #run;
                     let __hi = if __lo + #run < #r { __lo + #run } else { #r };
-                    let mut __a: #acc_t = #identity;
-                    let mut __p: usize = __lo;
-                    while __p < __hi {
-                        __a = #combine(__a, #d::load(__px.add(__base + #pos * #inner)));
+                    if __lo < __hi {
+                        let mut __p: usize = __lo;
+                        let mut __a: #acc_t = #d::load(__px.add(__base + #pos * #inner));
                         __p += 1;
+                        while __p < __hi {
+                            __a = #combine(__a, #d::load(__px.add(__base + #pos * #inner)));
+                            __p += 1;
+                        }
+                        #d::store(__pt.add(__lane), __a);
                     }
-                    #d::store(__pt.add(__lane), __a);
                     #d::warp_sync();
-                    let mut __pre: #acc_t = #identity;
-                    let mut __l: usize = 0;
-                    while __l < __lane {
-                        __pre = #combine(__pre, #d::load(__pt.add(__l)));
-                        __l += 1;
-                    }
-                    __p = __lo;
-                    while __p < __hi {
-                        let __e = __px.add(__base + #pos * #inner);
-                        __pre = #combine(__pre, #d::load(__e));
-                        #d::store(__e, __pre);
-                        __p += 1;
+                    if __lo < __hi {
+                        let mut __p: usize = __lo;
+                        // Lane 0 starts from its run's first element, the others from the
+                        // totals of the runs before theirs.
+                        let mut __pre: #acc_t = if __lane == 0 { __p += 1; #d::load(__px.add(__base + #pos * #inner)) } else { #d::load(__pt) };
+                        let mut __l: usize = 1;
+                        while __l < __lane {
+                            __pre = #combine(__pre, #d::load(__pt.add(__l)));
+                            __l += 1;
+                        }
+                        while __p < __hi {
+                            let __e = __px.add(__base + #pos * #inner);
+                            __pre = #combine(__pre, #d::load(__e));
+                            #d::store(__e, __pre);
+                            __p += 1;
+                        }
                     }
                     #d::warp_sync();
                     __o += #warps;
                 }
             }
+            #d::bar_sync();
         };
-        let out = self.fresh("scan");
-        let pt = self.per_thread(nx);
-        let gather = self.phase(nx, |_| quote!(#out[__j] = #from_acc(#d::load((__smem.add(#off) as *mut #acc_t).add(__f)));));
-        self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: t.clone(), numel: nx, layout: Layout::Cyclic });
-        quote! {
-            let mut #out: [#t; #pt] = unsafe { ::core::mem::zeroed() };
-            #stage
-            #d::bar_sync();
-            #scan
-            #d::bar_sync();
-            #gather
-            #d::bar_sync();
-        }
+        (code, off, acc_t, from_acc)
     }
 
     // ---------------------------------------------------------------- statements
@@ -1592,6 +1655,8 @@ impl<'a> DevGen<'a> {
             Stmt::If { cond, .. } => vec![*cond],
             // Its condition is computed by its `pre` statements, inside the loop.
             Stmt::While { .. } | Stmt::Return => vec![],
+            Stmt::Assert { cond, operands, .. } => std::iter::once(*cond).chain(operands.iter().map(|(_, e)| *e)).collect(),
+            Stmt::Print { values, .. } => values.clone(),
         }
     }
 
@@ -1678,6 +1743,8 @@ impl<'a> DevGen<'a> {
     fn touches_global(&self, s: &Stmt) -> bool {
         match s {
             Stmt::Let { value, .. } | Stmt::Assign { value, .. } => self.loads_in(*value),
+            // The fault record they may write is no memory the kernel reads.
+            Stmt::Assert { .. } | Stmt::Print { .. } => Self::stmt_roots(s).into_iter().any(|e| self.loads_in(e)),
             _ => true,
         }
     }
@@ -1891,6 +1958,8 @@ impl<'a> DevGen<'a> {
                 quote!(loop { #pre if !#c { break; } #body })
             }
             Stmt::Return => quote!(return;),
+            Stmt::Assert { cond, operands, span, .. } => self.gen_assert(*cond, operands, *span),
+            Stmt::Print { prefix, values, .. } => self.gen_print(prefix, values),
         }
     }
 }

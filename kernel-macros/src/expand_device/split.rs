@@ -44,10 +44,12 @@ pub(super) fn count_loops(stmts: &[Stmt]) -> usize {
         .sum()
 }
 
-/// Whether `s` writes memory: a store or an atomic (itself or a statement inside it).
+/// Whether `s` writes memory or has another effect that the parts of a split program would
+/// repeat: a store, an atomic, a `device_print` or a `device_assert` (itself or a statement
+/// inside it).
 fn stores(k: &Kernel, s: &Stmt) -> bool {
     match s {
-        Stmt::Store { .. } => true,
+        Stmt::Store { .. } | Stmt::Print { .. } | Stmt::Assert { .. } => true,
         Stmt::Let { value, .. } => matches!(k.exprs[*value].kind, ExprKind::Atomic { .. }),
         Stmt::For { body, .. } => body.iter().any(|s| stores(k, s)),
         Stmt::While { pre, body, .. } => pre.iter().chain(body).any(|s| stores(k, s)),

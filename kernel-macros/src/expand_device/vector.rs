@@ -25,7 +25,7 @@ impl DevGen<'_> {
                 LocalKind::Inline(v) | LocalKind::Pure(v) => self.own_loads(v, out),
                 _ => {}
             },
-            ExprKind::Dot { .. } | ExprKind::Reduce { .. } | ExprKind::Scan { .. } | ExprKind::Trans(_) => {}
+            ExprKind::Dot { .. } | ExprKind::Reduce { .. } | ExprKind::Scan { .. } | ExprKind::ReduceWith { .. } | ExprKind::Trans(_) => {}
             // The flat order is unchanged: the operand is read at the same index.
             ExprKind::ExpandDims(x, _) | ExprKind::Reshape(x) if !self.shapes[*x].is_empty() => self.own_loads(*x, out),
             kind => {

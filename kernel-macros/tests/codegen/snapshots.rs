@@ -110,14 +110,14 @@ fn stem(p: &Path) -> String {
 }
 
 /// The examples (`examples/src/*.rs`), the kernels of the GPU test suite
-/// (`tests/src/*.rs` but `lib.rs` and `host.rs`) and the corpus (`kernel-macros/tests/codegen/in/*.rs`, whose host
+/// (`tests/src/*.rs` but `lib.rs`, `host.rs` and `guide.rs`, the guide's doctests) and the corpus (`kernel-macros/tests/codegen/in/*.rs`, whose host
 /// modules are not written: its kernels are there for their device code, and the launchers and
 /// CPU functions of the others cover the host side).
 fn sources() -> Vec<Source> {
     let examples = rust_files(&repo().join("examples/src")).into_iter().map(|path| Source { out: format!("examples/{}", stem(&path)), path, has_kernels: false, host: true });
     let tests = rust_files(&repo().join("tests/src"))
         .into_iter()
-        .filter(|path| !matches!(stem(path).as_str(), "lib" | "host"))
+        .filter(|path| !matches!(stem(path).as_str(), "lib" | "host" | "guide"))
         .map(|path| Source { out: format!("tests/{}", stem(&path)), path, has_kernels: true, host: true });
     let corpus = rust_files(&codegen_dir().join("in")).into_iter().map(|path| {
         let out = stem(&path);

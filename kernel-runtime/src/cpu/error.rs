@@ -117,6 +117,9 @@ pub enum KernelError {
         /// Column of the loop.
         column: u32,
     },
+    /// A `device_assert` whose condition was false.
+    #[error("{0}")]
+    Assertion(AssertionFailure),
     /// A broken invariant of the generated code or the runtime (a bug, not a
     /// user error): block shape mismatch, bad pointer argument index, ...
     #[error("internal error in kernel `{kernel}`: {message} (this is a bug in kernel-macros or kernel-runtime)")]
@@ -127,3 +130,60 @@ pub enum KernelError {
         message: String,
     },
 }
+
+/// A failed `device_assert`: where, the message, and the first element of the program where
+/// the condition was false, with the values of the condition's operands there when it is a
+/// comparison. The CPU backend returns it as [`KernelError::Assertion`], the GPU as
+/// [`DeviceError::Assertion`](crate::DeviceError::Assertion).
+///
+/// ```
+/// use kernel_runtime::cpu::AssertionFailure;
+/// let f = AssertionFailure {
+///     kernel: "k", line: 12, column: 5, condition: "offs < n".into(), message: "offsets in range".into(),
+///     program: [1, 0, 0], index: Some(70), operands: vec![("offs".into(), "134".into()), ("n".into(), "100".into())],
+/// };
+/// assert_eq!(
+///     f.to_string(),
+///     "device_assert failed in kernel `k` at line 12, column 5: offsets in range: \
+///      `offs < n` is false at element 70 of program (1, 0, 0), where offs = 134, n = 100"
+/// );
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AssertionFailure {
+    /// The kernel's name.
+    pub kernel: &'static str,
+    /// Line of the `device_assert`.
+    pub line: u32,
+    /// Column of the `device_assert`.
+    pub column: u32,
+    /// The condition, as written.
+    pub condition: String,
+    /// The message (empty when none was given).
+    pub message: String,
+    /// The program id of the failing program.
+    pub program: [u32; 3],
+    /// The flat (row-major) index of the first failing element; `None` for a scalar condition.
+    pub index: Option<usize>,
+    /// The condition's operands when it is a comparison: (as written, value at the element).
+    pub operands: Vec<(String, String)>,
+}
+
+impl std::fmt::Display for AssertionFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "device_assert failed in kernel `{}` at line {}, column {}: ", self.kernel, self.line, self.column)?;
+        if !self.message.is_empty() {
+            write!(f, "{}: ", self.message)?;
+        }
+        let [x, y, z] = self.program;
+        match self.index {
+            Some(i) => write!(f, "`{}` is false at element {i} of program ({x}, {y}, {z})", self.condition)?,
+            None => write!(f, "`{}` is false in program ({x}, {y}, {z})", self.condition)?,
+        }
+        for (i, (text, value)) in self.operands.iter().enumerate() {
+            write!(f, "{}{text} = {value}", if i == 0 { ", where " } else { ", " })?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for AssertionFailure {}

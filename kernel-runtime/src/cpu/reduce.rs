@@ -95,6 +95,26 @@ pub fn scan<T: Elem>(b: &Blk<T>, axis: usize, reverse: bool, f: impl Fn(T, T) ->
     Blk { shape: b.shape.clone(), data }
 }
 
+/// `f` folded along `axis` (which is removed), starting from each line's first element:
+/// `reduce(x, axis, combine)` with a combine function.
+///
+/// # Panics
+/// When `axis >= rank` or the axis is empty (internal errors: blocks have no empty axis).
+///
+/// ```
+/// use kernel_runtime::__private::cpu::{reduce_with, Blk};
+/// let b = Blk::from_vec(vec![2, 3], vec![1, 5, 3, 4, 2, 6]);
+/// assert_eq!(reduce_with(&b, 1, |x: i32, y| x.max(y) * 10 + x.min(y)).data(), &[513, 426]);
+/// ```
+pub fn reduce_with<T: Num>(b: &Blk<T>, axis: usize, f: impl Fn(T, T) -> T) -> Blk<T> {
+    reduce("reduce_with", b, axis, |d, start, stride, n| {
+        if n == 0 {
+            internal("reduce_with: an empty axis".to_string());
+        }
+        (1..n).fold(d[start], |acc, i| f(acc, d[start + i * stride]))
+    })
+}
+
 /// Applies `f(data, start, stride, n)` to every line along `axis`.
 fn reduce<T: Num>(
     op: &str,

@@ -206,7 +206,7 @@ mod tests {
         configs: &[],
         key: &[],
         instances: std::slice::from_ref(&INST),
-        module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] },
+        module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] }, asserts: &[],
     };
 
     #[test]

@@ -29,6 +29,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use cudarc::driver::sys::CUdevice_attribute as Attr;
 use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaStream, DriverError};
 
+use crate::cpu::AssertionFailure;
 use crate::error::DeviceError;
 
 /// An opened CUDA device: its context, its stream and the properties the
@@ -77,8 +78,55 @@ pub(crate) struct FaultState {
     tags: Vec<(&'static crate::launch::KernelInfo, usize)>,
 }
 
-/// Words of the fault record: set flag, tag, parameter, line, index (2), length (2).
-const FAULT_WORDS: usize = 8;
+/// Words of the fault record: set flag, tag, parameter, line, index (2), then for an
+/// out-of-bounds access the length (2), for an assertion (parameter [`ASSERT_PARAM`]) the
+/// column, the operand word, the program id (3) and two values (2 each); see `kernel_std`'s
+/// `report_fault` and `report_assert`.
+const FAULT_WORDS: usize = 16;
+
+/// The parameter word of a recorded `device_assert` (`kernel_std::device::ASSERT_PARAM`).
+const ASSERT_PARAM: u32 = u32::MAX - 1;
+
+/// The failed `device_assert` of a fault record `w` of a kernel of `info` (see [`FAULT_WORDS`]):
+/// the record gives the position, element, program and operand values, `info`'s table the
+/// condition, message and operand texts.
+fn assertion_failure(info: Option<&'static crate::launch::KernelInfo>, w: &[u32; FAULT_WORDS]) -> AssertionFailure {
+    let (line, column) = (w[3], w[6]);
+    let site = info.and_then(|i| i.assert_at(line, column));
+    let count = (w[7] & 0xff) as usize;
+    let operands = (0..count.min(2))
+        .map(|i| {
+            let bits = u64::from(w[11 + 2 * i]) | (u64::from(w[12 + 2 * i]) << 32);
+            let text = site.and_then(|s| s.operands.get(i)).copied().unwrap_or("?");
+            (text.to_string(), assert_value_text((w[7] >> (8 + 8 * i)) & 0xff, bits))
+        })
+        .collect();
+    AssertionFailure {
+        kernel: info.map_or("?", |i| i.name),
+        line,
+        column,
+        condition: site.map_or("?", |s| s.condition).to_string(),
+        message: site.map_or("", |s| s.message).to_string(),
+        program: [w[8], w[9], w[10]],
+        index: (w[7] & (1 << 31) == 0).then(|| (u64::from(w[4]) | (u64::from(w[5]) << 32)) as usize),
+        operands,
+    }
+}
+
+/// A value recorded by `device_assert` as text, the way the CPU backend prints it: `code` is
+/// the dtype's position in f16, bf16, f32, f64, i32, u32, i64, bool (`kernel-macros`' order).
+fn assert_value_text(code: u32, bits: u64) -> String {
+    match code {
+        0 => half::f16::from_bits(bits as u16).to_string(),
+        1 => half::bf16::from_bits(bits as u16).to_string(),
+        2 => f32::from_bits(bits as u32).to_string(),
+        3 => f64::from_bits(bits).to_string(),
+        4 => (bits as u32 as i32).to_string(),
+        5 => (bits as u32).to_string(),
+        6 => (bits as i64).to_string(),
+        _ => (bits != 0).to_string(),
+    }
+}
 
 impl fmt::Debug for CudaDevice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -303,6 +351,13 @@ impl CudaDevice {
         // SAFETY: as above.
         unsafe { self.memset_d8(record, 0, FAULT_WORDS * 4)? };
         self.call("cuStreamSynchronize", || self.stream.synchronize())?;
+        if w[2] == ASSERT_PARAM {
+            let (info, entry) = match st.tags.get(w[1] as usize) {
+                Some((info, n)) => (Some(*info), info.instances.get(*n).map_or("?", |i| i.entry)),
+                None => (None, "?"),
+            };
+            return Err(DeviceError::Assertion { device: self.label.clone(), entry, failure: assertion_failure(info, &w) });
+        }
         let (kernel, entry, arg) = match st.tags.get(w[1] as usize) {
             Some((info, n)) => (
                 info.name,
@@ -339,5 +394,43 @@ impl CudaDevice {
             "CUDA device {}: {} (sm_{}{}, {} SMs)",
             self.ordinal, self.name, self.cc.0, self.cc.1, self.sm_count
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::launch::{AssertInfo, KernelInfo, ModuleInfo};
+
+    static INFO: KernelInfo = KernelInfo {
+        name: "k",
+        params: &[],
+        configs: &[],
+        key: &[],
+        instances: &[],
+        module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] },
+        asserts: &[AssertInfo { line: 9, column: 5, condition: "x < n", message: "in range", operands: &["x", "n"] }],
+    };
+
+    /// A record as `report_assert` writes it: an f32 and an i32 operand, element 70 of
+    /// program (3, 1, 0).
+    #[test]
+    fn assertion_records_decode_with_the_kernels_table() {
+        let mut w = [0u32; FAULT_WORDS];
+        w[..8].copy_from_slice(&[1, 0, ASSERT_PARAM, 9, 70, 0, 5, 2 | (2 << 8) | (4 << 16)]);
+        w[8..15].copy_from_slice(&[3, 1, 0, 2.5f32.to_bits(), 0, (-4i32) as u32, 0]);
+        let f = assertion_failure(Some(&INFO), &w);
+        assert_eq!(
+            f.to_string(),
+            "device_assert failed in kernel `k` at line 9, column 5: in range: `x < n` is false at element 70 of program (3, 1, 0), where x = 2.5, n = -4"
+        );
+        // A scalar condition has no element; an unknown position keeps what the record holds.
+        w[7] = 1 << 31;
+        w[6] = 6;
+        let f = assertion_failure(Some(&INFO), &w);
+        assert_eq!((f.index, f.condition.as_str(), f.operands.len()), (None, "?", 0));
+        assert_eq!(assert_value_text(0, 0x3c00), "1");
+        assert_eq!(assert_value_text(7, 1), "true");
+        assert_eq!(assert_value_text(6, u64::MAX), "-1");
     }
 }

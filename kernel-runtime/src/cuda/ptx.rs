@@ -195,11 +195,11 @@ unsafe impl Sync for LoadedFunction {}
 /// partly written. `None` when they agree or there is no manifest.
 pub(crate) fn manifest_mismatch(ptx_path: &Path, ptx: &[u8]) -> Option<String> {
     let path = Manifest::path_for(ptx_path);
-    mismatch_message(ptx_path, &path, Manifest::read(&path), ptx)
+    mismatch_message(ptx_path, &path, &Manifest::read(&path), ptx)
 }
 
 /// [`manifest_mismatch`] for a manifest read from `manifest_path` (for messages) with `read`.
-fn mismatch_message(ptx_path: &Path, manifest_path: &Path, read: Result<Manifest, ManifestError>, ptx: &[u8]) -> Option<String> {
+fn mismatch_message(ptx_path: &Path, manifest_path: &Path, read: &Result<Manifest, ManifestError>, ptx: &[u8]) -> Option<String> {
     match read {
         Ok(m) if m.ptx_matches(ptx) => None,
         Ok(m) => Some(format!(
@@ -219,10 +219,12 @@ fn mismatch_message(ptx_path: &Path, manifest_path: &Path, read: Result<Manifest
 /// the driver's JIT compilation of the PTX (seconds to a minute for large modules).
 /// `jit_ptx` ([`Settings::jit_ptx`](crate::Settings::jit_ptx)) ignores it.
 pub(crate) fn matching_cubin(ptx_path: &Path, ptx: &[u8], jit_ptx: bool) -> Option<Vec<u8>> {
-    if jit_ptx {
-        return None;
-    }
-    let manifest = Manifest::read(&Manifest::path_for(ptx_path)).ok()?;
+    file_cubin(ptx_path, &Manifest::read(&Manifest::path_for(ptx_path)), ptx, jit_ptx)
+}
+
+/// [`matching_cubin`] with the manifest already read.
+fn file_cubin(ptx_path: &Path, read: &Result<Manifest, ManifestError>, ptx: &[u8], jit_ptx: bool) -> Option<Vec<u8>> {
+    let manifest = read.as_ref().ok().filter(|_| !jit_ptx)?;
     let cubin = std::fs::read(ptx_path.with_file_name(manifest.cubin.as_deref()?)).ok()?;
     (manifest.ptx_matches(ptx) && manifest.cubin_matches(&cubin)).then_some(cubin)
 }
@@ -238,16 +240,21 @@ fn embedded_manifest(m: &EmbeddedModule) -> Result<Manifest, ManifestError> {
 
 /// [`manifest_mismatch`] for an embedded module.
 pub(crate) fn embedded_mismatch(m: &EmbeddedModule) -> Option<String> {
+    embedded_mismatch_with(m, &embedded_manifest(m))
+}
+
+fn embedded_mismatch_with(m: &EmbeddedModule, read: &Result<Manifest, ManifestError>) -> Option<String> {
     let path = embedded_key(m);
-    mismatch_message(&path, &Manifest::path_for(&path), embedded_manifest(m), m.ptx)
+    mismatch_message(&path, &Manifest::path_for(&path), read, m.ptx)
 }
 
 /// [`matching_cubin`] for an embedded module: its cubin when its manifest's hashes match both.
 pub(crate) fn embedded_cubin(m: &EmbeddedModule, jit_ptx: bool) -> Option<&'static [u8]> {
-    if jit_ptx || m.cubin.is_empty() {
-        return None;
-    }
-    let manifest = embedded_manifest(m).ok()?;
+    embedded_cubin_with(m, &embedded_manifest(m), jit_ptx)
+}
+
+fn embedded_cubin_with(m: &EmbeddedModule, read: &Result<Manifest, ManifestError>, jit_ptx: bool) -> Option<&'static [u8]> {
+    let manifest = read.as_ref().ok().filter(|_| !jit_ptx && !m.cubin.is_empty())?;
     (manifest.ptx_matches(m.ptx) && manifest.cubin_matches(m.cubin)).then_some(m.cubin)
 }
 
@@ -260,20 +267,26 @@ struct SourceBytes {
     cubin: Option<Vec<u8>>,
 }
 
-/// The PTX bytes of `source`, with the warning its manifest gives and its matching cubin.
+/// The PTX bytes of `source`, with the warning its manifest gives and its matching cubin (the
+/// manifest read and parsed once).
 fn read_source(source: &PtxSource, jit_ptx: bool) -> std::io::Result<SourceBytes> {
     Ok(match source {
         PtxSource::File(path) => {
             let ptx = std::fs::read(path)?;
-            let warning = manifest_mismatch(path, &ptx);
-            let cubin = matching_cubin(path, &ptx, jit_ptx);
+            let manifest_path = Manifest::path_for(path);
+            let manifest = Manifest::read(&manifest_path);
+            let warning = mismatch_message(path, &manifest_path, &manifest, &ptx);
+            let cubin = file_cubin(path, &manifest, &ptx, jit_ptx);
             SourceBytes { ptx, warning, cubin }
         }
-        PtxSource::Embedded(m) => SourceBytes {
-            ptx: m.ptx.to_vec(),
-            warning: embedded_mismatch(m),
-            cubin: embedded_cubin(m, jit_ptx).map(<[u8]>::to_vec),
-        },
+        PtxSource::Embedded(m) => {
+            let manifest = embedded_manifest(m);
+            SourceBytes {
+                ptx: m.ptx.to_vec(),
+                warning: embedded_mismatch_with(m, &manifest),
+                cubin: embedded_cubin_with(m, &manifest, jit_ptx).map(<[u8]>::to_vec),
+            }
+        }
     })
 }
 
@@ -652,7 +665,7 @@ mod tests {
             configs: &[],
             key: &[],
             instances: std::slice::from_ref(&INST),
-            module: crate::launch::ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] },
+            module: crate::launch::ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] }, asserts: &[],
         };
         assert!(check_shared(&INFO, &INST, 232_448, 232_448).is_ok());
         let e = check_shared(&INFO, &INST, 300_000, 232_448).unwrap_err();

@@ -238,7 +238,7 @@ mod tests {
         configs: &[],
         key: &[],
         instances: &[],
-        module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] },
+        module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] }, asserts: &[],
     };
     const OP: TmaOperand = TmaOperand { ptr: 0, row_stride: 2, col_stride: Some(3), box_inner: 64, box_rows: 128, swizzle: 128 };
 

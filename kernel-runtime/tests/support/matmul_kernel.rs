@@ -35,7 +35,7 @@ pub static INFO: KernelInfo = KernelInfo {
     configs: &CONFIGS,
     key: &["M", "N", "K"],
     instances: &[],
-    module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] },
+    module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] }, asserts: &[],
 };
 
 const fn site(line: u32, column: u32) -> Site {

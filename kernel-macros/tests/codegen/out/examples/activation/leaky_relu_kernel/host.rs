@@ -66,6 +66,7 @@ pub mod leaky_relu_kernel {
       manifest_dir: env!("CARGO_MANIFEST_DIR"),
       embedded: &[],
     },
+    asserts: &[],
   };
   fn __meta_for(__config: usize, BLOCK_SIZE: i32) -> Meta {
     match __config {

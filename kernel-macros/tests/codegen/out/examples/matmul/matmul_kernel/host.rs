@@ -1302,6 +1302,7 @@ pub mod matmul_kernel {
       manifest_dir: env!("CARGO_MANIFEST_DIR"),
       embedded: &[],
     },
+    asserts: &[],
   };
   fn __meta_for(__config: usize) -> Meta {
     match __config {

@@ -104,6 +104,7 @@ pub mod add_strided_kernel {
       manifest_dir: env!("CARGO_MANIFEST_DIR"),
       embedded: &[],
     },
+    asserts: &[],
   };
   fn __meta_for(__config: usize, BLOCK_SIZE: i32) -> Meta {
     match __config {

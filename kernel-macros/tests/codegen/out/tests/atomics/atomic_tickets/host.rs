@@ -97,6 +97,7 @@ pub mod atomic_tickets {
       manifest_dir: env!("CARGO_MANIFEST_DIR"),
       embedded: &[],
     },
+    asserts: &[],
   };
   fn __meta_for(__config: usize, B: i32) -> Meta {
     match __config {

@@ -79,6 +79,7 @@ pub mod bf16_dot_trans {
       manifest_dir: env!("CARGO_MANIFEST_DIR"),
       embedded: &[],
     },
+    asserts: &[],
   };
   fn __meta_for(__config: usize, BM: i32, BN: i32, BK: i32) -> Meta {
     match __config {

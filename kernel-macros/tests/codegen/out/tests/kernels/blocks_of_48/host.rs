@@ -90,6 +90,7 @@ pub mod blocks_of_48 {
       manifest_dir: env!("CARGO_MANIFEST_DIR"),
       embedded: &[],
     },
+    asserts: &[],
   };
   fn __meta_for(__config: usize, B: i32) -> Meta {
     match __config {

@@ -76,6 +76,7 @@ pub mod countdown {
       manifest_dir: env!("CARGO_MANIFEST_DIR"),
       embedded: &[],
     },
+    asserts: &[],
   };
   fn __meta_for(__config: usize, B: i32, DOUBLE: bool) -> Meta {
     match __config {

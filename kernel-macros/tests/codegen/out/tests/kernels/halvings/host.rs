@@ -72,6 +72,7 @@ pub mod halvings {
       manifest_dir: env!("CARGO_MANIFEST_DIR"),
       embedded: &[],
     },
+    asserts: &[],
   };
   fn __meta_for(__config: usize, B: i32) -> Meta {
     match __config {

@@ -72,6 +72,7 @@ pub mod reduce_both_axes {
       manifest_dir: env!("CARGO_MANIFEST_DIR"),
       embedded: &[],
     },
+    asserts: &[],
   };
   fn __meta_for(__config: usize, R: i32, C: i32) -> Meta {
     match __config {

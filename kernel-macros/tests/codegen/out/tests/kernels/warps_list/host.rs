@@ -135,6 +135,7 @@ pub mod warps_list {
       manifest_dir: env!("CARGO_MANIFEST_DIR"),
       embedded: &[],
     },
+    asserts: &[],
   };
   fn __meta_for(__config: usize, B: i32) -> Meta {
     match __config {

@@ -175,41 +175,51 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
         let __base = (__o / 1usize) * (64usize * 1usize) + (__o % 1usize);
         let __lo = __lane * 2usize;
         let __hi = if __lo + 2usize < 64usize { __lo + 2usize } else { 64usize };
-        let mut __a: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        );
-        let mut __p: usize = __lo;
-        while __p < __hi {
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __px.add(__base + __p * 1usize),
+          );
+          __p += 1;
+          while __p < __hi {
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(
+                __px.add(__base + __p * 1usize),
+              ),
+            );
+            __p += 1;
+          }
+          ::kernel_std::__private::device::store(__pt.add(__lane), __a);
+        }
+        ::kernel_std::__private::device::warp_sync();
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __pre: f32 = if __lane == 0 {
+            __p += 1;
             ::kernel_std::__private::device::load(
               __px.add(__base + __p * 1usize),
-            ),
-          );
-          __p += 1;
-        }
-        ::kernel_std::__private::device::store(__pt.add(__lane), __a);
-        ::kernel_std::__private::device::warp_sync();
-        let mut __pre: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        );
-        let mut __l: usize = 0;
-        while __l < __lane {
-          __pre = <f32 as ::kernel_std::__private::device::Num>::add(
-            __pre,
-            ::kernel_std::__private::device::load(__pt.add(__l)),
-          );
-          __l += 1;
-        }
-        __p = __lo;
-        while __p < __hi {
-          let __e = __px.add(__base + __p * 1usize);
-          __pre = <f32 as ::kernel_std::__private::device::Num>::add(
-            __pre,
-            ::kernel_std::__private::device::load(__e),
-          );
-          ::kernel_std::__private::device::store(__e, __pre);
-          __p += 1;
+            )
+          } else {
+            ::kernel_std::__private::device::load(__pt)
+          };
+          let mut __l: usize = 1;
+          while __l < __lane {
+            __pre = <f32 as ::kernel_std::__private::device::Num>::add(
+              __pre,
+              ::kernel_std::__private::device::load(__pt.add(__l)),
+            );
+            __l += 1;
+          }
+          while __p < __hi {
+            let __e = __px.add(__base + __p * 1usize);
+            __pre = <f32 as ::kernel_std::__private::device::Num>::add(
+              __pre,
+              ::kernel_std::__private::device::load(__e),
+            );
+            ::kernel_std::__private::device::store(__e, __pre);
+            __p += 1;
+          }
         }
         ::kernel_std::__private::device::warp_sync();
         __o += 4usize;
@@ -342,41 +352,51 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
         let __base = (__o / 64usize) * (4usize * 64usize) + (__o % 64usize);
         let __lo = __lane * 1usize;
         let __hi = if __lo + 1usize < 4usize { __lo + 1usize } else { 4usize };
-        let mut __a: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        );
-        let mut __p: usize = __lo;
-        while __p < __hi {
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __px.add(__base + (4usize - 1 - __p) * 64usize),
+          );
+          __p += 1;
+          while __p < __hi {
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(
+                __px.add(__base + (4usize - 1 - __p) * 64usize),
+              ),
+            );
+            __p += 1;
+          }
+          ::kernel_std::__private::device::store(__pt.add(__lane), __a);
+        }
+        ::kernel_std::__private::device::warp_sync();
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __pre: f32 = if __lane == 0 {
+            __p += 1;
             ::kernel_std::__private::device::load(
               __px.add(__base + (4usize - 1 - __p) * 64usize),
-            ),
-          );
-          __p += 1;
-        }
-        ::kernel_std::__private::device::store(__pt.add(__lane), __a);
-        ::kernel_std::__private::device::warp_sync();
-        let mut __pre: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        );
-        let mut __l: usize = 0;
-        while __l < __lane {
-          __pre = <f32 as ::kernel_std::__private::device::Num>::add(
-            __pre,
-            ::kernel_std::__private::device::load(__pt.add(__l)),
-          );
-          __l += 1;
-        }
-        __p = __lo;
-        while __p < __hi {
-          let __e = __px.add(__base + (4usize - 1 - __p) * 64usize);
-          __pre = <f32 as ::kernel_std::__private::device::Num>::add(
-            __pre,
-            ::kernel_std::__private::device::load(__e),
-          );
-          ::kernel_std::__private::device::store(__e, __pre);
-          __p += 1;
+            )
+          } else {
+            ::kernel_std::__private::device::load(__pt)
+          };
+          let mut __l: usize = 1;
+          while __l < __lane {
+            __pre = <f32 as ::kernel_std::__private::device::Num>::add(
+              __pre,
+              ::kernel_std::__private::device::load(__pt.add(__l)),
+            );
+            __l += 1;
+          }
+          while __p < __hi {
+            let __e = __px.add(__base + (4usize - 1 - __p) * 64usize);
+            __pre = <f32 as ::kernel_std::__private::device::Num>::add(
+              __pre,
+              ::kernel_std::__private::device::load(__e),
+            );
+            ::kernel_std::__private::device::store(__e, __pre);
+            __p += 1;
+          }
         }
         ::kernel_std::__private::device::warp_sync();
         __o += 4usize;
@@ -508,41 +528,51 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
         let __base = (__o / 1usize) * (64usize * 1usize) + (__o % 1usize);
         let __lo = __lane * 2usize;
         let __hi = if __lo + 2usize < 64usize { __lo + 2usize } else { 64usize };
-        let mut __a: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          1,
-        );
-        let mut __p: usize = __lo;
-        while __p < __hi {
-          __a = <f32 as ::kernel_std::__private::device::Num>::mul(
-            __a,
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __px.add(__base + (64usize - 1 - __p) * 1usize),
+          );
+          __p += 1;
+          while __p < __hi {
+            __a = <f32 as ::kernel_std::__private::device::Num>::mul(
+              __a,
+              ::kernel_std::__private::device::load(
+                __px.add(__base + (64usize - 1 - __p) * 1usize),
+              ),
+            );
+            __p += 1;
+          }
+          ::kernel_std::__private::device::store(__pt.add(__lane), __a);
+        }
+        ::kernel_std::__private::device::warp_sync();
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __pre: f32 = if __lane == 0 {
+            __p += 1;
             ::kernel_std::__private::device::load(
               __px.add(__base + (64usize - 1 - __p) * 1usize),
-            ),
-          );
-          __p += 1;
-        }
-        ::kernel_std::__private::device::store(__pt.add(__lane), __a);
-        ::kernel_std::__private::device::warp_sync();
-        let mut __pre: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          1,
-        );
-        let mut __l: usize = 0;
-        while __l < __lane {
-          __pre = <f32 as ::kernel_std::__private::device::Num>::mul(
-            __pre,
-            ::kernel_std::__private::device::load(__pt.add(__l)),
-          );
-          __l += 1;
-        }
-        __p = __lo;
-        while __p < __hi {
-          let __e = __px.add(__base + (64usize - 1 - __p) * 1usize);
-          __pre = <f32 as ::kernel_std::__private::device::Num>::mul(
-            __pre,
-            ::kernel_std::__private::device::load(__e),
-          );
-          ::kernel_std::__private::device::store(__e, __pre);
-          __p += 1;
+            )
+          } else {
+            ::kernel_std::__private::device::load(__pt)
+          };
+          let mut __l: usize = 1;
+          while __l < __lane {
+            __pre = <f32 as ::kernel_std::__private::device::Num>::mul(
+              __pre,
+              ::kernel_std::__private::device::load(__pt.add(__l)),
+            );
+            __l += 1;
+          }
+          while __p < __hi {
+            let __e = __px.add(__base + (64usize - 1 - __p) * 1usize);
+            __pre = <f32 as ::kernel_std::__private::device::Num>::mul(
+              __pre,
+              ::kernel_std::__private::device::load(__e),
+            );
+            ::kernel_std::__private::device::store(__e, __pre);
+            __p += 1;
+          }
         }
         ::kernel_std::__private::device::warp_sync();
         __o += 4usize;
@@ -722,41 +752,51 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
         let __base = (__o / 1usize) * (64usize * 1usize) + (__o % 1usize);
         let __lo = __lane * 2usize;
         let __hi = if __lo + 2usize < 64usize { __lo + 2usize } else { 64usize };
-        let mut __a: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        );
-        let mut __p: usize = __lo;
-        while __p < __hi {
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __px.add(__base + __p * 1usize),
+          );
+          __p += 1;
+          while __p < __hi {
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(
+                __px.add(__base + __p * 1usize),
+              ),
+            );
+            __p += 1;
+          }
+          ::kernel_std::__private::device::store(__pt.add(__lane), __a);
+        }
+        ::kernel_std::__private::device::warp_sync();
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __pre: f32 = if __lane == 0 {
+            __p += 1;
             ::kernel_std::__private::device::load(
               __px.add(__base + __p * 1usize),
-            ),
-          );
-          __p += 1;
-        }
-        ::kernel_std::__private::device::store(__pt.add(__lane), __a);
-        ::kernel_std::__private::device::warp_sync();
-        let mut __pre: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        );
-        let mut __l: usize = 0;
-        while __l < __lane {
-          __pre = <f32 as ::kernel_std::__private::device::Num>::add(
-            __pre,
-            ::kernel_std::__private::device::load(__pt.add(__l)),
-          );
-          __l += 1;
-        }
-        __p = __lo;
-        while __p < __hi {
-          let __e = __px.add(__base + __p * 1usize);
-          __pre = <f32 as ::kernel_std::__private::device::Num>::add(
-            __pre,
-            ::kernel_std::__private::device::load(__e),
-          );
-          ::kernel_std::__private::device::store(__e, __pre);
-          __p += 1;
+            )
+          } else {
+            ::kernel_std::__private::device::load(__pt)
+          };
+          let mut __l: usize = 1;
+          while __l < __lane {
+            __pre = <f32 as ::kernel_std::__private::device::Num>::add(
+              __pre,
+              ::kernel_std::__private::device::load(__pt.add(__l)),
+            );
+            __l += 1;
+          }
+          while __p < __hi {
+            let __e = __px.add(__base + __p * 1usize);
+            __pre = <f32 as ::kernel_std::__private::device::Num>::add(
+              __pre,
+              ::kernel_std::__private::device::load(__e),
+            );
+            ::kernel_std::__private::device::store(__e, __pre);
+            __p += 1;
+          }
         }
         ::kernel_std::__private::device::warp_sync();
         __o += 4usize;
@@ -1003,41 +1043,51 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
         let __base = (__o / 1usize) * (64usize * 1usize) + (__o % 1usize);
         let __lo = __lane * 2usize;
         let __hi = if __lo + 2usize < 64usize { __lo + 2usize } else { 64usize };
-        let mut __a: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        );
-        let mut __p: usize = __lo;
-        while __p < __hi {
-          __a = <i32 as ::kernel_std::__private::device::Num>::add(
-            __a,
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __a: i32 = ::kernel_std::__private::device::load(
+            __px.add(__base + __p * 1usize),
+          );
+          __p += 1;
+          while __p < __hi {
+            __a = <i32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(
+                __px.add(__base + __p * 1usize),
+              ),
+            );
+            __p += 1;
+          }
+          ::kernel_std::__private::device::store(__pt.add(__lane), __a);
+        }
+        ::kernel_std::__private::device::warp_sync();
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __pre: i32 = if __lane == 0 {
+            __p += 1;
             ::kernel_std::__private::device::load(
               __px.add(__base + __p * 1usize),
-            ),
-          );
-          __p += 1;
-        }
-        ::kernel_std::__private::device::store(__pt.add(__lane), __a);
-        ::kernel_std::__private::device::warp_sync();
-        let mut __pre: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        );
-        let mut __l: usize = 0;
-        while __l < __lane {
-          __pre = <i32 as ::kernel_std::__private::device::Num>::add(
-            __pre,
-            ::kernel_std::__private::device::load(__pt.add(__l)),
-          );
-          __l += 1;
-        }
-        __p = __lo;
-        while __p < __hi {
-          let __e = __px.add(__base + __p * 1usize);
-          __pre = <i32 as ::kernel_std::__private::device::Num>::add(
-            __pre,
-            ::kernel_std::__private::device::load(__e),
-          );
-          ::kernel_std::__private::device::store(__e, __pre);
-          __p += 1;
+            )
+          } else {
+            ::kernel_std::__private::device::load(__pt)
+          };
+          let mut __l: usize = 1;
+          while __l < __lane {
+            __pre = <i32 as ::kernel_std::__private::device::Num>::add(
+              __pre,
+              ::kernel_std::__private::device::load(__pt.add(__l)),
+            );
+            __l += 1;
+          }
+          while __p < __hi {
+            let __e = __px.add(__base + __p * 1usize);
+            __pre = <i32 as ::kernel_std::__private::device::Num>::add(
+              __pre,
+              ::kernel_std::__private::device::load(__e),
+            );
+            ::kernel_std::__private::device::store(__e, __pre);
+            __p += 1;
+          }
         }
         ::kernel_std::__private::device::warp_sync();
         __o += 4usize;
@@ -1170,41 +1220,51 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
         let __base = (__o / 64usize) * (4usize * 64usize) + (__o % 64usize);
         let __lo = __lane * 1usize;
         let __hi = if __lo + 1usize < 4usize { __lo + 1usize } else { 4usize };
-        let mut __a: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-          1,
-        );
-        let mut __p: usize = __lo;
-        while __p < __hi {
-          __a = <i32 as ::kernel_std::__private::device::Num>::mul(
-            __a,
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __a: i32 = ::kernel_std::__private::device::load(
+            __px.add(__base + __p * 64usize),
+          );
+          __p += 1;
+          while __p < __hi {
+            __a = <i32 as ::kernel_std::__private::device::Num>::mul(
+              __a,
+              ::kernel_std::__private::device::load(
+                __px.add(__base + __p * 64usize),
+              ),
+            );
+            __p += 1;
+          }
+          ::kernel_std::__private::device::store(__pt.add(__lane), __a);
+        }
+        ::kernel_std::__private::device::warp_sync();
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __pre: i32 = if __lane == 0 {
+            __p += 1;
             ::kernel_std::__private::device::load(
               __px.add(__base + __p * 64usize),
-            ),
-          );
-          __p += 1;
-        }
-        ::kernel_std::__private::device::store(__pt.add(__lane), __a);
-        ::kernel_std::__private::device::warp_sync();
-        let mut __pre: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-          1,
-        );
-        let mut __l: usize = 0;
-        while __l < __lane {
-          __pre = <i32 as ::kernel_std::__private::device::Num>::mul(
-            __pre,
-            ::kernel_std::__private::device::load(__pt.add(__l)),
-          );
-          __l += 1;
-        }
-        __p = __lo;
-        while __p < __hi {
-          let __e = __px.add(__base + __p * 64usize);
-          __pre = <i32 as ::kernel_std::__private::device::Num>::mul(
-            __pre,
-            ::kernel_std::__private::device::load(__e),
-          );
-          ::kernel_std::__private::device::store(__e, __pre);
-          __p += 1;
+            )
+          } else {
+            ::kernel_std::__private::device::load(__pt)
+          };
+          let mut __l: usize = 1;
+          while __l < __lane {
+            __pre = <i32 as ::kernel_std::__private::device::Num>::mul(
+              __pre,
+              ::kernel_std::__private::device::load(__pt.add(__l)),
+            );
+            __l += 1;
+          }
+          while __p < __hi {
+            let __e = __px.add(__base + __p * 64usize);
+            __pre = <i32 as ::kernel_std::__private::device::Num>::mul(
+              __pre,
+              ::kernel_std::__private::device::load(__e),
+            );
+            ::kernel_std::__private::device::store(__e, __pre);
+            __p += 1;
+          }
         }
         ::kernel_std::__private::device::warp_sync();
         __o += 4usize;
