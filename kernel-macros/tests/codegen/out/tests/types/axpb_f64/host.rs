@@ -84,6 +84,7 @@ pub mod axpb_f64 {
       manifest_dir: env!("CARGO_MANIFEST_DIR"),
       embedded: &[],
     },
+    asserts: &[],
   };
   fn __meta_for(__config: usize, B: i32) -> Meta {
     match __config {

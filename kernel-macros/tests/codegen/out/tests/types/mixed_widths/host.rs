@@ -96,6 +96,7 @@ pub mod mixed_widths {
       manifest_dir: env!("CARGO_MANIFEST_DIR"),
       embedded: &[],
     },
+    asserts: &[],
   };
   fn __meta_for(__config: usize, N: i32) -> Meta {
     match __config {

@@ -2079,41 +2079,51 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
         } else {
           256usize
         };
-        let mut __a: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        );
-        let mut __p: usize = __lo;
-        while __p < __hi {
-          __a = <i32 as ::kernel_std::__private::device::Num>::add(
-            __a,
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __a: i32 = ::kernel_std::__private::device::load(
+            __px.add(__base + __p * 1usize),
+          );
+          __p += 1;
+          while __p < __hi {
+            __a = <i32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(
+                __px.add(__base + __p * 1usize),
+              ),
+            );
+            __p += 1;
+          }
+          ::kernel_std::__private::device::store(__pt.add(__lane), __a);
+        }
+        ::kernel_std::__private::device::warp_sync();
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __pre: i32 = if __lane == 0 {
+            __p += 1;
             ::kernel_std::__private::device::load(
               __px.add(__base + __p * 1usize),
-            ),
-          );
-          __p += 1;
-        }
-        ::kernel_std::__private::device::store(__pt.add(__lane), __a);
-        ::kernel_std::__private::device::warp_sync();
-        let mut __pre: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        );
-        let mut __l: usize = 0;
-        while __l < __lane {
-          __pre = <i32 as ::kernel_std::__private::device::Num>::add(
-            __pre,
-            ::kernel_std::__private::device::load(__pt.add(__l)),
-          );
-          __l += 1;
-        }
-        __p = __lo;
-        while __p < __hi {
-          let __e = __px.add(__base + __p * 1usize);
-          __pre = <i32 as ::kernel_std::__private::device::Num>::add(
-            __pre,
-            ::kernel_std::__private::device::load(__e),
-          );
-          ::kernel_std::__private::device::store(__e, __pre);
-          __p += 1;
+            )
+          } else {
+            ::kernel_std::__private::device::load(__pt)
+          };
+          let mut __l: usize = 1;
+          while __l < __lane {
+            __pre = <i32 as ::kernel_std::__private::device::Num>::add(
+              __pre,
+              ::kernel_std::__private::device::load(__pt.add(__l)),
+            );
+            __l += 1;
+          }
+          while __p < __hi {
+            let __e = __px.add(__base + __p * 1usize);
+            __pre = <i32 as ::kernel_std::__private::device::Num>::add(
+              __pre,
+              ::kernel_std::__private::device::load(__e),
+            );
+            ::kernel_std::__private::device::store(__e, __pre);
+            __p += 1;
+          }
         }
         ::kernel_std::__private::device::warp_sync();
         __o += 4usize;

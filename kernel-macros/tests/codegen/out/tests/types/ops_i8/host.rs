@@ -120,6 +120,7 @@ pub mod ops_i8 {
       manifest_dir: env!("CARGO_MANIFEST_DIR"),
       embedded: &[],
     },
+    asserts: &[],
   };
   fn __meta_for(__config: usize, N: i32) -> Meta {
     match __config {
