@@ -50,9 +50,13 @@ pub fn dtype_tokens(d: DType, rt: &TokenStream) -> TokenStream {
         DType::BF16 => quote!(#rt::bf16),
         DType::F32 => quote!(f32),
         DType::F64 => quote!(f64),
+        DType::I8 => quote!(i8),
+        DType::I16 => quote!(i16),
         DType::I32 => quote!(i32),
-        DType::U32 => quote!(u32),
         DType::I64 => quote!(i64),
+        DType::U8 => quote!(u8),
+        DType::U16 => quote!(u16),
+        DType::U32 => quote!(u32),
         DType::Bool => quote!(bool),
     }
 }

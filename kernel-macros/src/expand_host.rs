@@ -37,9 +37,13 @@ fn dtype_kind(d: DType) -> TokenStream {
             DType::BF16 => "BF16",
             DType::F32 => "F32",
             DType::F64 => "F64",
+            DType::I8 => "I8",
+            DType::I16 => "I16",
             DType::I32 => "I32",
-            DType::U32 => "U32",
             DType::I64 => "I64",
+            DType::U8 => "U8",
+            DType::U16 => "U16",
+            DType::U32 => "U32",
             DType::Bool => "Bool",
         }
     );
@@ -379,10 +383,15 @@ pub fn module(
             ParamKind::Scalar(d) => {
                 let id = param_ident(&p.name);
                 let v = match d {
+                    DType::I8 => quote!(I8),
+                    DType::I16 => quote!(I16),
                     DType::I32 => quote!(I32),
-                    DType::U32 => quote!(U32),
                     DType::I64 => quote!(I64),
+                    DType::U8 => quote!(U8),
+                    DType::U16 => quote!(U16),
+                    DType::U32 => quote!(U32),
                     DType::F32 => quote!(F32),
+                    DType::F64 => quote!(F64),
                     _ => quote!(Bool),
                 };
                 Some(quote!(#rt::ScalarArg::#v(#id)))

@@ -16,15 +16,43 @@ pub enum DType {
     BF16,
     F32,
     F64,
+    I8,
+    I16,
     I32,
-    U32,
     I64,
+    U8,
+    U16,
+    U32,
     Bool,
 }
 
 impl DType {
-    pub const ALL: [DType; 8] =
-        [DType::F16, DType::BF16, DType::F32, DType::F64, DType::I32, DType::U32, DType::I64, DType::Bool];
+    pub const ALL: [DType; 12] = [
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+        DType::I8,
+        DType::I16,
+        DType::I32,
+        DType::I64,
+        DType::U8,
+        DType::U16,
+        DType::U32,
+        DType::Bool,
+    ];
+    /// The integer dtypes, for messages.
+    pub const INTS: [DType; 7] = [DType::I8, DType::I16, DType::I32, DType::I64, DType::U8, DType::U16, DType::U32];
+
+    /// `"a, b, c or d"` (or `"a, b, c and d"` with `conj` "and").
+    pub fn list(ds: &[DType], conj: &str) -> String {
+        let names: Vec<&str> = ds.iter().map(|d| d.name()).collect();
+        match names.split_last() {
+            None => String::new(),
+            Some((last, [])) => last.to_string(),
+            Some((last, rest)) => format!("{} {conj} {last}", rest.join(", ")),
+        }
+    }
 
     pub fn from_name(s: &str) -> Option<DType> {
         DType::ALL.iter().copied().find(|d| d.name() == s)
@@ -35,9 +63,13 @@ impl DType {
             DType::BF16 => "bf16",
             DType::F32 => "f32",
             DType::F64 => "f64",
+            DType::I8 => "i8",
+            DType::I16 => "i16",
             DType::I32 => "i32",
-            DType::U32 => "u32",
             DType::I64 => "i64",
+            DType::U8 => "u8",
+            DType::U16 => "u16",
+            DType::U32 => "u32",
             DType::Bool => "bool",
         }
     }
@@ -45,15 +77,20 @@ impl DType {
         matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
     }
     pub fn is_int(self) -> bool {
-        matches!(self, DType::I32 | DType::U32 | DType::I64)
+        matches!(self, DType::I8 | DType::I16 | DType::I32 | DType::I64 | DType::U8 | DType::U16 | DType::U32)
     }
     pub fn is_signed_int(self) -> bool {
-        matches!(self, DType::I32 | DType::I64)
+        matches!(self, DType::I8 | DType::I16 | DType::I32 | DType::I64)
+    }
+    /// i8, u8, i16 and u16: integers narrower than 32 bits (`sum` accumulates them in 32).
+    pub fn is_small_int(self) -> bool {
+        matches!(self, DType::I8 | DType::I16 | DType::U8 | DType::U16)
     }
     pub fn bits(self) -> u32 {
         match self {
             DType::Bool => 1,
-            DType::F16 | DType::BF16 => 16,
+            DType::I8 | DType::U8 => 8,
+            DType::F16 | DType::BF16 | DType::I16 | DType::U16 => 16,
             DType::F32 | DType::I32 | DType::U32 => 32,
             DType::F64 | DType::I64 => 64,
         }

@@ -280,12 +280,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
             return id;
         }
         if let ExprKind::Lit(Lit::Int(v)) = self.k.exprs[id].kind {
-            let fits = match d {
-                DType::I32 => i32::try_from(v).is_ok(),
-                DType::U32 => u32::try_from(v).is_ok(),
-                _ => true,
-            };
-            if !fits {
+            if !int_fits(v, d) {
                 let sp = self.span(id);
                 self.diag.error(sp, format!("literal {v} does not fit {d}"));
             }
@@ -961,7 +956,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 let x = self.lower_expr(&c.expr);
                 match dtype_of_type(&c.ty) {
                     Some(d) => self.cast(x, d, span),
-                    None => self.err(c.ty.sp(), "unknown dtype: expected f16, bf16, f32, f64, i32, u32, i64 or bool"),
+                    None => self.err(c.ty.sp(), format!("unknown dtype: expected {}", DType::list(&DType::ALL, "or"))),
                 }
             }
             syn::Expr::Call(c) => self.lower_call(c),
@@ -1029,6 +1024,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 match i.suffix() {
                     "" => self.push(ExprKind::Lit(Lit::Int(v)), Ty::weak(DType::I32), span),
                     s => match DType::from_name(s) {
+                        Some(d) if d != DType::Bool && !int_fits(v, d) => self.err(span, format!("literal {v} does not fit {d}")),
                         Some(d) if d != DType::Bool => self.push(ExprKind::Lit(Lit::Int(v)), Ty::scalar(d), span),
                         _ => self.err(span, format!("unsupported literal suffix `{s}`")),
                     },
@@ -1108,6 +1104,14 @@ impl<'a, 'd> Lowerer<'a, 'd> {
             ("MIN", DType::F32) => Lit::Float(f32::MIN as f64),
             ("MAX", DType::F64) => Lit::Float(f64::MAX),
             ("MIN", DType::F64) => Lit::Float(f64::MIN),
+            ("MAX", DType::I8) => Lit::Int(i8::MAX as i64),
+            ("MIN", DType::I8) => Lit::Int(i8::MIN as i64),
+            ("MAX", DType::I16) => Lit::Int(i16::MAX as i64),
+            ("MIN", DType::I16) => Lit::Int(i16::MIN as i64),
+            ("MAX", DType::U8) => Lit::Int(u8::MAX as i64),
+            ("MIN", DType::U8) => Lit::Int(0),
+            ("MAX", DType::U16) => Lit::Int(u16::MAX as i64),
+            ("MIN", DType::U16) => Lit::Int(0),
             ("MAX", DType::I32) => Lit::Int(i32::MAX as i64),
             ("MIN", DType::I32) => Lit::Int(i32::MIN as i64),
             ("MAX", DType::U32) => Lit::Int(u32::MAX as i64),
@@ -1240,7 +1244,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
             MathSig::Number => return self.err(span, format!("`{name}` needs a number, found {ty}")),
             MathSig::Int2 if d.is_int() => d,
             MathSig::Int2 => {
-                return self.err(span, format!("`{name}` needs integers (i32, u32 or i64), found {ty}: convert with `.to::<u32>()`"))
+                return self.err(span, format!("`{name}` needs integers ({}), found {ty}: convert with `.to::<u32>()`", DType::list(&DType::INTS, "or")))
             }
         };
         let args = args.into_iter().map(|x| self.coerce(x, d)).collect();
@@ -1340,7 +1344,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 }
                 let d = match turbofish {
                     Some(Ok(d)) => d,
-                    Some(Err(s)) => return self.err(s, "unknown dtype: expected f16, bf16, f32, f64, i32, u32, i64 or bool"),
+                    Some(Err(s)) => return self.err(s, format!("unknown dtype: expected {}", DType::list(&DType::ALL, "or"))),
                     None if name == "zeros" => DType::F32,
                     None => vt.dtype().unwrap_or(DType::F32),
                 };
@@ -1588,7 +1592,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 let x = self.lower_expr(&m.receiver);
                 match target {
                     Some(d) => self.cast(x, d, span),
-                    None => self.err(m.method.sp(), "`to` needs a dtype: `x.to::<f16>()` (f16, bf16, f32, f64, i32, u32, i64, bool)"),
+                    None => self.err(m.method.sp(), format!("`to` needs a dtype: `x.to::<f16>()` ({})", DType::list(&DType::ALL, "or"))),
                 }
             }
             "as_col" | "as_row" => {
@@ -1837,11 +1841,12 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         if ts.is_error() || to.is_error() {
             return None;
         }
-        if !ts.is_scalar() || !ts.dtype().is_some_and(|d| d.is_int()) {
+        let wide_int = |d: DType| matches!(d, DType::I32 | DType::U32 | DType::I64);
+        if !ts.is_scalar() || !ts.dtype().is_some_and(wide_int) {
             self.diag.error(args[0].sp(), format!("the seed of `{name}` is an integer scalar (i32, u32 or i64), found {ts}"));
             return None;
         }
-        if !to.dtype().is_some_and(|d| d.is_int()) {
+        if !to.dtype().is_some_and(wide_int) {
             self.diag.error(args[1].sp(), format!("the offsets of `{name}` are integers (i32, u32 or i64), found {to}: convert with `.to::<i32>()`"));
             return None;
         }
@@ -1906,7 +1911,8 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         };
         if !allowed.contains(&d) {
             let names: Vec<&str> = allowed.iter().map(|d| d.name()).collect();
-            return self.err(args[0].sp(), format!("`{name}` works on {}, not on {pty}", names.join(", ")));
+            let why = if d.is_small_int() { " (8- and 16-bit integers have no atomics)" } else { "" };
+            return self.err(args[0].sp(), format!("`{name}` works on {}, not on {pty}{why}", names.join(", ")));
         }
         // Pointers, values, `cmp` and the mask broadcast together (a scalar pointer with a
         // block of values updates one element once per lane).
@@ -1965,7 +1971,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
         let Some((x, ax)) = self.axis_operand(op.name(), x, axis, span, write) else { return self.poison(span) };
         if op == ReduceOp::Xor && !self.ty(x).dtype().is_some_and(|d| d.is_int()) {
             let t = self.ty(x);
-            return self.err(span, format!("`xor_sum` needs integers (i32, u32 or i64), found {t}"));
+            return self.err(span, format!("`xor_sum` needs integers ({}), found {t}", DType::list(&DType::INTS, "or")));
         }
         self.reduce_at(op, x, ax, span)
     }
@@ -1990,6 +1996,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
     }
 
     fn reduce_at(&mut self, op: ReduceOp, x: ExprId, ax: usize, span: Sp) -> ExprId {
+        let x = self.widen_sum(op == ReduceOp::Sum, x);
         let t = self.ty(x);
         let mut shape = t.shape.clone();
         shape.remove(ax);
@@ -2109,8 +2116,17 @@ impl<'a, 'd> Lowerer<'a, 'd> {
             Some(syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Bool(b), .. })) => b.value,
             Some(other) => return self.err(other.sp(), format!("`reverse` of `{}` is `true` or `false`", op.name())),
         };
+        let x = self.widen_sum(op == ScanOp::Sum, x);
         let ty = self.ty(x).strong();
         self.push(ExprKind::Scan { op, x, axis: ax, reverse }, ty, span)
+    }
+
+    /// Triton's rule for sums: i8 and i16 accumulate (and give) i32, u8 and u16 u32.
+    fn widen_sum(&mut self, sum: bool, x: ExprId) -> ExprId {
+        match self.ty(x).dtype() {
+            Some(d) if sum && d.is_small_int() => self.coerce(x, if d.is_signed_int() { DType::I32 } else { DType::U32 }),
+            _ => x,
+        }
     }
 
     fn expand_dims(&mut self, x: ExprId, axis: usize, span: Sp) -> ExprId {
@@ -2430,5 +2446,18 @@ fn strip_parens(e: &syn::Expr) -> &syn::Expr {
         syn::Expr::Paren(p) => strip_parens(&p.expr),
         syn::Expr::Group(g) => strip_parens(&g.expr),
         other => other,
+    }
+}
+
+/// Whether integer literal `v` fits dtype `d` (floats and bool take any literal).
+fn int_fits(v: i64, d: DType) -> bool {
+    match d {
+        DType::I8 => i8::try_from(v).is_ok(),
+        DType::I16 => i16::try_from(v).is_ok(),
+        DType::I32 => i32::try_from(v).is_ok(),
+        DType::U8 => u8::try_from(v).is_ok(),
+        DType::U16 => u16::try_from(v).is_ok(),
+        DType::U32 => u32::try_from(v).is_ok(),
+        _ => true,
     }
 }

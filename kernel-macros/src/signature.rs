@@ -50,7 +50,32 @@ pub struct ApiMeta {
     pub kind: Result<MetaKind, Type>,
 }
 
-const SCALAR_PARAM_TYPES: &str = "i32, u32, i64, f32 or bool";
+/// The dtypes of scalar parameters.
+pub const SCALAR_PARAM_DTYPES: [DType; 10] =
+    [DType::F32, DType::F64, DType::I8, DType::I16, DType::I32, DType::I64, DType::U8, DType::U16, DType::U32, DType::Bool];
+/// The element types of `Ptr<T>` parameters.
+pub const PTR_DTYPES: [DType; 11] =
+    [DType::F16, DType::BF16, DType::F32, DType::F64, DType::I8, DType::I16, DType::I32, DType::I64, DType::U8, DType::U16, DType::U32];
+
+/// The message for a parameter type kernels do not support.
+fn unsupported_param_message(ty: &Type) -> String {
+    let ptrs = DType::list(&PTR_DTYPES, "or");
+    let scalars = DType::list(&SCALAR_PARAM_DTYPES, "or");
+    if let Some((id, args)) = path_last(ty) {
+        if id == "Ptr" {
+            let what = single_type_arg(args).map(|t| quote::ToTokens::to_token_stream(t).to_string()).unwrap_or_default();
+            return format!("unsupported element type `{what}` in `Ptr<{what}>`: the element type of a pointer is {ptrs}");
+        }
+        let name = id.to_string();
+        if args.is_empty() && matches!(name.as_str(), "f16" | "bf16") {
+            return format!("unsupported scalar parameter type `{id}`: a scalar parameter is {scalars} (pass an {id} value as f32 and convert it with `.to::<{id}>()`)");
+        }
+        if args.is_empty() && matches!(name.as_str(), "u64" | "i128" | "u128" | "usize" | "isize") {
+            return format!("unsupported scalar parameter type `{id}`: a scalar parameter is {scalars}");
+        }
+    }
+    format!("unsupported kernel parameter type: use `Ptr<T>` for buffers (T: {ptrs}) or a scalar ({scalars})")
+}
 
 /// Reads a function's signature, recording an error for each construct kernels do not support.
 pub fn parse_signature(f: &syn::ItemFn, what: &str, diag: &mut Diagnostics) -> Signature {
@@ -84,10 +109,7 @@ pub fn parse_signature(f: &syn::ItemFn, what: &str, diag: &mut Diagnostics) -> S
                 match &kind {
                     Some(kind) => params.push(Param { name: name.clone(), kind: kind.clone() }),
                     None => {
-                        diag.error(
-                            pt.ty.sp(),
-                            format!("unsupported kernel parameter type: use `Ptr<T>` for buffers or a scalar ({SCALAR_PARAM_TYPES})"),
-                        );
+                        diag.error(pt.ty.sp(), unsupported_param_message(&pt.ty));
                         unbound.push(name.clone());
                     }
                 }
@@ -255,10 +277,10 @@ fn param_kind(ty: &Type) -> Option<ParamKind> {
     let (id, args) = path_last(ty)?;
     if id == "Ptr" {
         let d = dtype_of_type(single_type_arg(args)?)?;
-        return (d != DType::Bool).then_some(ParamKind::Ptr(d));
+        return PTR_DTYPES.contains(&d).then_some(ParamKind::Ptr(d));
     }
     match dtype_of_type(ty)? {
-        d @ (DType::I32 | DType::U32 | DType::I64 | DType::F32 | DType::Bool) => Some(ParamKind::Scalar(d)),
+        d if SCALAR_PARAM_DTYPES.contains(&d) => Some(ParamKind::Scalar(d)),
         _ => None,
     }
 }

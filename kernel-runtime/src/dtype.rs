@@ -2,7 +2,7 @@
 //! [`Tensor`](crate::Tensor) can hold).
 
 use std::fmt;
-use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 use half::{bf16, f16};
 
@@ -33,6 +33,14 @@ pub enum DTypeKind {
     U32,
     /// 64-bit signed integer.
     I64,
+    /// 8-bit signed integer.
+    I8,
+    /// 16-bit signed integer.
+    I16,
+    /// 8-bit unsigned integer.
+    U8,
+    /// 16-bit unsigned integer.
+    U16,
     /// Boolean (one byte on the host).
     Bool,
 }
@@ -47,8 +55,8 @@ impl DTypeKind {
     /// ```
     pub const fn size_bytes(self) -> usize {
         match self {
-            DTypeKind::Bool => 1,
-            DTypeKind::F16 | DTypeKind::BF16 => 2,
+            DTypeKind::Bool | DTypeKind::I8 | DTypeKind::U8 => 1,
+            DTypeKind::F16 | DTypeKind::BF16 | DTypeKind::I16 | DTypeKind::U16 => 2,
             DTypeKind::F32 | DTypeKind::I32 | DTypeKind::U32 => 4,
             DTypeKind::F64 | DTypeKind::I64 => 8,
         }
@@ -69,6 +77,10 @@ impl DTypeKind {
             DTypeKind::I32 => "i32",
             DTypeKind::U32 => "u32",
             DTypeKind::I64 => "i64",
+            DTypeKind::I8 => "i8",
+            DTypeKind::I16 => "i16",
+            DTypeKind::U8 => "u8",
+            DTypeKind::U16 => "u16",
             DTypeKind::Bool => "bool",
         }
     }
@@ -96,11 +108,12 @@ pub(crate) mod sealed {
     //! the crate (so `DType` cannot be implemented elsewhere).
 
     use std::fmt;
-    use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, Ordering};
+    use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
     /// A borrowed slice of tensor storage, whatever its element width.
     #[derive(Clone, Copy, Debug)]
     pub enum Cells<'a> {
+        U8(&'a [AtomicU8]),
         U16(&'a [AtomicU16]),
         U32(&'a [AtomicU32]),
         U64(&'a [AtomicU64]),
@@ -109,6 +122,7 @@ pub(crate) mod sealed {
     impl Cells<'_> {
         pub fn len(&self) -> usize {
             match self {
+                Cells::U8(s) => s.len(),
                 Cells::U16(s) => s.len(),
                 Cells::U32(s) => s.len(),
                 Cells::U64(s) => s.len(),
@@ -158,7 +172,7 @@ pub(crate) mod sealed {
 use sealed::{Cells, Storage};
 
 /// An element type a [`Tensor`](crate::Tensor) can hold: `f16`, `bf16`, `f32`,
-/// `f64`, `i32`, `u32` and `i64`. Sealed: implemented only by this crate.
+/// `f64`, `i8`, `i16`, `i32`, `i64`, `u8`, `u16` and `u32`. Sealed: implemented only by this crate.
 ///
 /// ```
 /// use kernel_runtime::{f16, DType, DTypeKind};
@@ -240,6 +254,10 @@ storage_impl!(f64, AtomicU64, U64, f64::to_bits, f64::from_bits);
 storage_impl!(i32, AtomicU32, U32, |v: i32| v as u32, |b: u32| b as i32);
 storage_impl!(u32, AtomicU32, U32, |v: u32| v, |b: u32| b);
 storage_impl!(i64, AtomicU64, U64, |v: i64| v as u64, |b: u64| b as i64);
+storage_impl!(i8, AtomicU8, U8, |v: i8| v as u8, |b: u8| b as i8);
+storage_impl!(u8, AtomicU8, U8, |v: u8| v, |b: u8| b);
+storage_impl!(i16, AtomicU16, U16, |v: i16| v as u16, |b: u16| b as i16);
+storage_impl!(u16, AtomicU16, U16, |v: u16| v, |b: u16| b);
 
 impl DType for f16 {
     const KIND: DTypeKind = DTypeKind::F16;
@@ -299,6 +317,10 @@ macro_rules! int_dtype {
 int_dtype!(i32, I32);
 int_dtype!(u32, U32);
 int_dtype!(i64, I64);
+int_dtype!(i8, I8);
+int_dtype!(i16, I16);
+int_dtype!(u8, U8);
+int_dtype!(u16, U16);
 
 #[cfg(test)]
 mod tests {

@@ -265,8 +265,18 @@ pub enum ScalarArg {
     U32(u32),
     /// An `i64` parameter.
     I64(i64),
+    /// An `i8` parameter.
+    I8(i8),
+    /// An `i16` parameter.
+    I16(i16),
+    /// A `u8` parameter.
+    U8(u8),
+    /// A `u16` parameter.
+    U16(u16),
     /// An `f32` parameter.
     F32(f32),
+    /// An `f64` parameter.
+    F64(f64),
     /// A `bool` parameter (one byte on the device).
     Bool(bool),
 }
@@ -284,7 +294,12 @@ impl ScalarArg {
             ScalarArg::I32(_) => DTypeKind::I32,
             ScalarArg::U32(_) => DTypeKind::U32,
             ScalarArg::I64(_) => DTypeKind::I64,
+            ScalarArg::I8(_) => DTypeKind::I8,
+            ScalarArg::I16(_) => DTypeKind::I16,
+            ScalarArg::U8(_) => DTypeKind::U8,
+            ScalarArg::U16(_) => DTypeKind::U16,
             ScalarArg::F32(_) => DTypeKind::F32,
+            ScalarArg::F64(_) => DTypeKind::F64,
             ScalarArg::Bool(_) => DTypeKind::Bool,
         }
     }

@@ -54,7 +54,7 @@ impl Tolerance {
             DTypeKind::BF16 => (5e-2, 2e-2),
             DTypeKind::F32 => (1e-4, 1e-4),
             DTypeKind::F64 => (1e-10, 1e-10),
-            DTypeKind::I32 | DTypeKind::U32 | DTypeKind::I64 | DTypeKind::Bool => (0.0, 0.0),
+            _ => (0.0, 0.0),
         };
         Tolerance { atol, rtol }
     }

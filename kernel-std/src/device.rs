@@ -165,7 +165,7 @@ macro_rules! int_elem {
         }
     )*};
 }
-int_elem!(i32, u32, i64);
+int_elem!(i8, i16, i32, i64, u8, u16, u32);
 
 macro_rules! float_elem {
     ($($t:ty),*) => {$(
@@ -226,10 +226,10 @@ macro_rules! cast_via {
         impl CastTo<$dst> for $src { #[inline(always)] fn cast(self) -> $dst { <$dst as Elem>::from_f64(self.to_f64()) } }
     )*};
 }
-cast_via!(float: F16, BF16, f32, f64, i32, u32, i64, bool => f64);
-cast_via!(float: F16, BF16, f64, i32, u32, i64, bool => f32);
-cast_via!(float: BF16, f64, i32, u32, i64, bool => F16);
-cast_via!(float: F16, f64, i32, u32, i64, bool => BF16);
+cast_via!(float: F16, BF16, f32, f64, i8, i16, i32, i64, u8, u16, u32, bool => f64);
+cast_via!(float: F16, BF16, f64, i8, i16, i32, i64, u8, u16, u32, bool => f32);
+cast_via!(float: BF16, f64, i8, i16, i32, i64, u8, u16, u32, bool => F16);
+cast_via!(float: F16, f64, i8, i16, i32, i64, u8, u16, u32, bool => BF16);
 impl CastTo<f32> for f32 { #[inline(always)] fn cast(self) -> f32 { self } }
 impl CastTo<F16> for F16 { #[inline(always)] fn cast(self) -> F16 { self } }
 impl CastTo<BF16> for BF16 { #[inline(always)] fn cast(self) -> BF16 { self } }
@@ -241,27 +241,40 @@ macro_rules! cast_int {
         impl CastTo<$dst> for $src { #[inline(always)] fn cast(self) -> $dst { self as $dst } }
     )*};
 }
-cast_int!(i32, u32, i64, f32, f64 => i32);
-cast_int!(i32, u32, i64, f32, f64 => u32);
-cast_int!(i32, u32, i64, f32, f64 => i64);
+// Rust `as`: integers wrap (truncate or extend by the source's sign), floats truncate toward
+// zero and saturate (NaN gives 0).
+cast_int!(i8, i16, i32, i64, u8, u16, u32, f32, f64 => i8);
+cast_int!(i8, i16, i32, i64, u8, u16, u32, f32, f64 => i16);
+cast_int!(i8, i16, i32, i64, u8, u16, u32, f32, f64 => i32);
+cast_int!(i8, i16, i32, i64, u8, u16, u32, f32, f64 => i64);
+cast_int!(i8, i16, i32, i64, u8, u16, u32, f32, f64 => u8);
+cast_int!(i8, i16, i32, i64, u8, u16, u32, f32, f64 => u16);
+cast_int!(i8, i16, i32, i64, u8, u16, u32, f32, f64 => u32);
 macro_rules! cast_half_int {
     ($($src:ty),* => $dst:ty) => {$(
         impl CastTo<$dst> for $src { #[inline(always)] fn cast(self) -> $dst { self.to_f32() as $dst } }
     )*};
 }
+cast_half_int!(F16, BF16 => i8);
+cast_half_int!(F16, BF16 => i16);
 cast_half_int!(F16, BF16 => i32);
-cast_half_int!(F16, BF16 => u32);
 cast_half_int!(F16, BF16 => i64);
+cast_half_int!(F16, BF16 => u8);
+cast_half_int!(F16, BF16 => u16);
+cast_half_int!(F16, BF16 => u32);
 macro_rules! cast_bool {
     ($($src:ty),* => bool) => {$(
         impl CastTo<bool> for $src { #[inline(always)] fn cast(self) -> bool { self.to_f64() != 0.0 } }
     )*};
 }
-cast_bool!(F16, BF16, f32, f64, i32, u32, i64 => bool);
+cast_bool!(F16, BF16, f32, f64, i8, i16, i32, i64, u8, u16, u32 => bool);
 impl CastTo<bool> for bool { #[inline(always)] fn cast(self) -> bool { self } }
-impl CastTo<i32> for bool { #[inline(always)] fn cast(self) -> i32 { self as i32 } }
-impl CastTo<u32> for bool { #[inline(always)] fn cast(self) -> u32 { self as u32 } }
-impl CastTo<i64> for bool { #[inline(always)] fn cast(self) -> i64 { self as i64 } }
+macro_rules! cast_from_bool {
+    ($($t:ty),*) => {$(
+        impl CastTo<$t> for bool { #[inline(always)] fn cast(self) -> $t { self as $t } }
+    )*};
+}
+cast_from_bool!(i8, i16, i32, i64, u8, u16, u32);
 
 #[inline(always)]
 pub fn cast<A: CastTo<B>, B>(a: A) -> B {
@@ -332,7 +345,7 @@ macro_rules! int_num {
         }
     )*};
 }
-int_num!(i32, u32, i64);
+int_num!(i8, i16, i32, i64, u8, u16, u32);
 
 macro_rules! float_num {
     ($($t:ty),*) => {$(
@@ -413,7 +426,7 @@ macro_rules! int_bits {
         }
     )*};
 }
-int_bits!(i32, u32, i64);
+int_bits!(i8, i16, i32, i64, u8, u16, u32);
 
 impl IntExtra for i32 {
     #[inline(always)] fn abs_(a: Self) -> Self { a.wrapping_abs() }
@@ -427,6 +440,15 @@ impl IntExtra for i64 {
     #[inline(always)] fn abs_(a: Self) -> Self { a.wrapping_abs() }
     #[inline(always)] fn umulhi_(a: Self, b: Self) -> Self { ((a as u64 as u128 * b as u64 as u128) >> 64) as i64 }
 }
+macro_rules! small_int_extra {
+    ($($t:ty => $u:ty, $abs:expr);*) => {$(
+        impl IntExtra for $t {
+            #[inline(always)] fn abs_(a: Self) -> Self { $abs(a) }
+            #[inline(always)] fn umulhi_(a: Self, b: Self) -> Self { ((a as $u as u32 * b as $u as u32) >> <$t>::BITS) as $t }
+        }
+    )*};
+}
+small_int_extra!(i8 => u8, i8::wrapping_abs; i16 => u16, i16::wrapping_abs; u8 => u8, |a| a; u16 => u16, |a| a);
 
 /// The per-type parts of [`Int::abs`] and [`Int::umulhi`].
 trait IntExtra: Sized {
@@ -874,8 +896,9 @@ pub fn cp_async_wait_group<const N: u32>() {
     unsafe { asm!("cp.async.wait_group {n};", n = const N, options(nostack)) };
 }
 
-/// A 32-bit-or-wider value exchanged across a warp with `shfl.sync.bfly` (lane `l` gets the
-/// value of lane `l ^ mask`; every lane of the warp must execute it).
+/// A value exchanged across a warp with `shfl.sync.bfly` (lane `l` gets the value of lane
+/// `l ^ mask`; every lane of the warp must execute it). 8- and 16-bit values travel widened
+/// to 32 bits, 64-bit ones as two halves.
 pub trait Shuffle: Copy {
     fn shfl_xor(self, mask: u32) -> Self;
 }
@@ -905,6 +928,17 @@ impl Shuffle for i32 {
         shfl_xor_b32(self as u32, mask) as i32
     }
 }
+macro_rules! small_shuffle {
+    ($($t:ty => $w:ty),*) => {$(
+        impl Shuffle for $t {
+            #[inline(always)]
+            fn shfl_xor(self, mask: u32) -> Self {
+                shfl_xor_b32(self as $w as u32, mask) as $t
+            }
+        }
+    )*};
+}
+small_shuffle!(i8 => i32, i16 => i32, u8 => u32, u16 => u32);
 impl Shuffle for f32 {
     #[inline(always)]
     fn shfl_xor(self, mask: u32) -> Self {
@@ -1044,4 +1078,5 @@ macro_rules! bounds {
     )*};
 }
 bounds!(f32 => f32::NEG_INFINITY, f32::INFINITY; f64 => f64::NEG_INFINITY, f64::INFINITY;
-        i32 => i32::MIN, i32::MAX; u32 => 0, u32::MAX; i64 => i64::MIN, i64::MAX);
+        i32 => i32::MIN, i32::MAX; u32 => 0, u32::MAX; i64 => i64::MIN, i64::MAX;
+        i8 => i8::MIN, i8::MAX; i16 => i16::MIN, i16::MAX; u8 => 0, u8::MAX; u16 => 0, u16::MAX);

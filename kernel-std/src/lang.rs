@@ -9,10 +9,10 @@
 //!
 //! | kind | examples |
 //! |---|---|
-//! | scalar parameters | `M: i32`, `scale: f32` (also `u32`, `i64`, `bool`) |
-//! | pointer parameters | `a_ptr: Ptr<f16>` (also `bf16`, `f32`, `i32`, `i64`, `u32`) |
+//! | scalar parameters | `M: i32`, `scale: f32` (also `f64`, `i8`, `i16`, `i64`, `u8`, `u16`, `u32`, `bool`; not `f16`/`bf16`: pass an f32 and convert) |
+//! | pointer parameters | `a_ptr: Ptr<f16>` (also `bf16`, `f32`, `f64`, `i8`, `i16`, `i32`, `i64`, `u8`, `u16`, `u32`; not `bool`) |
 //! | meta-parameters (compile time) | `const BLOCK_M: i32`, `const EVEN_K: bool`, `const ACTIVATION: Option<Func>` |
-//! | literals | `0`, `1.5`, `true`, `2i64`, `0.5f32`, `f32::NEG_INFINITY`, `i32::MAX` |
+//! | literals | `0`, `1.5`, `true`, `2i64`, `7u8`, `0.5f32`, `f32::NEG_INFINITY`, `i32::MAX`, `i8::MIN` |
 //! | blocks | results of `arange`, `zeros`, `full`, `load`, and operations on blocks |
 //!
 //! A pointer parameter receives the first element of the tensor passed to it (its storage
@@ -24,8 +24,17 @@
 //! Literals, the constants `INFINITY`, `NEG_INFINITY` and `NAN`, `full` of a literal without a
 //! dtype, and integer meta-parameters are *weak*: `offs * 4` keeps `offs`'s dtype and
 //! `x * 0.5` keeps `x`'s float dtype. Strong dtypes promote like Triton's (`f16` with `f32`
-//! gives `f32`; `i32` with `i64` gives `i64`), except that `f16` with `bf16` and `i32` with
-//! `u32` are errors: convert one side with `.to::<T>()`.
+//! gives `f32`; `i32` with `i64` gives `i64`; `u8` with `i16` gives `i16`; an integer with a
+//! float gives the float), except that `f16` with `bf16`, and a signed with an unsigned
+//! integer of the same width (`i32` with `u32`, `i8` with `u8`), are errors: convert one side
+//! with `.to::<T>()`. A weak literal must fit the dtype it takes (`x_i8 * 200` is an error).
+//!
+//! The element types are `f16`, `bf16`, `f32`, `f64`, `i8`, `i16`, `i32`, `i64`, `u8`, `u16`,
+//! `u32` and `bool` (masks). As in Triton, arithmetic on `i8`/`i16`/`u8`/`u16` stays in the
+//! type and wraps like Rust's `wrapping_add` (`x_u8 + 1` gives 0 for 255); only `sum` and
+//! `cumsum` widen: they accumulate and give `i32` for `i8`/`i16` and `u32` for `u8`/`u16`
+//! (`max`, `min`, `xor_sum`, `cumprod` keep the type). Atomics do not take the 8- and 16-bit
+//! integer types.
 //!
 //! ## Program instances
 //!
@@ -81,16 +90,16 @@
 //! | `clamp(x, lo, hi)` | `minimum(maximum(x, lo), hi)`: a NaN `x` gives `lo` (Triton's default) |
 //! | `isnan(x)`, `isinf(x)` | masks of the NaN and infinite elements of a float block |
 //! | `abs(x)` | absolute value of floats and integers (integers wrap: `abs(i32::MIN)` is `i32::MIN`) |
-//! | `umulhi(x, y)` | the high 32 (64 for i64) bits of the product of two integers, read as unsigned |
+//! | `umulhi(x, y)` | the high half (8, 16, 32 or 64 bits, by the dtype) of the product of two integers, read as unsigned |
 //! | `minimum(a, b)`, `maximum(a, b)`, `min(a, b)`, `max(a, b)` | elementwise min/max (on scalars too); a NaN operand is ignored, as in Triton's default and PTX `min`/`max`. `max(block, 0)` with an integer literal is an error: Triton's `tl.max(x, 0)` is the reduction `x.max(0)`, the elementwise form is `maximum(x, 0)` |
 //! | `cdiv(a, b)` | `(a + b - 1) / b` |
-//! | `x.sum(axis)`, `x.max(axis)`, `x.min(axis)`, `sum(x, axis)` | reductions along an axis (f16/bf16 accumulate in f32; `max`/`min` ignore NaNs) |
+//! | `x.sum(axis)`, `x.max(axis)`, `x.min(axis)`, `sum(x, axis)` | reductions along an axis (f16/bf16 accumulate in f32; i8/i16 sums give i32 and u8/u16 sums u32, as in Triton; `max`/`min` ignore NaNs) |
 //! | `x.xor_sum(axis)`, `xor_sum(x, axis)` | bitwise xor of integers along an axis |
 //! | `x.argmax(axis)`, `x.argmin(axis)` (also `argmax(x, axis)`) | `i32` index of the first maximum (minimum) along an axis: ties give the lowest index, NaNs are ignored as by `max`, a line of NaNs gives 0 |
-//! | `cumsum(x, axis, reverse)`, `x.cumprod(axis)`, ... | inclusive scans along an axis (`axis` 0 and `reverse` false when left out, as in Triton; `reverse` scans from the end); same shape and dtype, f16/bf16 accumulate in f32 |
+//! | `cumsum(x, axis, reverse)`, `x.cumprod(axis)`, ... | inclusive scans along an axis (`axis` 0 and `reverse` false when left out, as in Triton; `reverse` scans from the end); same shape and dtype, f16/bf16 accumulate in f32 (`cumsum` of i8/i16 gives i32, of u8/u16 u32) |
 //! | `associative_scan(x, axis, combine)`, `associative_scan(x, axis, combine, reverse)` | inclusive scan with a combine function: a `#[helper]` (or a function meta-parameter naming one) of two scalars that is one expression of them, e.g. `fn add(a: f32, b: f32) -> f32 { a + b }`; it must be associative (the GPU combines runs of the line in parallel), it need not be commutative; computed in the block's dtype |
 //! | `reduce(x, axis, combine)` | the line folded with a combine function, first element first; the axis is removed |
-//! | `x.to::<T>()`, `x as T` | dtype conversion (round to nearest even; float to int truncates and saturates) |
+//! | `x.to::<T>()`, `x as T` | dtype conversion with Rust's `as` rules on both backends: integer to integer wraps (truncates, or extends by the source's sign), float to integer truncates toward zero and saturates (NaN gives 0), to a float rounds to nearest even, to `bool` is `!= 0` |
 //!
 //! ## Random numbers
 //!
@@ -104,7 +113,8 @@
 //! Triton's generator number for number ([`crate::random`]): the same `(seed, offsets)` give
 //! the same integers and uniforms as `tl.randint`/`tl.rand` in Triton 3.6, on both backends;
 //! normals agree with Triton's to about 1e-6 (it uses the GPU's approximate square root) and
-//! with each other bit for bit. `seed` is an integer scalar; `offsets` are integers, and as in
+//! with each other bit for bit. `seed` is an i32, u32 or i64 scalar; `offsets` are i32, u32
+//! or i64 integers, and as in
 //! Triton, i32/u32 offsets are 32-bit counters while i64 offsets use the high word too. An
 //! optional third argument sets the rounds (`rand(seed, offsets, 7)`; default 10).
 //!
@@ -119,7 +129,7 @@
 //! | `atomic_cas(ptrs, cmp, val)`, `atomic_cas(ptrs, cmp, val, sem, scope)` | writes `val` where the element holds `cmp` (compared bit for bit); gives the old values |
 //!
 //! `add`, `max`, `min`, `xchg` and `cas` work on f16, bf16, f32, f64, i32, u32 and i64; the
-//! bitwise ones on i32, u32 and i64. Pointers, values and the mask broadcast together: a scalar
+//! bitwise ones on i32, u32 and i64 (none on i8, i16, u8, u16). Pointers, values and the mask broadcast together: a scalar
 //! pointer with a block of values is updated once per lane; a scalar atomic (scalar pointer and
 //! value) runs once per program, and every thread of the program sees its old value. As in
 //! Triton, `sem` is `"acq_rel"` unless given (`"relaxed"`, `"acquire"`, `"release"`) and `scope`

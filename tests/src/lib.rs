@@ -11,6 +11,7 @@ pub mod kernels;
 pub mod math;
 pub mod random;
 pub mod scans;
+pub mod types;
 
 #[cfg(not(target_arch = "nvptx64"))]
 mod host;

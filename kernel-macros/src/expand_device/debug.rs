@@ -8,10 +8,23 @@ use super::*;
 use crate::diag::Sp;
 use quote::quote_spanned;
 
-/// The code of a dtype in a fault record: its position in `DType::ALL` (f16, bf16, f32, f64,
-/// i32, u32, i64, bool), the order the runtime decodes.
+/// The code of a dtype in a fault record, as the runtime decodes it
+/// (`kernel_runtime`'s `assert_value_text`): a fixed table, not an enum's order.
 fn dtype_code(d: DType) -> u32 {
-    DType::ALL.iter().position(|x| *x == d).unwrap_or(0) as u32
+    match d {
+        DType::F16 => 0,
+        DType::BF16 => 1,
+        DType::F32 => 2,
+        DType::F64 => 3,
+        DType::I32 => 4,
+        DType::U32 => 5,
+        DType::I64 => 6,
+        DType::Bool => 7,
+        DType::I8 => 8,
+        DType::I16 => 9,
+        DType::U8 => 10,
+        DType::U16 => 11,
+    }
 }
 
 /// The `printf` conversion of a printed value of dtype `d`, for the argument
@@ -22,8 +35,8 @@ fn print_spec(d: DType) -> &'static str {
         DType::BF16 => "%.4g",
         DType::F32 => "%.9g",
         DType::F64 => "%.17g",
-        DType::I32 | DType::I64 => "%lld",
-        DType::U32 => "%llu",
+        DType::I8 | DType::I16 | DType::I32 | DType::I64 => "%lld",
+        DType::U8 | DType::U16 | DType::U32 => "%llu",
         DType::Bool => "%s",
     }
 }

@@ -220,8 +220,8 @@ struct DevGen<'a> {
 fn elem_size(e: &Elem) -> usize {
     match e {
         Elem::Val(d) => match d {
-            DType::Bool => 1,
-            DType::F16 | DType::BF16 => 2,
+            DType::Bool | DType::I8 | DType::U8 => 1,
+            DType::F16 | DType::BF16 | DType::I16 | DType::U16 => 2,
             DType::F32 | DType::I32 | DType::U32 => 4,
             DType::F64 | DType::I64 => 8,
         },

@@ -58,7 +58,7 @@ macro_rules! cast_int {
         impl Cast for $t {}
     )*};
 }
-cast_int!(i32, u32, i64);
+cast_int!(i8, i16, i32, i64, u8, u16, u32);
 
 impl sealed::CastImpl for bool {
     #[inline]

@@ -11,8 +11,8 @@ pub(crate) mod sealed {
     pub trait Sealed {}
 }
 
-/// A block element type: `f16`, `bf16`, `f32`, `f64`, `i32`, `u32`, `i64`,
-/// `bool` and the pointer type [`P`]. Sealed.
+/// A block element type: `f16`, `bf16`, `f32`, `f64`, `i8`, `i16`, `i32`, `i64`,
+/// `u8`, `u16`, `u32`, `bool` and the pointer type [`P`]. Sealed.
 ///
 /// `Default` is the zero value (what a masked-off `load` without `other` gives).
 ///
@@ -29,4 +29,4 @@ macro_rules! elem {
         impl Elem for $t {}
     )*};
 }
-elem!(f16, bf16, f32, f64, i32, u32, i64, bool, P);
+elem!(f16, bf16, f32, f64, i8, i16, i32, i64, u8, u16, u32, bool, P);

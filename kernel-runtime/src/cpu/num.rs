@@ -232,7 +232,7 @@ macro_rules! int_num {
         }
     )*};
 }
-int_num!(i32, u32, i64);
+int_num!(i8, i16, i32, i64, u8, u16, u32);
 
 impl Int for bool {
     #[inline]

@@ -21,7 +21,12 @@ fn scalar_slot(s: ScalarArg) -> u64 {
         ScalarArg::I32(v) => u64::from(v as u32),
         ScalarArg::U32(v) => u64::from(v),
         ScalarArg::I64(v) => v as u64,
+        ScalarArg::I8(v) => u64::from(v as u8),
+        ScalarArg::I16(v) => u64::from(v as u16),
+        ScalarArg::U8(v) => u64::from(v),
+        ScalarArg::U16(v) => u64::from(v),
         ScalarArg::F32(v) => u64::from(v.to_bits()),
+        ScalarArg::F64(v) => v.to_bits(),
         ScalarArg::Bool(v) => u64::from(v),
     }
 }

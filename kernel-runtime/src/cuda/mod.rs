@@ -114,7 +114,8 @@ fn assertion_failure(info: Option<&'static crate::launch::KernelInfo>, w: &[u32;
 }
 
 /// A value recorded by `device_assert` as text, the way the CPU backend prints it: `code` is
-/// the dtype's position in f16, bf16, f32, f64, i32, u32, i64, bool (`kernel-macros`' order).
+/// the dtype's code in the table of `kernel-macros`' `dtype_code` (f16, bf16, f32, f64, i32,
+/// u32, i64, bool, i8, i16, u8, u16).
 fn assert_value_text(code: u32, bits: u64) -> String {
     match code {
         0 => half::f16::from_bits(bits as u16).to_string(),
@@ -124,6 +125,10 @@ fn assert_value_text(code: u32, bits: u64) -> String {
         4 => (bits as u32 as i32).to_string(),
         5 => (bits as u32).to_string(),
         6 => (bits as i64).to_string(),
+        8 => (bits as u8 as i8).to_string(),
+        9 => (bits as u16 as i16).to_string(),
+        10 => (bits as u8).to_string(),
+        11 => (bits as u16).to_string(),
         _ => (bits != 0).to_string(),
     }
 }

@@ -77,6 +77,10 @@ fn scalar_value(info: &KernelInfo, scalars: &[ScalarArg], index: usize) -> Optio
         (ParamKind::Scalar(_), ScalarArg::I32(v)) => Some(i64::from(*v)),
         (ParamKind::Scalar(_), ScalarArg::U32(v)) => Some(i64::from(*v)),
         (ParamKind::Scalar(_), ScalarArg::I64(v)) => Some(*v),
+        (ParamKind::Scalar(_), ScalarArg::I8(v)) => Some(i64::from(*v)),
+        (ParamKind::Scalar(_), ScalarArg::I16(v)) => Some(i64::from(*v)),
+        (ParamKind::Scalar(_), ScalarArg::U8(v)) => Some(i64::from(*v)),
+        (ParamKind::Scalar(_), ScalarArg::U16(v)) => Some(i64::from(*v)),
         _ => None,
     }
 }

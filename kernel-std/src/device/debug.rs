@@ -90,6 +90,10 @@ assert_bits!(
     u32 => |x| x as u64,
     i64 => |x| x as u64,
     bool => |x| x as u64,
+    i8 => |x| x as u8 as u64,
+    i16 => |x| x as u16 as u64,
+    u8 => |x| x as u64,
+    u16 => |x| x as u64,
 );
 
 /// A value as an argument of [`print`]: 8 bytes, for the conversion the macro writes in the
@@ -120,6 +124,10 @@ print_arg!(
     u32 => |x| x as u64,
     i64 => |x| x as u64,
     bool => |x| (if x { b"true\0".as_ptr() } else { b"false\0".as_ptr() }) as u64,
+    i8 => |x| x as i64 as u64,
+    i16 => |x| x as i64 as u64,
+    u8 => |x| x as u64,
+    u16 => |x| x as u64,
 );
 
 /// `printf(format, args...)` with every argument 8 bytes (`%lld`, `%llu`, `%g` of a double, `%s`);

@@ -3,7 +3,7 @@ use kernel_std::prelude::*;
 
 #[kernel]
 fn k(x: Ptr<f32>, n: i32) {
-    let z = zeros::<u8>([16]);
+    let z = zeros::<u64>([16]);
 }
 
 fn main() {}

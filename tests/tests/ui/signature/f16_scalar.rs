@@ -1,4 +1,4 @@
-// signature: scalar parameters are i32, u32, i64, f32 or bool
+// signature: scalar parameters are f32, f64, i8, i16, i32, i64, u8, u16, u32 or bool (no f16)
 use kernel_std::prelude::*;
 
 #[kernel]

@@ -4,7 +4,7 @@ use kernel_runtime::{cdiv, LaunchError, Tensor};
 use kernel_std::prelude::*;
 
 #[kernel(BLOCK = [64])]
-fn k<const BLOCK: i32>(x: Ptr<f32>, scale: f64, n: i32) {
+fn k<const BLOCK: i32>(x: Ptr<f32>, scale: u64, n: i32) {
     let offs = program_id(0) * BLOCK + arange(0, BLOCK);
     let mask = offs < n;
     let v = load(x + offs, mask) * scale;
@@ -12,7 +12,7 @@ fn k<const BLOCK: i32>(x: Ptr<f32>, scale: f64, n: i32) {
 }
 
 fn run(x: &Tensor<f32>, n: i32) -> Result<(), LaunchError> {
-    k::launch(|m: &k::Meta| (cdiv(n, m.BLOCK),), x, 2.0f64, n, 64)
+    k::launch(|m: &k::Meta| (cdiv(n, m.BLOCK),), x, 2u64, n, 64)
 }
 
 fn main() {
