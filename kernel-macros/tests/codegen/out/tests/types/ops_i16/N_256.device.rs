@@ -2100,10 +2100,11 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
         if __lo < __hi {
           let mut __p: usize = __lo;
           let mut __pre: i32 = if __lane == 0 {
-            __p += 1;
-            ::kernel_std::__private::device::load(
+            let __first = ::kernel_std::__private::device::load(
               __px.add(__base + __p * 1usize),
-            )
+            );
+            __p += 1;
+            __first
           } else {
             ::kernel_std::__private::device::load(__pt)
           };
