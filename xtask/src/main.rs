@@ -17,8 +17,7 @@ cargo xtask <command>
 commands:
   matmul       run the matmul example (GPU when one is usable, else the CPU backend)
   test         what CI runs: build every kernel instance to PTX for sm_80 and sm_90a,
-               validate it with ptxas (the host test build runs beside it), run the whole
-               test suite, build the template crate
+               validate it with ptxas, run the whole test suite, build the template crate
                templates/kernel-crate from a fresh copy (its build.rs builds and embeds its
                PTX) and run it without KERNEL_PTX_DIR, then package-check
   bench-cpu    benchmark the CPU backend (matmul 512^3 f16, vector add) in release mode
@@ -104,15 +103,7 @@ fn run() -> Result<()> {
         }
         "test" | "ci" => {
             let archs = ["--arch", "sm_80", "--arch", "sm_90a"].map(String::from);
-            // The host test build needs no PTX (the runtime reads it when a test runs), so it
-            // runs beside the device build, whose single-threaded phases (rustc's front end,
-            // llvm-link) leave a core idle; the tests run once both are done.
-            let cargo_args: Vec<String> = rest.iter().take_while(|a| *a != "--").cloned().collect();
-            let host = std::thread::spawn(move || cargo(&["test", "--workspace", "--no-run"], &cargo_args));
-            let device = ptx::build_ptx(&root(), &ptx::Options::parse(&root(), &archs)?);
-            let host = host.join().map_err(|_| anyhow::anyhow!("the host test build panicked"))?;
-            device?;
-            host?;
+            ptx::build_ptx(&root(), &ptx::Options::parse(&root(), &archs)?)?;
             cargo(&["test", "--workspace"], rest)?;
             downstream::test_template(&root())?;
             package::package_check(&root())
