@@ -38,7 +38,7 @@ commands:
   package-check
                the library crates can be depended on: `cargo package --no-verify` of every
                publishable crate, no dependency in two versions (`cargo tree --duplicates`),
-               kernel-runtime builds without its `cuda` feature
+               kernel-runtime compiles without its `cuda` feature
   gpu-bundle   build release test and example binaries plus sm_90a PTX into target/gpu-bundle,
                for a GPU machine without Rust (run scripts/gpu-check.sh there), and the
                template crate's binary (PTX embedded) as bin/kernel-crate; benchmark

@@ -193,6 +193,7 @@ unsafe impl Sync for LoadedFunction {}
 /// A one-line warning when the manifest beside a PTX (`<crate>.manifest.json`, written by
 /// `cargo xtask build-ptx`) records another PTX hash: the PTX or the manifest is stale or was
 /// partly written. `None` when they agree or there is no manifest.
+#[cfg(test)]
 pub(crate) fn manifest_mismatch(ptx_path: &Path, ptx: &[u8]) -> Option<String> {
     let path = Manifest::path_for(ptx_path);
     mismatch_message(ptx_path, &path, &Manifest::read(&path), ptx)
@@ -218,6 +219,7 @@ fn mismatch_message(ptx_path: &Path, manifest_path: &Path, read: &Result<Manifes
 /// (`<crate>.cubin` beside it), when the manifest's hashes match both files: loading it skips
 /// the driver's JIT compilation of the PTX (seconds to a minute for large modules).
 /// `jit_ptx` ([`Settings::jit_ptx`](crate::Settings::jit_ptx)) ignores it.
+#[cfg(test)]
 pub(crate) fn matching_cubin(ptx_path: &Path, ptx: &[u8], jit_ptx: bool) -> Option<Vec<u8>> {
     file_cubin(ptx_path, &Manifest::read(&Manifest::path_for(ptx_path)), ptx, jit_ptx)
 }
@@ -239,6 +241,7 @@ fn embedded_manifest(m: &EmbeddedModule) -> Result<Manifest, ManifestError> {
 }
 
 /// [`manifest_mismatch`] for an embedded module.
+#[cfg(test)]
 pub(crate) fn embedded_mismatch(m: &EmbeddedModule) -> Option<String> {
     embedded_mismatch_with(m, &embedded_manifest(m))
 }
@@ -249,6 +252,7 @@ fn embedded_mismatch_with(m: &EmbeddedModule, read: &Result<Manifest, ManifestEr
 }
 
 /// [`matching_cubin`] for an embedded module: its cubin when its manifest's hashes match both.
+#[cfg(test)]
 pub(crate) fn embedded_cubin(m: &EmbeddedModule, jit_ptx: bool) -> Option<&'static [u8]> {
     embedded_cubin_with(m, &embedded_manifest(m), jit_ptx)
 }
