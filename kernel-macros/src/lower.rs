@@ -1508,9 +1508,8 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                     shape.remove(ax);
                     return self.push(ExprKind::ReduceWith { x, axis: ax, f: c }, Ty::block(t.dtype().unwrap_or(DType::F32), shape), span);
                 }
-                let zero: syn::Expr = syn::parse_quote!(0);
-                let axis_lit: syn::Expr = syn::parse_str(&ax.to_string()).unwrap_or(zero);
-                self.scan(ScanOp::Combine(c), x, Some(&axis_lit), args.get(3).copied(), span, &|a| format!("{name}({recv}, {a}, ..)"))
+                let Some(reverse) = self.reverse_flag(&name, args.get(3).copied()) else { return self.poison(span) };
+                self.scan_at(ScanOp::Combine(c), x, ax, reverse, span)
             }
             "cumsum" | "cumprod" => {
                 if !arity(self, (1..=3).contains(&n), &format!("{name}(x), {name}(x, axis) or {name}(x, axis, reverse)")) {
@@ -1748,27 +1747,18 @@ impl<'a, 'd> Lowerer<'a, 'd> {
             }
             values.push(v);
         }
-        // Helpers see only their own parameters and the other helpers.
-        let saved_scopes = std::mem::take(&mut self.scopes);
-        let mut scope = self.helper_scope();
+        let mut locals = Vec::new();
         for (p, v) in params.iter().zip(values) {
-            let pname = match &*p.pat {
-                syn::Pat::Ident(pi) => pi.ident.to_string(),
-                _ => "_".to_string(),
-            };
+            let pname = pat_name(&p.pat);
             let ty = self.ty(v);
             let local = self.new_local(&pname, ty, false);
             self.emit(Stmt::Let { local, value: v });
-            scope.insert(pname, Binding::Local(local));
+            locals.push((pname, local));
         }
-        self.scopes.push(scope);
         if self.helper_stack.is_empty() {
             self.inline_root = Some(span);
         }
-        self.helper_stack.push(name.to_string());
-        let result = self.lower_stmts(&f.block.stmts, true);
-        self.helper_stack.pop();
-        self.scopes = saved_scopes;
+        let result = self.lower_helper_body(name, f, locals);
         match result {
             Some(r) => {
                 // The result may reference helper locals; they stay valid (never reassigned).
@@ -1784,6 +1774,21 @@ impl<'a, 'd> Lowerer<'a, 'd> {
                 }
             }
         }
+    }
+
+    /// The body of helper `name` lowered with its parameters bound to `params` (name, local):
+    /// it sees only them and the other helpers. Its statements go where the caller emits; the
+    /// result is its value, if it has one.
+    fn lower_helper_body(&mut self, name: &str, f: &syn::ItemFn, params: Vec<(String, LocalId)>) -> Option<ExprId> {
+        let saved_scopes = std::mem::take(&mut self.scopes);
+        let mut scope = self.helper_scope();
+        scope.extend(params.into_iter().map(|(n, l)| (n, Binding::Local(l))));
+        self.scopes.push(scope);
+        self.helper_stack.push(name.to_string());
+        let result = self.lower_stmts(&f.block.stmts, true);
+        self.helper_stack.pop();
+        self.scopes = saved_scopes;
+        result
     }
 
     // ---------------------------------------------------------------- block operations
@@ -2056,10 +2061,7 @@ impl<'a, 'd> Lowerer<'a, 'd> {
             .inputs
             .iter()
             .map(|a| match a {
-                syn::FnArg::Typed(t) => match &*t.pat {
-                    syn::Pat::Ident(pi) => pi.ident.to_string(),
-                    _ => "_".to_string(),
-                },
+                syn::FnArg::Typed(t) => pat_name(&t.pat),
                 syn::FnArg::Receiver(_) => "self".to_string(),
             })
             .collect();
@@ -2068,17 +2070,9 @@ impl<'a, 'd> Lowerer<'a, 'd> {
             return None;
         }
         let (a, b) = (self.new_local(&params[0], Ty::scalar(d), false), self.new_local(&params[1], Ty::scalar(d), false));
-        let saved = std::mem::take(&mut self.scopes);
-        let mut scope = self.helper_scope();
-        scope.insert(params[0].clone(), Binding::Local(a));
-        scope.insert(params[1].clone(), Binding::Local(b));
-        self.scopes.push(scope);
-        self.helper_stack.push(helper.clone());
         self.stmts.push(vec![]);
-        let result = self.lower_stmts(&item.block.stmts, true);
+        let result = self.lower_helper_body(&helper, item, vec![(params[0].clone(), a), (params[1].clone(), b)]);
         let emitted = self.stmts.pop().unwrap_or_default();
-        self.helper_stack.pop();
-        self.scopes = saved;
         let comb = result?;
         let t = self.ty(comb);
         if t.is_error() {
@@ -2111,11 +2105,24 @@ impl<'a, 'd> Lowerer<'a, 'd> {
     fn scan(&mut self, op: ScanOp, x: ExprId, axis: Option<&syn::Expr>, reverse: Option<&syn::Expr>, span: Sp, write: &dyn Fn(usize) -> String) -> ExprId {
         let zero: syn::Expr = syn::parse_quote!(0);
         let Some((x, ax)) = self.axis_operand(op.name(), x, axis.unwrap_or(&zero), span, write) else { return self.poison(span) };
-        let reverse = match reverse {
-            None => false,
-            Some(syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Bool(b), .. })) => b.value,
-            Some(other) => return self.err(other.sp(), format!("`reverse` of `{}` is `true` or `false`", op.name())),
-        };
+        let Some(reverse) = self.reverse_flag(op.name(), reverse) else { return self.poison(span) };
+        self.scan_at(op, x, ax, reverse, span)
+    }
+
+    /// The `reverse` argument of a scan (`what`): a bool literal, false when left out.
+    fn reverse_flag(&mut self, what: &str, reverse: Option<&syn::Expr>) -> Option<bool> {
+        match reverse {
+            None => Some(false),
+            Some(syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Bool(b), .. })) => Some(b.value),
+            Some(other) => {
+                self.diag.error(other.sp(), format!("`reverse` of `{what}` is `true` or `false`"));
+                None
+            }
+        }
+    }
+
+    /// The scan of `x` (its operands checked) along `ax`.
+    fn scan_at(&mut self, op: ScanOp, x: ExprId, ax: usize, reverse: bool, span: Sp) -> ExprId {
         let x = self.widen_sum(op == ScanOp::Sum, x);
         let ty = self.ty(x).strong();
         self.push(ExprKind::Scan { op, x, axis: ax, reverse }, ty, span)
@@ -2369,6 +2376,14 @@ fn hint_values_ok(e: &syn::Expr, rank: usize) -> bool {
     match strip_parens(e) {
         syn::Expr::Array(a) => a.elems.len() == rank && a.elems.iter().all(positive),
         other => positive(other),
+    }
+}
+
+/// The name a parameter pattern binds (`_` for anything but a plain name).
+fn pat_name(p: &syn::Pat) -> String {
+    match p {
+        syn::Pat::Ident(pi) => pi.ident.to_string(),
+        _ => "_".to_string(),
     }
 }
 

@@ -1479,73 +1479,34 @@ impl<'a> DevGen<'a> {
                 }
             }
         };
-        let out = self.fresh("red");
-        if result_shape.is_empty() {
-            // The scalar is uniform: every thread reads it.
-            self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: t.clone(), numel: 0, layout: Layout::Cyclic });
-            return quote! {
-                #stage
-                #d::bar_sync();
-                #warp_reduce
-                #d::bar_sync();
-                let #out: #t = #from_acc(#d::load(__smem.add(#off_out) as *mut #acc_t));
-                #d::bar_sync();
-            };
-        }
-        let pt = self.per_thread(nout);
-        let gather = self.phase(nout, |_| quote!(#out[__j] = #from_acc(#d::load((__smem.add(#off_out) as *mut #acc_t).add(__f)));));
-        self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: t.clone(), numel: nout, layout: Layout::Cyclic });
-        quote! {
-            let mut #out: [#t; #pt] = unsafe { ::core::mem::zeroed() };
+        let code = quote! {
             #stage
             #d::bar_sync();
             #warp_reduce
             #d::bar_sync();
-            #gather
-            #d::bar_sync();
-        }
+        };
+        self.smem_result(id, "red", code, |f| quote!(#from_acc(#d::load((__smem.add(#off_out) as *mut #acc_t).add(#f)))))
     }
 
-    /// An inclusive scan along `axis`, gathered into a cyclic temporary (see [`Self::scan_code`]).
-    fn gen_scan(&self, id: ExprId, op: ScanOp, x: ExprId, axis: usize, reverse: bool) -> TokenStream {
+    /// The value `id` computed into shared memory by `code` (which ends past a barrier), read
+    /// into a cyclic temporary: element `f` is `value_at(f)`; a scalar result is uniform, and
+    /// every thread reads element 0.
+    fn smem_result(&self, id: ExprId, prefix: &str, code: TokenStream, value_at: impl Fn(TokenStream) -> TokenStream) -> TokenStream {
         let d = &self.d;
-        let nx: usize = self.shapes[x].iter().product();
         let t = self.elem(&self.k.exprs[id].ty);
-        let (code, off, acc_t, from_acc) = self.scan_code(op, x, axis, reverse);
-        let out = self.fresh("scan");
-        let pt = self.per_thread(nx);
-        let gather = self.phase(nx, |_| quote!(#out[__j] = #from_acc(#d::load((__smem.add(#off) as *mut #acc_t).add(__f)));));
-        self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: t.clone(), numel: nx, layout: Layout::Cyclic });
-        quote! {
-            let mut #out: [#t; #pt] = unsafe { ::core::mem::zeroed() };
-            #code
-            #gather
-            #d::bar_sync();
-        }
-    }
-
-    /// `reduce(x, axis, combine)`: the forward scan with the combine function, whose last
-    /// element of each line is the line's result.
-    fn gen_reduce_with(&self, id: ExprId, x: ExprId, axis: usize, c: Combine) -> TokenStream {
-        let d = &self.d;
-        let sx = self.shapes[x].clone();
-        let t = self.elem(&self.k.exprs[id].ty);
-        let (code, off, acc_t, _) = self.scan_code(ScanOp::Combine(c), x, axis, false);
-        let (r, inner) = (sx[axis], sx[axis + 1..].iter().product::<usize>());
-        let last = |f: TokenStream| quote!(#d::load((__smem.add(#off) as *mut #acc_t).add((#f / #inner) * (#r * #inner) + #f % #inner + (#r - 1) * #inner)));
-        let out = self.fresh("red");
-        let nout: usize = self.shapes[id].iter().product::<usize>().max(1);
+        let out = self.fresh(prefix);
         if self.shapes[id].is_empty() {
             self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: t.clone(), numel: 0, layout: Layout::Cyclic });
-            let v = last(quote!(0usize));
+            let v = value_at(quote!(0usize));
             return quote! {
                 #code
                 let #out: #t = #v;
                 #d::bar_sync();
             };
         }
+        let nout: usize = self.shapes[id].iter().product();
         let pt = self.per_thread(nout);
-        let v = last(quote!(__f));
+        let v = value_at(quote!(__f));
         let gather = self.phase(nout, |_| quote!(#out[__j] = #v;));
         self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: t.clone(), numel: nout, layout: Layout::Cyclic });
         quote! {
@@ -1554,6 +1515,25 @@ impl<'a> DevGen<'a> {
             #gather
             #d::bar_sync();
         }
+    }
+
+    /// An inclusive scan along `axis`, gathered into a cyclic temporary (see [`Self::scan_code`]).
+    fn gen_scan(&self, id: ExprId, op: ScanOp, x: ExprId, axis: usize, reverse: bool) -> TokenStream {
+        let d = &self.d;
+        let (code, off, acc_t, from_acc) = self.scan_code(op, x, axis, reverse);
+        self.smem_result(id, "scan", code, |f| quote!(#from_acc(#d::load((__smem.add(#off) as *mut #acc_t).add(#f)))))
+    }
+
+    /// `reduce(x, axis, combine)`: the forward scan with the combine function, whose last
+    /// element of each line is the line's result.
+    fn gen_reduce_with(&self, id: ExprId, x: ExprId, axis: usize, c: Combine) -> TokenStream {
+        let d = &self.d;
+        let sx = &self.shapes[x];
+        let (code, off, acc_t, _) = self.scan_code(ScanOp::Combine(c), x, axis, false);
+        let (r, inner) = (sx[axis], sx[axis + 1..].iter().product::<usize>());
+        self.smem_result(id, "red", code, |f| {
+            quote!(#d::load((__smem.add(#off) as *mut #acc_t).add((#f / #inner) * (#r * #inner) + #f % #inner + (#r - 1) * #inner)))
+        })
     }
 
     /// Code that scans `x` along `axis` in shared memory, in place, ending past a barrier; gives

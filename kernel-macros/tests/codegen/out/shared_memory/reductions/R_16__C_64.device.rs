@@ -365,7 +365,9 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
     }
     ::kernel_std::__private::device::bar_sync();
     let __red2: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-      ::kernel_std::__private::device::load(__smem.add(4608usize) as *mut f32),
+      ::kernel_std::__private::device::load(
+        (__smem.add(4608usize) as *mut f32).add(0usize),
+      ),
     );
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::bar_sync();

@@ -289,7 +289,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_256(
     }
     ::kernel_std::__private::device::bar_sync();
     let __red0: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-      ::kernel_std::__private::device::load(__smem.add(1024usize) as *mut f32),
+      ::kernel_std::__private::device::load(
+        (__smem.add(1024usize) as *mut f32).add(0usize),
+      ),
     );
     ::kernel_std::__private::device::bar_sync();
     let mut c1_20: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
@@ -365,7 +367,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_256(
     }
     ::kernel_std::__private::device::bar_sync();
     let __red1: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-      ::kernel_std::__private::device::load(__smem.add(1024usize) as *mut f32),
+      ::kernel_std::__private::device::load(
+        (__smem.add(1024usize) as *mut f32).add(0usize),
+      ),
     );
     ::kernel_std::__private::device::bar_sync();
     let mut c2_21: f32 = <f32 as ::kernel_std::__private::device::Num>::div(

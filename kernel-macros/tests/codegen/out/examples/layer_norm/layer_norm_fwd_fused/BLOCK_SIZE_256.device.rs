@@ -174,7 +174,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_256(
     }
     ::kernel_std::__private::device::bar_sync();
     let __red0: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-      ::kernel_std::__private::device::load(__smem.add(1024usize) as *mut f32),
+      ::kernel_std::__private::device::load(
+        (__smem.add(1024usize) as *mut f32).add(0usize),
+      ),
     );
     ::kernel_std::__private::device::bar_sync();
     let mut mean_7: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
@@ -334,7 +336,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_256(
     }
     ::kernel_std::__private::device::bar_sync();
     let __red1: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-      ::kernel_std::__private::device::load(__smem.add(1024usize) as *mut f32),
+      ::kernel_std::__private::device::load(
+        (__smem.add(1024usize) as *mut f32).add(0usize),
+      ),
     );
     ::kernel_std::__private::device::bar_sync();
     let mut var_13: f32 = <f32 as ::kernel_std::__private::device::Num>::div(

@@ -252,7 +252,9 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__BLOCK_SIZE_1024(
     }
     ::kernel_std::__private::device::bar_sync();
     let __red4: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-      ::kernel_std::__private::device::load(__smem.add(4096usize) as *mut f32),
+      ::kernel_std::__private::device::load(
+        (__smem.add(4096usize) as *mut f32).add(0usize),
+      ),
     );
     ::kernel_std::__private::device::bar_sync();
     let mut shifted_5: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
@@ -345,7 +347,9 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__BLOCK_SIZE_1024(
     }
     ::kernel_std::__private::device::bar_sync();
     let __red5: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-      ::kernel_std::__private::device::load(__smem.add(4096usize) as *mut f32),
+      ::kernel_std::__private::device::load(
+        (__smem.add(4096usize) as *mut f32).add(0usize),
+      ),
     );
     ::kernel_std::__private::device::bar_sync();
     let mut denominator_7: f32 = __red5;

@@ -132,7 +132,9 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__BLOCK_SIZE_128(
     }
     ::kernel_std::__private::device::bar_sync();
     let __red0: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-      ::kernel_std::__private::device::load(__smem.add(512usize) as *mut f32),
+      ::kernel_std::__private::device::load(
+        (__smem.add(512usize) as *mut f32).add(0usize),
+      ),
     );
     ::kernel_std::__private::device::bar_sync();
     let mut shifted_5: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
@@ -207,7 +209,9 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__BLOCK_SIZE_128(
     }
     ::kernel_std::__private::device::bar_sync();
     let __red1: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-      ::kernel_std::__private::device::load(__smem.add(512usize) as *mut f32),
+      ::kernel_std::__private::device::load(
+        (__smem.add(512usize) as *mut f32).add(0usize),
+      ),
     );
     ::kernel_std::__private::device::bar_sync();
     let mut denominator_7: f32 = __red1;

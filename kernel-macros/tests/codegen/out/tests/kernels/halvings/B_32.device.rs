@@ -120,7 +120,9 @@ pub unsafe extern "ptx-kernel" fn halvings__B_32(
       }
       ::kernel_std::__private::device::bar_sync();
       let __red0: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-        ::kernel_std::__private::device::load(__smem.add(128usize) as *mut f32),
+        ::kernel_std::__private::device::load(
+          (__smem.add(128usize) as *mut f32).add(0usize),
+        ),
       );
       ::kernel_std::__private::device::bar_sync();
       let mut while_cond_3: bool = <f32 as ::kernel_std::__private::device::Num>::gt(

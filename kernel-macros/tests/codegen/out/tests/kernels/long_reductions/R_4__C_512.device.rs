@@ -661,7 +661,7 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
     }
     ::kernel_std::__private::device::bar_sync();
     let __red5: i32 = (::kernel_std::__private::device::load(
-      __smem.add(8224usize) as *mut i32,
+      (__smem.add(8224usize) as *mut i32).add(0usize),
     ));
     ::kernel_std::__private::device::bar_sync();
     if __tid == 0 {

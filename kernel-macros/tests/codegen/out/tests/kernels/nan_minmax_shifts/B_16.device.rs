@@ -210,7 +210,9 @@ pub unsafe extern "ptx-kernel" fn nan_minmax_shifts__B_16(
     }
     ::kernel_std::__private::device::bar_sync();
     let __red0: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-      ::kernel_std::__private::device::load(__smem.add(64usize) as *mut f32),
+      ::kernel_std::__private::device::load(
+        (__smem.add(64usize) as *mut f32).add(0usize),
+      ),
     );
     ::kernel_std::__private::device::bar_sync();
     if __tid == 0 {
@@ -290,7 +292,9 @@ pub unsafe extern "ptx-kernel" fn nan_minmax_shifts__B_16(
     }
     ::kernel_std::__private::device::bar_sync();
     let __red1: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-      ::kernel_std::__private::device::load(__smem.add(64usize) as *mut f32),
+      ::kernel_std::__private::device::load(
+        (__smem.add(64usize) as *mut f32).add(0usize),
+      ),
     );
     ::kernel_std::__private::device::bar_sync();
     if __tid == 0 {

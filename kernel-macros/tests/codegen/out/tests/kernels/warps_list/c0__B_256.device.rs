@@ -395,7 +395,9 @@ pub unsafe extern "ptx-kernel" fn warps_list__c0__B_256(
     }
     ::kernel_std::__private::device::bar_sync();
     let __red2: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-      ::kernel_std::__private::device::load(__smem.add(1024usize) as *mut f32),
+      ::kernel_std::__private::device::load(
+        (__smem.add(1024usize) as *mut f32).add(0usize),
+      ),
     );
     ::kernel_std::__private::device::bar_sync();
     if __tid == 0 {

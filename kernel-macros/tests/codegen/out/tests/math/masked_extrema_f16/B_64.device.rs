@@ -121,7 +121,9 @@ pub unsafe extern "ptx-kernel" fn masked_extrema_f16__B_64(
     }
     ::kernel_std::__private::device::bar_sync();
     let __red0: ::kernel_std::__private::device::F16 = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-      ::kernel_std::__private::device::load(__smem.add(128usize) as *mut f32),
+      ::kernel_std::__private::device::load(
+        (__smem.add(128usize) as *mut f32).add(0usize),
+      ),
     );
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::bar_sync();
@@ -217,7 +219,9 @@ pub unsafe extern "ptx-kernel" fn masked_extrema_f16__B_64(
     }
     ::kernel_std::__private::device::bar_sync();
     let __red1: ::kernel_std::__private::device::F16 = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-      ::kernel_std::__private::device::load(__smem.add(128usize) as *mut f32),
+      ::kernel_std::__private::device::load(
+        (__smem.add(128usize) as *mut f32).add(0usize),
+      ),
     );
     ::kernel_std::__private::device::bar_sync();
     if __tid == 0 {

@@ -1474,7 +1474,7 @@ pub unsafe extern "ptx-kernel" fn ops_i8__N_256(
     }
     ::kernel_std::__private::device::bar_sync();
     let __red7: i32 = (::kernel_std::__private::device::load(
-      __smem.add(1024usize) as *mut i32,
+      (__smem.add(1024usize) as *mut i32).add(0usize),
     ));
     ::kernel_std::__private::device::bar_sync();
     if __tid == 0 {
@@ -1585,7 +1585,7 @@ pub unsafe extern "ptx-kernel" fn ops_i8__N_256(
     }
     ::kernel_std::__private::device::bar_sync();
     let __red8: i8 = (::kernel_std::__private::device::load(
-      __smem.add(256usize) as *mut i8,
+      (__smem.add(256usize) as *mut i8).add(0usize),
     ));
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::bar_sync();
@@ -1700,7 +1700,7 @@ pub unsafe extern "ptx-kernel" fn ops_i8__N_256(
     }
     ::kernel_std::__private::device::bar_sync();
     let __red9: i8 = (::kernel_std::__private::device::load(
-      __smem.add(256usize) as *mut i8,
+      (__smem.add(256usize) as *mut i8).add(0usize),
     ));
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::bar_sync();
@@ -1792,7 +1792,7 @@ pub unsafe extern "ptx-kernel" fn ops_i8__N_256(
     }
     ::kernel_std::__private::device::bar_sync();
     let __red10: i8 = (::kernel_std::__private::device::load(
-      __smem.add(256usize) as *mut i8,
+      (__smem.add(256usize) as *mut i8).add(0usize),
     ));
     ::kernel_std::__private::device::bar_sync();
     if __tid == 0 {

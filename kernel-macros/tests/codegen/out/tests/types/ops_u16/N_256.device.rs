@@ -1707,7 +1707,7 @@ pub unsafe extern "ptx-kernel" fn ops_u16__N_256(
     }
     ::kernel_std::__private::device::bar_sync();
     let __red13: u32 = (::kernel_std::__private::device::load(
-      __smem.add(1024usize) as *mut u32,
+      (__smem.add(1024usize) as *mut u32).add(0usize),
     ));
     ::kernel_std::__private::device::bar_sync();
     if __tid == 0 {
@@ -1818,7 +1818,7 @@ pub unsafe extern "ptx-kernel" fn ops_u16__N_256(
     }
     ::kernel_std::__private::device::bar_sync();
     let __red14: u16 = (::kernel_std::__private::device::load(
-      __smem.add(512usize) as *mut u16,
+      (__smem.add(512usize) as *mut u16).add(0usize),
     ));
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::bar_sync();
@@ -1933,7 +1933,7 @@ pub unsafe extern "ptx-kernel" fn ops_u16__N_256(
     }
     ::kernel_std::__private::device::bar_sync();
     let __red15: u16 = (::kernel_std::__private::device::load(
-      __smem.add(512usize) as *mut u16,
+      (__smem.add(512usize) as *mut u16).add(0usize),
     ));
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::bar_sync();
@@ -2025,7 +2025,7 @@ pub unsafe extern "ptx-kernel" fn ops_u16__N_256(
     }
     ::kernel_std::__private::device::bar_sync();
     let __red16: u16 = (::kernel_std::__private::device::load(
-      __smem.add(512usize) as *mut u16,
+      (__smem.add(512usize) as *mut u16).add(0usize),
     ));
     ::kernel_std::__private::device::bar_sync();
     if __tid == 0 {

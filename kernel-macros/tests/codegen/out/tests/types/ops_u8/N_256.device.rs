@@ -1474,7 +1474,7 @@ pub unsafe extern "ptx-kernel" fn ops_u8__N_256(
     }
     ::kernel_std::__private::device::bar_sync();
     let __red7: u32 = (::kernel_std::__private::device::load(
-      __smem.add(1024usize) as *mut u32,
+      (__smem.add(1024usize) as *mut u32).add(0usize),
     ));
     ::kernel_std::__private::device::bar_sync();
     if __tid == 0 {
@@ -1585,7 +1585,7 @@ pub unsafe extern "ptx-kernel" fn ops_u8__N_256(
     }
     ::kernel_std::__private::device::bar_sync();
     let __red8: u8 = (::kernel_std::__private::device::load(
-      __smem.add(256usize) as *mut u8,
+      (__smem.add(256usize) as *mut u8).add(0usize),
     ));
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::bar_sync();
@@ -1700,7 +1700,7 @@ pub unsafe extern "ptx-kernel" fn ops_u8__N_256(
     }
     ::kernel_std::__private::device::bar_sync();
     let __red9: u8 = (::kernel_std::__private::device::load(
-      __smem.add(256usize) as *mut u8,
+      (__smem.add(256usize) as *mut u8).add(0usize),
     ));
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::bar_sync();
@@ -1792,7 +1792,7 @@ pub unsafe extern "ptx-kernel" fn ops_u8__N_256(
     }
     ::kernel_std::__private::device::bar_sync();
     let __red10: u8 = (::kernel_std::__private::device::load(
-      __smem.add(256usize) as *mut u8,
+      (__smem.add(256usize) as *mut u8).add(0usize),
     ));
     ::kernel_std::__private::device::bar_sync();
     if __tid == 0 {
