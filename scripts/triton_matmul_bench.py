@@ -357,15 +357,24 @@ def export_compiled(out_dir, a, b, c, activation, index):
     })
 
 
-def bench_shapes(set_name, shapes, rows, seed0, sequential=False, export_dir=None, export_index=None):
+def operand(rows, cols, transposed):
+    """A (rows, cols) f16 operand: contiguous, or the transposed view of a contiguous (cols, rows)
+    tensor (how `nn.Linear` stores its weight)."""
+    if transposed:
+        return torch.randn((cols, rows), device="cuda", dtype=torch.float16).t()
+    return torch.randn((rows, cols), device="cuda", dtype=torch.float16)
+
+
+def bench_shapes(set_name, shapes, rows, seed0, sequential=False, export_dir=None, export_index=None, layout="nn"):
     """Checks every provider on each (M, N, K), then times those that passed (interleaved, or
     one after the other with `triton.testing.do_bench` when `sequential`); returns
-    {provider: [tflops or nan]}."""
+    {provider: [tflops or nan]}. `layout`: A and B each `n` (contiguous) or `t` (a transposed
+    view)."""
     series = {p: [] for p, _ in PROVIDERS}
     for i, (m, n, k) in enumerate(shapes):
         torch.manual_seed(seed0 + 7 * i)
-        a = torch.randn((m, k), device="cuda", dtype=torch.float16)
-        b = torch.randn((k, n), device="cuda", dtype=torch.float16)
+        a = operand(m, k, layout[0] == "t")
+        b = operand(k, n, layout[1] == "t")
         c = torch.empty((m, n), device="cuda", dtype=torch.float16)
         ref = torch.matmul(a, b)
         ref_relu = torch.nn.functional.leaky_relu(ref, 0.01)
@@ -481,6 +490,8 @@ def main():
     parser.add_argument("--flush", choices=["torch", "memset"], default="torch",
                         help="how do_bench flushes the L2 cache: Triton's default cache.zero_() kernel, or cudaMemsetAsync as bench_matmul")
     parser.add_argument("--ours", help="the --out directory of a bench_matmul run on this GPU: adds ours / Triton to the summary")
+    parser.add_argument("--layout", choices=["nn", "nt", "tn", "tt"], default="nn",
+                        help="A and B each contiguous (n) or a transposed view (t), as bench_matmul --layout")
     parser.add_argument("--export-kernels", metavar="DIR",
                         help="write the cubin of each shape's chosen Triton kernel and DIR/index.json (for bench_matmul --triton-kernels)")
     args = parser.parse_args()
@@ -502,7 +513,7 @@ def main():
 
     if not args.nonsquare_only:
         sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else (QUICK_SQUARES if args.quick else ALL_SQUARES)
-        series = bench_shapes("square", [(s, s, s) for s in sizes], rows, 1000, args.sequential, args.export_kernels, export_index)
+        series = bench_shapes("square", [(s, s, s) for s in sizes], rows, 1000, args.sequential, args.export_kernels, export_index, args.layout)
         print_table("triton-matmul-performance", "M", sizes, series)
         write_series_csv(os.path.join(args.out, "triton-matmul-performance.csv"), "M", sizes, series)
         summary.append("square matmul, geometric-mean TFLOPS ratios:")
@@ -520,7 +531,7 @@ def main():
 
     if not args.square_only:
         cases = NONSQUARE[:3] if args.quick else NONSQUARE
-        series = bench_shapes("nonsquare", [(m, n, k) for m, n, k, _ in cases], rows, 5000, args.sequential, args.export_kernels, export_index)
+        series = bench_shapes("nonsquare", [(m, n, k) for m, n, k, _ in cases], rows, 5000, args.sequential, args.export_kernels, export_index, args.layout)
         print("\nnon-square cases:")
         for i, (m, n, k, what) in enumerate(cases):
             print(f"  case {i + 1}: M={m} N={n} K={k} ({what})")

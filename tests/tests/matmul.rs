@@ -209,6 +209,43 @@ fn wide_split_plans_match_the_reference() {
     }
 }
 
+/// A `(rows, cols)` operand, as written or as the transposed view of a `(cols + pad, rows + pad)`
+/// tensor narrowed to `(cols, rows)` (how `nn.Linear` stores its weight); with its values.
+fn operand_view(dev: &kernel_runtime::Device, rows: usize, cols: usize, transposed: bool, pad: usize, seed: u64) -> (Tensor<f16>, Vec<f64>) {
+    if !transposed {
+        return randn_f16(dev, rows, cols, seed);
+    }
+    let (s, sv) = randn_f16(dev, cols + pad, rows + pad, seed);
+    let t = s.narrow(0, 0, cols).unwrap().narrow(1, 0, rows).unwrap().t();
+    assert_eq!(t.strides(), &[1, rows + pad]);
+    let v = (0..rows).flat_map(|i| (0..cols).map(move |j| (i, j))).map(|(i, j)| sv[j * (rows + pad) + i]).collect();
+    (t, v)
+}
+
+/// Every config on A and B each as written or transposed (the four layouts of a matmul), on
+/// shapes whose transposed operands have 16-byte aligned pitches (on sm_90a the tensor maps
+/// then copy them into a transposed staging): whole blocks, edge blocks, K tails whose masked
+/// elements lie inside the storage (`pad`: the copy brings real values that must become 0) or
+/// past its end (zeros from the copy engine); and a pitch that is not aligned (other paths).
+#[test]
+fn every_autotune_config_on_transposed_layouts() {
+    let dev = tests::test_device();
+    let shapes = [(192, 256, 256, 0, 60), (200, 136, 128, 8, 62), (256, 192, 200, 0, 64), (128, 64, 1000, 8, 66), (72, 80, 48, 3, 68)];
+    for (m, n, k, pad, seed) in shapes {
+        for (ta, tb) in [(false, true), (true, false), (true, true)] {
+            let (a, av) = operand_view(&dev, m, k, ta, pad, seed);
+            let (b, bv) = operand_view(&dev, k, n, tb, pad, seed + 1);
+            let want = matmul_ref(&av, &bv, m, n, k, identity);
+            for cfg in 0..kernels::matmul_kernel::CONFIGS.len() {
+                let c = Tensor::<f16>::full(&dev, &[m, n], f16::NAN).unwrap();
+                launch_config(cfg, &a, &b, &c);
+                let r = worst_ratio(&c.to_f64_vec(), &want, ATOL, RTOL);
+                assert!(r <= 1.0, "{m}x{n}x{k} (A transposed {ta}, B transposed {tb}, pad {pad}), config {cfg} ({}): worst error ratio {r}", kernels::matmul_kernel::CONFIGS[cfg]);
+            }
+        }
+    }
+}
+
 #[test]
 fn transposed_views_use_strides() {
     let dev = tests::test_device();
@@ -305,6 +342,7 @@ fn every_launch_again_with_forced_splits() {
         every_autotune_config_is_correct();
         every_autotune_config_on_misaligned_and_aligned_views();
         every_autotune_config_on_tensor_map_shapes();
+        every_autotune_config_on_transposed_layouts();
         split_last_waves_match_the_reference();
         wide_split_plans_match_the_reference();
         transposed_views_use_strides();

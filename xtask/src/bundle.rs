@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// The integration tests that run on a GPU (`KERNEL_TEST_DEVICE=cuda`).
-const GPU_TESTS: &[&str] = &["matmul", "kernels", "language", "numerics", "launch_errors", "tensors", "math", "atomics", "random", "scans", "layer_norm", "matmul_split_k", "debug", "types"];
+const GPU_TESTS: &[&str] = &["matmul", "batched_matmul", "kernels", "language", "numerics", "launch_errors", "tensors", "math", "atomics", "random", "scans", "layer_norm", "matmul_split_k", "debug", "types"];
 /// kernel-runtime's own GPU tests (`tests/cuda.rs`, also run by `KERNEL_TEST_DEVICE=cuda`), bundled as
 /// `tests/runtime_cuda`.
 const RUNTIME_TEST: &str = "cuda";

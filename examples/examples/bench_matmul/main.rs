@@ -4,8 +4,13 @@
 //! ```text
 //! bench_matmul [--quick] [--out DIR] [--square-only | --nonsquare-only] [--sizes 512,1024,...]
 //!              [--warmup-ms 25] [--rep-ms 100] [--no-flush] [--sequential] [--progress]
-//!              [--triton-kernels DIR] [--launch-overhead]
+//!              [--triton-kernels DIR] [--launch-overhead] [--layout nn|nt|tn|tt]
 //! ```
+//!
+//! `--layout` makes A and/or B transposed views (`t`: the transpose of a contiguous tensor, as
+//! `nn.Linear` stores its weight); every provider gets the same views (Triton's exported
+//! kernels must come from `triton_matmul_bench.py --layout` with the same layout: a kernel is
+//! used only with the strides it was specialized for).
 //!
 //! Square sizes 256..=8192 step 256 (`--quick`: 256, 512, 1024, 2048, 4096), then non-square
 //! shapes (tall-skinny, K not a multiple of the block size, ...). Every point gets fresh
@@ -89,10 +94,12 @@ struct Args {
     progress: bool,
     triton: Option<PathBuf>,
     launch_overhead: bool,
+    /// A and B each a transposed view (`--layout tn`, `nt`, `tt`).
+    layout: (bool, bool),
 }
 
 const USAGE: &str = "usage: bench_matmul [--quick] [--out DIR] [--square-only | --nonsquare-only] \
-                     [--sizes 512,1024,...] [--warmup-ms MS] [--rep-ms MS] [--no-flush] [--sequential] [--progress] [--triton-kernels DIR] [--launch-overhead]";
+                     [--sizes 512,1024,...] [--warmup-ms MS] [--rep-ms MS] [--no-flush] [--sequential] [--progress] [--triton-kernels DIR] [--launch-overhead] [--layout nn|nt|tn|tt]";
 
 fn parse_args() -> Result<Args> {
     let mut a = Args {
@@ -106,6 +113,7 @@ fn parse_args() -> Result<Args> {
         progress: false,
         triton: None,
         launch_overhead: false,
+        layout: (false, false),
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -127,6 +135,15 @@ fn parse_args() -> Result<Args> {
             "--progress" => a.progress = true,
             "--launch-overhead" => a.launch_overhead = true,
             "--triton-kernels" => a.triton = Some(PathBuf::from(value("--triton-kernels")?)),
+            "--layout" => {
+                a.layout = match value("--layout")?.as_str() {
+                    "nn" => (false, false),
+                    "nt" => (false, true),
+                    "tn" => (true, false),
+                    "tt" => (true, true),
+                    other => bail!("--layout {other}: expected nn, nt, tn or tt\n{USAGE}"),
+                }
+            }
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -177,14 +194,19 @@ struct Bench {
     opts: BenchOptions,
     sequential: bool,
     rows: Vec<Row>,
+    layout: (bool, bool),
 }
 
 impl Bench {
     /// Fresh inputs for (m, n, k) and each provider's check against cuBLAS (or, without
     /// cuBLAS, a float64 reference on the host for small shapes).
     fn prepare(&self, (m, n, k): (usize, usize, usize), seed: u64) -> Result<Point> {
-        let a = Tensor::<f16>::randn(&self.dev, &[m, k], seed)?;
-        let b = Tensor::<f16>::randn(&self.dev, &[k, n], seed + 1)?;
+        // A transposed operand is the transposed view of a contiguous tensor.
+        let operand = |rows: usize, cols: usize, transposed: bool, seed: u64| -> Result<Tensor<f16>> {
+            Ok(if transposed { Tensor::<f16>::randn(&self.dev, &[cols, rows], seed)?.t() } else { Tensor::<f16>::randn(&self.dev, &[rows, cols], seed)? })
+        };
+        let a = operand(m, k, self.layout.0, seed)?;
+        let b = operand(k, n, self.layout.1, seed + 1)?;
         let c = Tensor::<f16>::zeros(&self.dev, &[m, n])?;
         let reference: Option<Vec<f64>> = if self.cublas {
             cublas_matmul_f16(&a, &b, &c)?;
@@ -443,7 +465,7 @@ fn main() -> Result<()> {
         None => None,
     };
     let with_triton = triton.is_some();
-    let mut bench = Bench { dev, providers, triton, cublas, opts: args.opts, sequential: args.sequential, rows: Vec::new() };
+    let mut bench = Bench { dev, providers, triton, cublas, opts: args.opts, sequential: args.sequential, rows: Vec::new(), layout: args.layout };
     let mut summary = String::new();
 
     if args.launch_overhead {

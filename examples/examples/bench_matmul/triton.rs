@@ -142,8 +142,9 @@ pub fn arguments(e: &Exported, a: &Tensor<f16>, b: &Tensor<f16>, c: &Tensor<f16>
         args.push(arg);
     }
     // Whatever Triton specialized away must hold too: the tutorial kernel drops integer
-    // arguments equal to 1 (unit strides) from its entry.
-    for (name, v) in [("stride_ak", a.stride(1)), ("stride_bn", b.stride(1)), ("stride_cn", c.stride(1))] {
+    // arguments equal to 1 (unit strides, of whichever axis is contiguous) from its entry.
+    let strides = [("stride_am", a.stride(0)), ("stride_ak", a.stride(1)), ("stride_bk", b.stride(0)), ("stride_bn", b.stride(1)), ("stride_cm", c.stride(0)), ("stride_cn", c.stride(1))];
+    for (name, v) in strides {
         if !e.params.iter().any(|(p, _, _)| p == name) {
             ensure!(v == 1, "`{name}` is {v} here; the kernel was compiled for a unit stride");
         }

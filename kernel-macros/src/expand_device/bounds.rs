@@ -163,14 +163,6 @@ impl DevGen<'_> {
     pub(super) fn is_root_param(&self, e: ExprId) -> bool {
         matches!(self.k.exprs[e].kind, ExprKind::Param(i) if matches!(self.k.params[i].kind, ParamKind::Ptr(_)))
     }
-
-    /// The length identifier of pointer parameter expression `e`.
-    pub(super) fn len_of(&self, e: ExprId) -> Option<Ident> {
-        match self.k.exprs[e].kind {
-            ExprKind::Param(i) => Some(len_ident(&self.k.params[i].name)),
-            _ => None,
-        }
-    }
 }
 
 /// The hidden length parameter of pointer parameter `name`.

@@ -108,6 +108,16 @@ impl Tile {
     }
 }
 
+/// How a `dot` operand tile of `rows x inner` elements is staged in shared memory: as the
+/// kernel's block (`Rows`: `Tile::of(layout, rows, inner)`) or transposed (`Cols`:
+/// `Tile::of(layout, inner, rows)`, element `(r, c)` at row `c`, column `r`), the form a
+/// tensor map copies when the operand's memory is contiguous along `rows` (a transposed view).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Staging {
+    Rows,
+    Cols,
+}
+
 /// The outer iteration context saved by `DevGen::enter_iteration`.
 struct IterScope {
     numel: usize,
@@ -1154,7 +1164,7 @@ impl<'a> DevGen<'a> {
         let d = &self.d;
         let Layout::Mma { wn, tm, tn, n, wg, .. } = layout else { return quote!() };
         if wg {
-            let (setup, issue, finish) = self.wgmma_compute(a, layout, kk, acc, sa, sb, None);
+            let (setup, issue, finish) = self.wgmma_compute(a, layout, kk, acc, (sa, sb), None, [Staging::Rows; 2]);
             return quote!({ #setup #issue #finish });
         }
         let mma = if self.k.exprs[a].ty.dtype() == Some(DType::BF16) { quote!(#d::mma_bf16) } else { quote!(#d::mma_f16) };
@@ -1211,8 +1221,9 @@ impl<'a> DevGen<'a> {
 
     /// The `wgmma` version of [`Self::mma_compute`] (sm_90a): each warpgroup issues, for every
     /// 16-wide step of K and every 64-row tile it owns, one `wgmma.mma_async.m64n'k16` reading
-    /// A (K-major column blocks of up to 64 elements, one swizzle pattern wide) and B (N-major
-    /// column blocks; both `Tile::of`) straight from shared memory, then waits for the group. The shared memory it reads must
+    /// A and B straight from shared memory, staged as `staging` says (`Staging::Rows`: A
+    /// K-major, B N-major; `Staging::Cols`: the transposes, see [`Staging`]), then waits for the
+    /// group. The shared memory it reads must
     /// have been made visible to the async proxy (`fence_proxy_async` before the barrier).
     /// Returns the issue (the tensor cores then run while the threads go on) and the wait after
     /// which the accumulators may be read and the operand tiles overwritten.
@@ -1223,7 +1234,7 @@ impl<'a> DevGen<'a> {
     /// address fields (one multiply-add each). Otherwise the set-up is empty and the issue builds
     /// the descriptors from `sa` and `sb`.
     #[allow(clippy::too_many_arguments)]
-    fn wgmma_compute(&self, a: ExprId, layout: Layout, kk: usize, acc: &Ident, sa: TokenStream, sb: TokenStream, stage: Option<usize>) -> (TokenStream, TokenStream, TokenStream) {
+    fn wgmma_compute(&self, a: ExprId, layout: Layout, kk: usize, acc: &Ident, (sa, sb): (TokenStream, TokenStream), stage: Option<usize>, staging: [Staging; 2]) -> (TokenStream, TokenStream, TokenStream) {
         let d = &self.d;
         let Layout::Mma { wm, wn, tm, tn, n, .. } = layout else { return (quote!(), quote!(), quote!()) };
         let np = tn * 8;
@@ -1231,26 +1242,36 @@ impl<'a> DevGen<'a> {
         let f = format_ident!("wgmma_m64n{}k16_{}", np, if bf16 { "bf16" } else { "f16" });
         let tie = format_ident!("wgmma_tie_n{}", np);
         let slots = tm * tn * 4;
-        // A: column blocks of `block_a` elements (all of `kk` up to 64), `lbo_a` apart, each
-        // with the tile's rows of `block_a` elements, 8-row groups `sbo_a` apart; one 64-row
-        // tile is 8 groups.
-        let block_a = kk.min(64);
-        let (row_a, tile_a) = (block_a * 2, 64 * block_a * 2);
-        let lbo_a = wm * tm * 64 * row_a;
-        let sbo_a = 8 * row_a;
-        // B: column blocks of `block` elements, `kk` rows each, `lbo_b` apart.
-        let block = n.min(64);
-        let (row_b, lbo_b) = (block * 2, kk * block * 2);
-        let sbo_b = 8 * row_b;
-        let wg_rows = tm * 64;
+        let (ta, tb) = (u32::from(staging[0] == Staging::Cols), u32::from(staging[1] == Staging::Rows));
+        // Each operand: its descriptor's (lbo, sbo, swizzled row bytes), the byte offset of this
+        // warpgroup's first row (M or N) as code, and the byte offset of K step `ks` and 64-row
+        // tile `t` of M (A only). K-major (A as written, B transposed): rows of M or N of
+        // `kk` elements in column blocks of up to 64, `x * rb` apart. M/N-major (B as written,
+        // A transposed): rows of K of `x` elements in column blocks of up to 64, `kk * rb` apart.
+        // `wg`: this warpgroup's index along M or N, `per_wg` its rows there.
+        type Offset = Box<dyn Fn(usize, usize) -> usize>;
+        let operand = |x: usize, wg: TokenStream, per_wg: usize, k_major: bool| -> ((usize, usize, usize), TokenStream, Offset) {
+            if k_major {
+                let bk = kk.min(64);
+                let rb = bk * 2;
+                ((16, 8 * rb, rb), quote!((#wg * #per_wg * #rb) as u32), Box::new(move |ks, t| (ks * 16 / bk) * x * rb + t * 64 * rb + (ks * 16 % bk) * 2))
+            } else {
+                let bx = x.min(64);
+                let rb = bx * 2;
+                let lbo = kk * rb;
+                ((lbo, 8 * rb, rb), quote!((#wg * (#per_wg / #bx) * #lbo) as u32), Box::new(move |ks, t| ks * 16 * rb + (t * 64 / bx) * lbo))
+            }
+        };
+        let ((lbo_a, sbo_a, row_a), first_a, off_a) = operand(wm * tm * 64, quote!((__wg / #wn)), tm * 64, ta == 0);
+        let ((lbo_b, sbo_b, row_b), first_b, off_b) = operand(n, quote!((__wg % #wn)), np, tb == 0);
         let f = &f;
         let calls = (0..kk / 16).flat_map(|ks| {
+            let (off_a, off_b) = (&off_a, &off_b);
             (0..tm).map(move |t| {
                 let off = t * tn * 4;
-                let (cb, kin) = (ks * 16 / block_a, ks * 16 % block_a);
-                let da = ((cb * lbo_a + t * tile_a + kin * 2) >> 4) as u64;
-                let db = ((ks * 16 * row_b) >> 4) as u64;
-                quote!(#d::#f::<#slots, #off>(&mut #acc, __da + #da, __db + #db);)
+                let da = (off_a(ks, t) >> 4) as u64;
+                let db = (off_b(ks, 0) >> 4) as u64;
+                quote!(#d::#f::<#slots, #off, #ta, #tb>(&mut #acc, __da + #da, __db + #db);)
             })
         });
         let ties = (0..tm).map(|t| {
@@ -1259,8 +1280,8 @@ impl<'a> DevGen<'a> {
         });
         let descs = quote! {
             let __wg: usize = __warp / 4;
-            let __da: u64 = #d::wgmma_desc(#sa + ((__wg / #wn) * #wg_rows * #row_a) as u32, 16, #sbo_a as u32, #d::wgmma_swizzle_mode(#row_a));
-            let __db: u64 = #d::wgmma_desc(#sb + ((__wg % #wn) * (#np / #block) * #lbo_b) as u32, #lbo_b as u32, #sbo_b as u32, #d::wgmma_swizzle_mode(#row_b));
+            let __da: u64 = #d::wgmma_desc(#sa + #first_a, #lbo_a as u32, #sbo_a as u32, #d::wgmma_swizzle_mode(#row_a));
+            let __db: u64 = #d::wgmma_desc(#sb + #first_b, #lbo_b as u32, #sbo_b as u32, #d::wgmma_swizzle_mode(#row_b));
         };
         let (setup, descs) = match stage {
             // A descriptor's address field is the shared address over 16 (14 bits: shared memory

@@ -4,6 +4,9 @@
 
 use super::*;
 
+mod tma;
+use tma::{TmaCtx, TmaOperand};
+
 /// One operand of a pipelined K loop (see `DevGen::pipeline_plan`).
 struct PipeOp {
     /// The `dot` operand and the `load` it comes from.
@@ -34,17 +37,24 @@ struct PipePlan {
     steps: Vec<(LocalId, ExprId, bool)>,
 }
 
+/// The buffer behind a scalar base pointer `p` of an operand (`p + offsets`): `p` is pointer
+/// parameter `param` itself or that parameter advanced by scalar offsets (a batch's matrix,
+/// `a_ptr + pid_b * stride_ab`); `offset` is the code of `p`'s distance from the parameter, in
+/// elements, and `len` the parameter's length.
+struct ScalarBase {
+    param: usize,
+    len: Ident,
+    offset: TokenStream,
+}
+
 /// The code of chunk `jc`'s base pointer in the K loop.
 type ChunkPtr<'a> = Box<dyn Fn(usize) -> TokenStream + 'a>;
 
-/// The tensor-map copy of one operand (sm_90a): the map's slot and, per iteration, the code of
-/// its copies (thread 0) and of the fix-up of masked elements (every thread).
+/// The tensor-map copy of one operand (sm_90a) in one staging: per iteration, the code of its
+/// copies (thread 0) and of the fix-up of masked elements (every thread).
 struct TmaOp {
     copies: TokenStream,
     fixup: TokenStream,
-    /// Before the loop: ANDs into `__mall` whether this thread's chunks are unmasked in every
-    /// iteration (then the loop skips the fix-up).
-    check: TokenStream,
 }
 
 impl DevGen<'_> {
@@ -99,67 +109,23 @@ impl DevGen<'_> {
         }
     }
 
-    /// The strides of offsets `rows[:, None] * row_stride + cols[None, :] * col_stride` (terms
-    /// in either order; `cols[None, :]` alone for a column stride of 1): the scalar parameters
-    /// that a tensor map of the operand is built from. Only a guess of the shape: the generated
-    /// code checks at run time that every element's offset is `first + row * row_stride + col`
-    /// before it copies with the map.
-    fn tma_strides(&self, off: ExprId) -> Option<(usize, Option<usize>)> {
+    /// The buffer behind the scalar pointer `p` that the pointer block `ptr_block` is computed
+    /// from (see [`ScalarBase`]), when both come from the same pointer parameter.
+    fn scalar_base(&self, p: ExprId, ptr_block: ExprId) -> Option<ScalarBase> {
         let k = self.k;
-        let strip = |mut e: ExprId| loop {
-            match &k.exprs[e].kind {
-                ExprKind::BroadcastTo(x) => e = *x,
-                ExprKind::Local(l) => match self.kinds[*l] {
-                    LocalKind::Pure(init) => e = init,
-                    _ => return e,
-                },
-                _ => return e,
-            }
-        };
-        let ExprKind::Binary(BinOp::Add, t1, t2) = k.exprs[strip(off)].kind else { return None };
-        // (varies along rows, the stride parameter).
-        let term = |t: ExprId| -> Option<(bool, Option<usize>)> {
-            let t = strip(t);
-            let (x, s) = match k.exprs[t].kind {
-                ExprKind::Binary(BinOp::Mul, a, b) if self.int_param(b).is_some() => (strip(a), self.int_param(b)),
-                ExprKind::Binary(BinOp::Mul, a, b) if self.int_param(a).is_some() => (strip(b), self.int_param(a)),
-                _ => (t, None),
-            };
-            match self.shapes[x].as_slice() {
-                [r, 1] if *r > 1 => Some((true, s)),
-                [1, c] if *c > 1 => Some((false, s)),
-                _ => None,
-            }
-        };
-        match (term(t1)?, term(t2)?) {
-            ((true, Some(r)), (false, c)) | ((false, c), (true, Some(r))) => Some((r, c)),
-            _ => None,
-        }
-    }
-
-    /// The tensor map of operand `oi` (sm_90a, a pipeline of two buffers or more): a block
-    /// `param + offsets` whose offsets' strides are scalar parameters (see `tma_strides`), with
-    /// a box that the copy engine takes (at most 256 rows and columns, a swizzle of 128 bytes or
-    /// less), while the entry has fewer than 32 maps (its validity mask is a `u32`).
-    fn tma_candidate(&self, plan: &PipePlan, oi: usize, op: &PipeOp, stages: usize, tma_base: usize) -> Option<TmaDesc> {
-        let k = self.k;
-        let Layout::Mma { wg: true, .. } = plan.layout else { return None };
-        let ExprKind::PtrAdd(p, o) = k.exprs[op.base].kind else { return None };
-        let ExprKind::Param(pi) = k.exprs[p].kind else { return None };
-        let ptr_block = match k.exprs[op.load].kind {
-            ExprKind::Load { ptr, .. } => ptr,
-            _ => return None,
-        };
-        if stages < 2 || !self.is_root_param(p) || self.ptr_root(ptr_block) != self.ptr_root(p) || tma_base + oi >= 32 || !matches!(k.exprs[o].ty.dtype(), Some(DType::I32 | DType::I64)) {
+        let param = self.ptr_root(p)?;
+        if !self.shapes[p].is_empty() || self.ptr_root(ptr_block) != Some(param) {
             return None;
         }
-        let tile = Tile::of(plan.layout, op.numel / op.inner, op.inner);
-        let swizzle = Self::swizzle(tile.block).map_or(0, |_| tile.block * 2);
-        if tile.rows > 256 || tile.block > 256 || swizzle > 128 {
-            return None;
+        let ParamKind::Ptr(dt) = k.params[param].kind else { return None };
+        let len = super::bounds::len_ident(&k.params[param].name);
+        if self.is_root_param(p) {
+            return Some(ScalarBase { param, len, offset: quote!(0i64) });
         }
-        let (row_stride, col_stride) = self.tma_strides(o)?;
-        Some(TmaDesc { ptr: pi, row_stride, col_stride, box_inner: tile.block, box_rows: tile.rows, swizzle })
+        // `p` is the parameter plus whole elements: the distance in bytes divides exactly.
+        let (pv, root, e) = (self.ev(p, &At::Own), param_ident(&k.params[param].name), dev_dtype(dt));
+        let offset = quote!((((#pv as usize).wrapping_sub(#root as usize)) as i64) / (::core::mem::size_of::<#e>() as i64));
+        Some(ScalarBase { param, len, offset })
     }
 
     /// The pipelined code of a `for` loop, or `None` when the loop does not have the shape the
@@ -268,20 +234,16 @@ impl DevGen<'_> {
         let var_id = crate::expand_cpu::local_ident(k, var);
         let var_t = self.elem(&k.locals[var].ty);
         let mut pre = Vec::new();
-        // The tensor-map version's checks, which run before the chunk set-up in `pre` (only
-        // needed when that version is not taken).
-        let mut tma_pre = Vec::new();
         let mut issue_ops = Vec::new();
         let mut fast_ops = Vec::new();
         let (mut proofs, mut all_proven) = (Vec::new(), true);
-        // Operands copied by the tensor memory accelerator in a third version of the loop.
+        // Operands copied by the tensor memory accelerator in a third version of the loop
+        // (`tma.rs`): their maps, in the entry's order, and each operand's stagings.
         let tma_base = self.tma.borrow().len();
-        let (mut tma_descs, mut tma_ops, mut tma_oks): (Vec<TmaDesc>, Vec<TmaOp>, Vec<TokenStream>) = (Vec::new(), Vec::new(), Vec::new());
-        // The row checks of each tensor-map operand (after the speculative copies) and whether
-        // its map is valid with computable coordinates (before them).
-        let (mut tma_post, mut tma_maps): (Vec<TokenStream>, Vec<TokenStream>) = (Vec::new(), Vec::new());
-        let mut tma_cands: Vec<Option<TmaDesc>> = plan.ops.iter().enumerate().map(|(oi, op)| self.tma_candidate(plan, oi, op, stages, tma_base)).collect();
-        if !tma_cands.iter().all(Option::is_some) {
+        let mut tma_descs: Vec<TmaDesc> = Vec::new();
+        let mut tma_opers: Vec<TmaOperand> = Vec::new();
+        let mut tma_cands: Vec<Vec<(Staging, TmaDesc)>> = plan.ops.iter().enumerate().map(|(oi, op)| self.tma_candidates(plan.layout, oi, op, stages, tma_base)).collect();
+        if tma_cands.iter().any(Vec::is_empty) {
             tma_cands.clear();
         }
         let mut rows_before = 0usize;
@@ -299,8 +261,7 @@ impl DevGen<'_> {
                 ExprKind::PtrAdd(p, o) if self.shapes[*p].is_empty() && matches!(k.exprs[*o].ty.dtype(), Some(DType::I32 | DType::I64)) => Some((*p, *o)),
                 _ => None,
             };
-            let tile = Tile::of(plan.layout, op.numel / op.inner, op.inner);
-            let tma = tma_cands.get(oi).cloned().flatten();
+            let tma = tma_cands.get(oi).cloned().unwrap_or_default();
             let masks: Vec<TokenStream> = match op.mask {
                 Some(mk) => (0..8).map(|i| self.operand(op.load, mk, &at(i))).collect(),
                 None => vec![quote!(true); 8],
@@ -418,7 +379,8 @@ impl DevGen<'_> {
             // With offsets from the pointer parameter itself, one test before the loop covers all
             // of this thread's chunks in every iteration (`__inb`, below); the per-chunk test
             // only runs when that one fails.
-            let range = split.filter(|(p, _)| self.is_root_param(*p) && self.ptr_root(ptr_block) == self.ptr_root(*p)).and_then(|(p, _)| self.len_of(p));
+            let based = split.and_then(|(p, _)| self.scalar_base(p, ptr_block));
+            let range = based.as_ref().map(|b| b.len.clone());
             let fits = if range.is_some() { quote!((#inb || #chunk_fits)) } else { chunk_fits };
             let (open, close) = (self.chunk_check_open(ptr_block, &e), self.chunk_check_close(ptr_block, span));
             // The element path of a chunk is a loop (not unrolled: its trip count is opaque), so
@@ -513,10 +475,14 @@ impl DevGen<'_> {
             } else {
                 proofs.push(quote!(#inb));
             }
-            if let Some(len) = &range {
+            if let Some(ScalarBase { len, .. }) = &based {
                 // Before the loop: every contiguous chunk of this thread, in every iteration,
                 // lies in [lo + min offset, hi + max offset + 8) (the offset is monotone in the
-                // iteration), so the loop tests one flag instead of each chunk.
+                // iteration) from the base pointer, `sc` elements into the buffer, so the loop
+                // tests one flag instead of each chunk.
+                let sc = format_ident!("__sc{}", oi);
+                let sc_v = &based.as_ref().expect("based").offset;
+                pre.push(quote!(let #sc: i64 = #sc_v;));
                 pre.push(quote! {
                     let #inb: bool = {
                         let __first: i64 = { let __it: i64 = 0; #off_expr };
@@ -525,230 +491,50 @@ impl DevGen<'_> {
                         let (__mn, __mx) = if __first < __last { (__first, __last) } else { (__last, __first) };
                         // Offsets of 16-bit elements keep 16-byte alignment in every iteration.
                         let __aligned = __first % 8 == 0 && (__second - __first) % 8 == 0;
-                        __aligned && #lo <= #hi && #lo + __mn >= 0 && #hi + __mx + 8 <= #len as i64
+                        __aligned && #lo <= #hi && #lo + __mn + #sc >= 0 && #hi + __mx + 8 + #sc <= #len as i64
                     };
                 });
             }
-            // The tensor-map version needs, before the loop: a valid map, the bounds proof, every
-            // element at `first + row * stride + col`, and boxes that stay inside the map in every
-            // iteration (so that the copy engine fills nothing with zeros), moving along one row
-            // or by whole rows. Then the box of iteration `it` starts at column `c + it * dc`,
-            // row `r + it * dr`.
-            if let (Some(t), Some(len)) = (&tma, &range) {
-                let idx = (tma_base + tma_descs.len()) as u32;
-                let (inner_i, rows_i) = (op.inner as i64, tile.rows as i64);
-                let (tok, tc, tr, tdc, tdr) = (format_ident!("__tok{}", oi), format_ident!("__tc{}", oi), format_ident!("__tr{}", oi), format_ident!("__tdc{}", oi), format_ident!("__tdr{}", oi));
-                // Every element at `first + row * stride + col`: checked row by row (each thread
-                // takes rows `tid, tid + threads, ...`), at the row's two ends, for an offset
-                // block that is affine along the row with a unit step (see `col_step_over`).
-                let (o, ot) = match split {
-                    Some((_, o)) => (o, self.elem(&k.exprs[o].ty)),
-                    None => unreachable!("a tensor-map operand is `param + offsets`"),
-                };
-                let (inner, rows_n) = (op.inner, op.numel / op.inner);
-                // A rolled loop over this thread's rows of the tile (`tid, tid + threads, ...`),
-                // `__f0` the row's first element.
+            // The tensor-map version needs, before the loop, the bounds proof and, per staging,
+            // a valid map whose boxes are the operand's elements (`tma.rs`).
+            if let (false, Some(ScalarBase { len, offset: sc, .. }), Some((_, o))) = (tma.is_empty(), &based, split) {
+                let rows_n = op.numel / op.inner;
                 // Rows go to the threads after warp 0 (which issues the first copies) and after
                 // the previous operands' rows, so that each thread checks few rows.
                 let rot = if threads > 32 { (threads - (32 + rows_before) % threads) % threads } else { 0 };
                 rows_before += rows_n;
-                let over_rows = |body: TokenStream| {
-                    quote! {
-                        let __nr: usize = #d::opaque_usize(#rows_n);
-                        let mut __r: usize = (__tid + #rot) % #threads;
-                        while __r < __nr {
-                            let __f0: usize = __r * #inner;
-                            #body
-                            __r += #threads;
-                        }
-                    }
+                let ctx = TmaCtx {
+                    oi,
+                    op,
+                    o,
+                    ot: self.elem(&k.exprs[o].ty),
+                    e: e.clone(),
+                    off_expr: off_expr.clone(),
+                    len: len.clone(),
+                    base_off: sc.clone(),
+                    tile_off,
+                    stage_bytes,
+                    per_thread,
+                    chunks,
+                    rot,
+                    layout: plan.layout,
+                    var: (var_id.clone(), var_t.clone()),
+                    m_i: m_i.clone(),
+                    o_i: o_i.clone(),
+                    all: all.clone(),
+                    s0: s0.clone(),
                 };
-                let last = inner - 1;
-                let (at0, at1) = (At::Flat(quote!((__f0))), At::Flat(quote!((__f0 + #last))));
-                let mut conds = Vec::new();
-                let o_moves = self.child_moves(op.base, o, true);
-                let step = self.col_step_over(o, o_moves, &self.sub_at(op.base, o, &at0), &self.sub_at(op.base, o, &at1), last, &mut conds);
-                let row_test = match step {
-                    Some(step) => {
-                        let (v0, v1) = (self.operand(op.base, o, &at0), self.operand(op.base, o, &at1));
-                        let last_i = last as i64;
-                        quote! {
-                            let __v0: i64 = #d::cast::<#ot, i64>(#v0);
-                            let __v1: i64 = #d::cast::<#ot, i64>(#v1);
-                            __ok = __ok && #step == 1i64 #(&& #conds)* && __v1 - __v0 == #last_i && __v0 == __tO + (__r as i64) * __tW;
-                        }
+                let mut sides = Vec::new();
+                for (staging, t) in &tma {
+                    let idx = (tma_base + tma_descs.len()) as u32;
+                    if let Some(side) = self.tma_side(&ctx, *staging, t, idx) {
+                        sides.push(side);
+                        tma_descs.push(t.clone());
                     }
-                    None => quote!(__ok = false;),
-                };
-                let row = param_ident(&k.params[t.row_stride].name);
-                let first = self.operand(op.base, o, &At::Flat(quote!(0usize)));
-                let rows_test = over_rows(row_test);
-                let (tmo, tin, tw, to) = (format_ident!("__tmo{}", oi), format_ident!("__tin{}", oi), format_ident!("__tW{}", oi), format_ident!("__tO{}", oi));
-                // The box coordinates and whether they stay in the view come first: thread 0
-                // issues the first copies with them (`tma_spec`) before the rows are checked.
-                tma_pre.push(quote! {
-                    let (#tmo, #tin, #tc, #tr, #tdc, #tdr, #tw, #to): (bool, bool, i64, i64, i64, i64, i64, i64) = {
-                        let __tW: i64 = #row as i64;
-                        let __tO: i64 = #d::cast::<#ot, i64>(#first);
-                        let __first: i64 = { let __it: i64 = 0; #off_expr };
-                        let __second: i64 = { let __it: i64 = 1; #off_expr };
-                        let __last: i64 = { let __it: i64 = if __n > 0 { __n - 1 } else { 0 }; #off_expr };
-                        let __w: i64 = __tW;
-                        if (__tmask >> #idx) & 1 != 0 && __w > 0 && __w <= i32::MAX as i64 {
-                            let (__ef, __el) = (__tO + __first, __tO + __last);
-                            let __st: i64 = __second - __first;
-                            let __len: i64 = #len as i64;
-                            // One division (32-bit where the values allow, see `divrem`); the
-                            // last box's row follows from the first's in the common cases.
-                            let (__rf, __cf) = #d::divrem(__ef, __w);
-                            let (__sq, __sr) = if __st >= 0 && __st < __w { (0i64, __st) } else { #d::divrem(__st, __w) };
-                            let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
-                            // Rows `r .. r + rows` lie in the view (its `len / w` whole rows)
-                            // exactly when `(r + rows) * w <= len`; row `r` starts in it when
-                            // `(r + 1) * w <= len`.
-                            let __inside = |__r: i64| (__r + #rows_i) * __w <= __len;
-                            let __starts = |__r: i64| (__r + 1) * __w <= __len;
-                            // Every box but the last lies in the view; the last one (the K tail)
-                            // may only start in it, when boxes move forward: its elements outside
-                            // the view are filled with zeros by the copy engine, and must all be
-                            // masked (checked with the rows, `tma_post`), so that the fix-up
-                            // gives them their `other` value.
-                            let (__dr, __dc, __cols, __rows, __rl) = if __sr == 0 {
-                                // By whole rows.
-                                let __rl = __rf + __nm * __sq;
-                                let __rows = (__inside(__rf) && (__inside(__rl) || (__sq > 0 && __inside(__rl - __sq) && __starts(__rl)))) || (__nm == 0 && __starts(__rf));
-                                (__sq, 0i64, __cf + #inner_i <= __w, __rows, __rl)
-                            } else if __sq == 0 && __st > 0 {
-                                // Along one row: the boxes stay in the first box's row.
-                                let __cl = __cf + __nm * __st;
-                                let __cols = __cl + #inner_i <= __w || (__cl < __w && (__nm == 0 || __cl - __st + #inner_i <= __w));
-                                (0i64, __st, __cols, __inside(__rf), __rf)
-                            } else {
-                                let (__rl, __cl) = #d::divrem(__el, __w);
-                                (0i64, __st, __rf == __rl && __cf + #inner_i <= __w && __cl + #inner_i <= __w, __inside(__rf) && __inside(__rl), __rl)
-                            };
-                            let __ok: bool = __cols && __rows && __ef >= 0 && __el >= 0 && __rl + #rows_i <= i32::MAX as i64;
-                            (true, __ok, __cf, __rf, __dc, __dr, __tW, __tO)
-                        } else {
-                            (false, false, 0, 0, 0, 0, __tW, __tO)
-                        }
-                    };
-                });
-                // The elements of the last box outside the view (a K tail, see `tma_pre`) must be
-                // masked in the last iteration: each thread tests its rows' elements there.
-                let outside_test = match op.mask {
-                    Some(mk) => {
-                        let m_j = self.operand(op.load, mk, &At::Flat(quote!((__f0 + __j))));
-                        over_rows(quote! {
-                            let __j0: i64 = if __rL + (__r as i64) >= __h { 0 } else { __w - __cL };
-                            let mut __j: usize = if __j0 > 0 { __j0 as usize } else { 0 };
-                            while __j < #inner {
-                                __ok = __ok && !(#m_j);
-                                __j += 1;
-                            }
-                        })
-                    }
-                    None => quote!(__ok = false;),
-                };
-                // Then every row of the tile is checked against the box (each thread its rows).
-                tma_post.push(quote! {
-                    let #tok: bool = #tin && {
-                        let (__tW, __tO): (i64, i64) = (#tw, #to);
-                        let mut __ok: bool = true;
-                        #rows_test
-                        __ok
-                    } && {
-                        let __w: i64 = #tw;
-                        let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
-                        let (__cL, __rL): (i64, i64) = (#tc + __nm * #tdc, #tr + __nm * #tdr);
-                        let mut __ok: bool = true;
-                        // (No division unless the last box leaves the view.)
-                        if __cL + #inner_i > __w || (__rL + #rows_i) * __w > #len as i64 {
-                            ::core::hint::cold_path();
-                            let __h: i64 = (#len as i64) / __w;
-                            let __it: i64 = __nm;
-                            let #var_id: #var_t = ((__start as i64) + __it * (__step as i64)) as #var_t;
-                            #outside_test
-                        }
-                        __ok
-                    };
-                });
-                tma_maps.push(quote!(#tmo));
-                tma_oks.push(quote!(#tok));
-                // Thread 0's copies of iteration `__it` into buffer `__buf` (one box per column
-                // block of the staged tile), completing on barrier `__bar`.
-                let copies = (0..op.inner / tile.block).map(|b| {
-                    let soff = tile_off + b * tile.rows * tile.block * 2;
-                    let cb = (b * tile.block) as i64;
-                    quote!(#d::tma_load_2d(#d::smem_addr() + (#soff + __buf * #stage_bytes) as u32, __tma.add(#idx as usize * 128), __bar, (#tc as i32).wrapping_add((__it as i32).wrapping_mul(#tdc as i32)).wrapping_add(#cb as i32), (#tr as i32).wrapping_add((__it as i32).wrapping_mul(#tdr as i32)));)
-                });
-                // The copy brings every element: masked ones get `other` afterwards (each thread
-                // its chunks whose mask is not all true; rare: the K tail).
-                // A rolled loop over this thread's chunks (opaque trip count): the code stays small,
-                // so the K loop fits the instruction cache.
-                let over_chunks = |body: TokenStream| {
-                    quote! {
-                        let __njc: usize = #d::opaque_usize(#per_thread);
-                        let mut __jc: usize = 0;
-                        while __jc < __njc {
-                            let __c: usize = __jc * #threads + __tid;
-                            if __c < #chunks {
-                                let __f0: usize = __c * 8;
-                                #body
-                            }
-                            __jc += 1;
-                        }
-                    }
-                };
-                let (fixup, check) = match op.mask {
-                    None => (quote!(), quote!()),
-                    Some(mk) => {
-                        let fixup = over_chunks(quote! {
-                            if !(#all) {
-                                let __sp = __smem.add(#tile_off + __cb * #stage_bytes + (#s0) * 2) as *mut #e;
-                                let __ne: usize = #d::opaque_usize(8);
-                                let mut __i: usize = 0;
-                                while __i < __ne {
-                                    if !(#m_i) {
-                                        #d::store(__sp.add(__i), #o_i);
-                                    }
-                                    __i += 1;
-                                }
-                                __fx = true;
-                            }
-                        });
-                        // A mask whose comparisons are linear in the loop variable holds in every
-                        // iteration when it holds in the first and the last one.
-                        // Also whether they are unmasked in the iterations before the last one
-                        // (`__mmid`): then only the last iteration needs the fix-up (a K tail).
-                        let check = if self.linear_in(mk, var) {
-                            // Tested on whole rows when the analysis allows, else chunk by chunk.
-                            let row_all = self.load_chunk_all(op.load, mk, &quote!(__f0), inner);
-                            let at = |it: TokenStream, flag: Ident| {
-                                let test = match &row_all {
-                                    Some(row_all) => over_rows(quote!(#flag = #flag && (#row_all);)),
-                                    None => over_chunks(quote!(#flag = #flag && (#all);)),
-                                };
-                                quote! {{
-                                    let __it: i64 = #it;
-                                    let #var_id: #var_t = ((__start as i64) + __it * (__step as i64)) as #var_t;
-                                    #test
-                                }}
-                            };
-                            let (first, last) = (at(quote!(0), format_ident!("__mall")), at(quote!(__n - 1), format_ident!("__mall")));
-                            let (first_mid, before_last) = (at(quote!(0), format_ident!("__mmid")), at(quote!(__n - 2), format_ident!("__mmid")));
-                            quote! {
-                                #first #last
-                                if !__mall && __n >= 2 { #first_mid #before_last }
-                            }
-                        } else {
-                            quote!(__mall = false; __mmid = false;)
-                        };
-                        (fixup, check)
-                    }
-                };
-                tma_ops.push(TmaOp { copies: quote!(#(#copies)*), fixup, check });
-                tma_descs.push(t.clone());
+                }
+                if !sides.is_empty() {
+                    tma_opers.push(TmaOperand { sides, check: self.tma_mask_check(&ctx, var) });
+                }
             }
             let op_code = |chunks: &[TokenStream]| {
                 quote! {{
@@ -796,9 +582,9 @@ impl DevGen<'_> {
         // `wgmma` runs asynchronously: it is issued before the next stage's copies and waited
         // for after them, so the tensor cores work while the threads issue the copies. Its
         // operand descriptors are built once, for buffer 0 (`desc_setup`, before the loop).
+        let (sa_wg, sb_wg) = (quote!(#d::smem_addr() + #base_off as u32), quote!(#d::smem_addr() + (#base_off + #tile_a) as u32));
         let (desc_setup, compute, finish) = if wg {
-            let (sa, sb) = (quote!(#d::smem_addr() + #base_off as u32), quote!(#d::smem_addr() + (#base_off + #tile_a) as u32));
-            self.wgmma_compute(plan.a, plan.layout, kk, &acc, sa, sb, Some(stage_bytes))
+            self.wgmma_compute(plan.a, plan.layout, kk, &acc, (sa_wg.clone(), sb_wg.clone()), Some(stage_bytes), [Staging::Rows; 2])
         } else {
             let (sa, sb) = (
                 quote!(#d::smem_addr() + (#base_off + __cb * #stage_bytes) as u32),
@@ -883,7 +669,7 @@ impl DevGen<'_> {
         // their buffers in every iteration (a block-wide AND through shared memory, so that the
         // choice is uniform and the barriers inside stay aligned), the loop runs without bounds
         // checks; otherwise every access is checked.
-        let use_tma = all_proven && !proofs.is_empty() && tma_ops.len() == plan.ops.len();
+        let use_tma = all_proven && !proofs.is_empty() && tma_opers.len() == plan.ops.len();
         let pre_out = if use_tma { Vec::new() } else { std::mem::take(&mut pre) };
         let mut inval = quote!();
         // The bounds vote (word 0 of `flag`, set to 1 and past a barrier) and the choice between
@@ -916,7 +702,17 @@ impl DevGen<'_> {
             let nbars = if readers { 2 * stages } else { stages };
             let (bars, flag) = (self.alloc(8 * nbars), self.alloc(16));
             let tx: usize = plan.ops.iter().map(|op| op.numel * 2).sum();
-            let (tma_fill, tma_main, filled) = self.tma_loop(&tma_ops, (stages, readers), bars, tx as u32, (&compute, &finish), (&var_id, &var_t));
+            // One loop per combination of stagings; the one with every operand as written
+            // uses the descriptors built before the loop.
+            let staged_compute = |st: &[Staging]| {
+                if st.iter().all(|s| *s == Staging::Rows) {
+                    (quote!(), compute.clone(), finish.clone())
+                } else {
+                    self.wgmma_compute(plan.a, plan.layout, kk, &acc, (sa_wg.clone(), sb_wg.clone()), Some(stage_bytes), [st[0], st[1]])
+                }
+            };
+            let tv = self.tma_version(&tma_opers, (stages, readers), bars, tx as u32, &staged_compute, (&var_id, &var_t));
+            let (tma_pre, tma_maps, tma_fill, tma_post, tma_oks, tma_main, filled) = (tv.pre, tv.maps, tv.fill, tv.post, tv.oks, tv.main, tv.filled);
             let invals = (0..nbars).map(|b| {
                 let at = bars + 8 * b;
                 quote!(#d::mbarrier_inval(#d::smem_addr() + #at as u32);)
@@ -952,7 +748,7 @@ impl DevGen<'_> {
                 },
                 None => fallback,
             };
-            let checks: Vec<&TokenStream> = tma_ops.iter().map(|t| &t.check).collect();
+            let checks: Vec<&TokenStream> = tma_opers.iter().map(|t| &t.check).collect();
             let warps = (threads / 32) as u32;
             let inits = (0..nbars).map(|b| {
                 let at = bars + 8 * b;

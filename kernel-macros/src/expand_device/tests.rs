@@ -239,8 +239,38 @@ fn hopper_k_loops_copy_tiles_with_tensor_maps() {
     let strided = matmul(3, 32, "")
         .replace("M: i32, N: i32, K: i32)", "M: i32, N: i32, K: i32, sam: i32, sak: i32)")
         .replace("offs_m.as_col() * K + offs_k.as_row()", "offs_m.as_col() * sam + offs_k.as_row() * sak");
-    let (_, tma) = tma_of(&strided);
+    let (out, tma) = tma_of(&strided);
     assert_eq!(tma[0], TmaDesc { ptr: 0, row_stride: 6, col_stride: Some(7), box_inner: 32, box_rows: 64, swizzle: 64 });
+    // ... and, both strides being parameters, a second map for a transposed view of A (row
+    // stride 1): rows `sak` apart (the tile's columns), 32x64 boxes staged M-major, which the
+    // loop for that staging reads with `wgmma`'s transpose bit for A (B as written: N-major).
+    assert_eq!(tma[1], TmaDesc { ptr: 0, row_stride: 7, col_stride: Some(6), box_inner: 64, box_rows: 32, swizzle: 128 });
+    assert_eq!(tma.len(), 3);
+    assert!(out.contains("if ((__tmask >> 0u32) & 1 == 0 && (__tmask >> 1u32) & 1 != 0)"), "staging picked from the maps' validity");
+    assert!(out.contains("wgmma_m64n64k16_f16 :: < 32usize , 0usize , 1u32 , 1u32 >"), "transposed A");
+    assert!(out.contains("wgmma_m64n64k16_f16 :: < 32usize , 0usize , 0u32 , 1u32 >"), "A as written");
+
+    // B written for a transposed view (its row stride left out: 1): only the transposed map,
+    // rows `N` apart, 64x32 boxes staged K-major and read without `wgmma`'s transpose bit for B.
+    let b_transposed = matmul(3, 32, "").replace("offs_k.as_col() * N + offs_n.as_row()", "offs_k.as_col() + offs_n.as_row() * K").replace("b_ptrs += BK * N;", "b_ptrs += BK;");
+    let (out, tma) = tma_of(&b_transposed);
+    assert_eq!(tma[1], TmaDesc { ptr: 1, row_stride: 5, col_stride: None, box_inner: 32, box_rows: 64, swizzle: 64 });
+    assert_eq!(tma.len(), 2);
+    assert!(out.contains("wgmma_m64n64k16_f16 :: < 32usize , 0usize , 0u32 , 0u32 >"));
+    assert!(!out.contains("(__tmask >> 2u32) & 1 == 0"), "one staging for B");
+
+    // Base pointers advanced by a scalar (a batch entry, `program_id(1)`): the maps cover the
+    // parameters' buffers, and the base's distance into the buffer joins the box coordinates
+    // and the bounds proof.
+    let batched = matmul(3, 32, "")
+        .replace("let offs_k = arange(0, BK);", "let offs_k = arange(0, BK); let a_base = a_ptr + program_id(2) * M * K; let b_base = b_ptr + program_id(2) * K * N;")
+        .replace("let mut a_ptrs = a_ptr +", "let mut a_ptrs = a_base +")
+        .replace("let mut b_ptrs = b_ptr +", "let mut b_ptrs = b_base +");
+    let (out, tma) = tma_of(&batched);
+    assert_eq!(tma.iter().map(|t| (t.ptr, t.row_stride)).collect::<Vec<_>>(), vec![(0, 5), (1, 4)]);
+    assert!(out.contains("let __sc0 : i64 ="), "A's base offset");
+    let dist = "(((b_base_4 as usize) . wrapping_sub (__p_b_ptr as usize)) as i64) / (:: core :: mem :: size_of :: < :: kernel_std :: __private :: device :: F16 > () as i64)";
+    assert!(out.contains(&format!("(__tO + {dist} + __first")), "B's box coordinates from the buffer's start");
 
     // Strides that are no parameters (a literal row stride): no maps, no tensor-map loop.
     let literal = matmul(3, 32, "").replace("offs_m.as_col() * K + offs_k.as_row()", "offs_m.as_col() * 64 + offs_k.as_row()");

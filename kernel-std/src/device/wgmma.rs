@@ -65,18 +65,19 @@ pub fn fence_proxy_async() {
 macro_rules! wgmma_m64 {
     ($name:ident, $n:literal, $ty:literal, [$first:literal $($i:literal)*]) => {
         #[doc = concat!("`wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.", $ty, ".", $ty, "`: `D += A * B` for the warpgroup, ")]
-        #[doc = "A (64x16, K-major) and B (16xN, N-major: `tnspB`) described by `a` and `b`; `D` is"]
+        #[doc = "A (64x16) and B (16xN) described by `a` and `b`, each K-major (`TA`, `TB` = 0) or"]
+        #[doc = "M/N-major (1: the instruction's transpose bits); `D` is"]
         #[doc = "`d[OFF..OFF + N / 2]`. Asynchronous: see the module documentation."]
         #[inline(always)]
-        pub unsafe fn $name<const S: usize, const OFF: usize>(d: &mut [f32; S], a: u64, b: u64) {
+        pub unsafe fn $name<const S: usize, const OFF: usize, const TA: u32, const TB: u32>(d: &mut [f32; S], a: u64, b: u64) {
             unsafe {
                 asm!(
                     concat!(
                         "{{ .reg .pred p; setp.ne.b32 p, {one}, 0; wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.", $ty, ".", $ty,
-                        " {{{", $first, "}" $(, ", {", $i, "}")*, "}}, {a}, {b}, p, 1, 1, 0, 1; }}"
+                        " {{{", $first, "}" $(, ", {", $i, "}")*, "}}, {a}, {b}, p, 1, 1, {ta}, {tb}; }}"
                     ),
                     inout(reg32) d[OFF + $first], $(inout(reg32) d[OFF + $i],)*
-                    a = in(reg64) a, b = in(reg64) b, one = in(reg32) 1u32,
+                    a = in(reg64) a, b = in(reg64) b, one = in(reg32) 1u32, ta = const TA, tb = const TB,
                     options(nostack),
                 )
             }

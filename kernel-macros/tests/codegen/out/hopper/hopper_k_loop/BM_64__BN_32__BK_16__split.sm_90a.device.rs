@@ -153,7 +153,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
         let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
           ::kernel_std::__private::device::smem_addr() + 0usize as u32
             + ((__wg / 1usize) * 64usize * 32usize) as u32,
-          16,
+          16usize as u32,
           256usize as u32,
           ::kernel_std::__private::device::wgmma_swizzle_mode(32usize),
         );
@@ -247,7 +247,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
         };
         let __w: i64 = __tW;
         if (__tmask >> 0u32) & 1 != 0 && __w > 0 && __w <= i32::MAX as i64 {
-          let (__ef, __el) = (__tO + __first, __tO + __last);
+          let (__ef, __el) = (__tO + 0i64 + __first, __tO + 0i64 + __last);
           let __st: i64 = __second - __first;
           let __len: i64 = __len_a_ptr as i64;
           let (__rf, __cf) = ::kernel_std::__private::device::divrem(
@@ -354,7 +354,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
         };
         let __w: i64 = __tW;
         if (__tmask >> 1u32) & 1 != 0 && __w > 0 && __w <= i32::MAX as i64 {
-          let (__ef, __el) = (__tO + __first, __tO + __last);
+          let (__ef, __el) = (__tO + 0i64 + __first, __tO + 0i64 + __last);
           let __st: i64 = __second - __first;
           let __len: i64 = __len_b_ptr as i64;
           let (__rf, __cf) = ::kernel_std::__private::device::divrem(
@@ -1113,257 +1113,263 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
       let __nofix: bool = ::kernel_std::__private::device::bar_and(__mall);
       let __fixlast: bool = ::kernel_std::__private::device::bar_and(__mmid);
       if __tma_go {
-        if __n > 0 {
-          let __bars: u32 = ::kernel_std::__private::device::smem_addr()
-            + 12288usize as u32;
-          let mut __ci: i64 = 0;
-          let mut __cbu: u32 = 0;
-          let mut __par: u32 = 0;
-          let mut __nbu: u32 = 2u32;
-          while __ci < __n {
-            let __cb: usize = __cbu as usize;
-            ::kernel_std::__private::device::mbarrier_wait(
-              __bars + __cbu * 8,
-              __par,
-            );
-            let __fix: bool = !__nofix && (!__fixlast || __ci + 1 == __n);
-            if __fix {
-              let mut __fx: bool = false;
-              {
-                let __it: i64 = __ci;
-                let k_6: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __njc: usize = ::kernel_std::__private::device::opaque_usize(
-                  1usize,
-                );
-                let mut __jc: usize = 0;
-                while __jc < __njc {
-                  let __c: usize = __jc * 128usize + __tid;
-                  if __c < 128usize {
-                    let __f0: usize = __c * 8;
-                    if !({
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
+        {
+          let (__da0, __db0): (u64, u64) = { (__da0, __db0) };
+          if __n > 0 {
+            let __bars: u32 = ::kernel_std::__private::device::smem_addr()
+              + 12288usize as u32;
+            let mut __ci: i64 = 0;
+            let mut __cbu: u32 = 0;
+            let mut __par: u32 = 0;
+            let mut __nbu: u32 = 2u32;
+            while __ci < __n {
+              let __cb: usize = __cbu as usize;
+              ::kernel_std::__private::device::mbarrier_wait(
+                __bars + __cbu * 8,
+                __par,
+              );
+              let __fix: bool = !__nofix
+                && (!__fixlast || __ci + 1 == __n);
+              if __fix {
+                let mut __fx: bool = false;
+                {
+                  let __it: i64 = __ci;
+                  let k_6: i32 = ((__start as i64) + __it * (__step as i64))
+                    as i32;
+                  let __njc: usize = ::kernel_std::__private::device::opaque_usize(
+                    1usize,
+                  );
+                  let mut __jc: usize = 0;
+                  while __jc < __njc {
+                    let __c: usize = __jc * 128usize + __tid;
+                    if __c < 128usize {
+                      let __f0: usize = __c * 8;
+                      if !({
+                        let __x0 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          );
+                        let __x1 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          );
+                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
                           ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
                           __x1,
-                          __c2,
+                          __x0,
                         )
-                    }) {
-                      let __sp = __smem
-                        .add(
-                          0usize + __cb * 3072usize
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 16usize;
-                                __r * 16usize
-                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2,
-                        ) as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x1,
+                            __c2,
+                          )
+                      }) {
+                        let __sp = __smem
+                          .add(
+                            0usize + __cb * 3072usize
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 16usize;
+                                  __r * 16usize
+                                    + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2,
+                          ) as *mut ::kernel_std::__private::device::F16;
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
                               ),
                             ),
-                          ),
-                        )) {
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            ),
-                          );
+                          )) {
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              ),
+                            );
+                          }
+                          __i += 1;
                         }
-                        __i += 1;
+                        __fx = true;
                       }
-                      __fx = true;
                     }
+                    __jc += 1;
                   }
-                  __jc += 1;
-                }
-                let __njc: usize = ::kernel_std::__private::device::opaque_usize(
-                  1usize,
-                );
-                let mut __jc: usize = 0;
-                while __jc < __njc {
-                  let __c: usize = __jc * 128usize + __tid;
-                  if __c < 64usize {
-                    let __f0: usize = __c * 8;
-                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 32usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
+                  let __njc: usize = ::kernel_std::__private::device::opaque_usize(
+                    1usize,
+                  );
+                  let mut __jc: usize = 0;
+                  while __jc < __njc {
+                    let __c: usize = __jc * 128usize + __tid;
+                    if __c < 64usize {
+                      let __f0: usize = __c * 8;
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
                           ),
                         ),
-                      ),
-                    )) {
-                      let __sp = __smem
-                        .add(
-                          2048usize + __cb * 3072usize
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 32usize;
-                                __r * 32usize
-                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2,
-                        ) as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 32usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
+                      )) {
+                        let __sp = __smem
+                          .add(
+                            2048usize + __cb * 3072usize
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 32usize;
+                                  __r * 32usize
+                                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2,
+                          ) as *mut ::kernel_std::__private::device::F16;
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
                               ),
                             ),
-                          ),
-                        )) {
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            ),
-                          );
+                          )) {
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              ),
+                            );
+                          }
+                          __i += 1;
                         }
-                        __i += 1;
+                        __fx = true;
                       }
-                      __fx = true;
                     }
+                    __jc += 1;
                   }
-                  __jc += 1;
+                }
+                if __fx {
+                  ::kernel_std::__private::device::fence_proxy_async();
                 }
               }
-              if __fx {
-                ::kernel_std::__private::device::fence_proxy_async();
-              }
-            }
-            ::kernel_std::__private::device::bar_sync();
-            {
-              let __da: u64 = __da0 + ((__cb as u32) * 192u32) as u64;
-              let __db: u64 = __db0 + ((__cb as u32) * 192u32) as u64;
-              ::kernel_std::__private::device::wgmma_fence();
-              ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
-                16usize,
-                0usize,
-              >(&mut acc_5, __da + 0u64, __db + 0u64);
-              ::kernel_std::__private::device::wgmma_commit();
-            }
-            let __nx: i64 = __ci + 2i64;
-            if __tid == 0 && __nx < __n {
+              ::kernel_std::__private::device::bar_sync();
               {
-                let __it: i64 = __nx;
-                let __buf: usize = __nbu as usize;
-                let __bar: u32 = ::kernel_std::__private::device::smem_addr()
-                  + (12288usize + __buf * 8) as u32;
-                ::kernel_std::__private::device::mbarrier_arrive_expect_tx(
-                  __bar,
-                  3072u32,
-                );
-                ::kernel_std::__private::device::tma_load_2d(
-                  ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __buf * 3072usize) as u32,
-                  __tma.add(0u32 as usize * 128),
-                  __bar,
-                  (__tc0 as i32)
-                    .wrapping_add((__it as i32).wrapping_mul(__tdc0 as i32))
-                    .wrapping_add(0i64 as i32),
-                  (__tr0 as i32)
-                    .wrapping_add((__it as i32).wrapping_mul(__tdr0 as i32)),
-                );
-                ::kernel_std::__private::device::tma_load_2d(
-                  ::kernel_std::__private::device::smem_addr()
-                    + (2048usize + __buf * 3072usize) as u32,
-                  __tma.add(1u32 as usize * 128),
-                  __bar,
-                  (__tc1 as i32)
-                    .wrapping_add((__it as i32).wrapping_mul(__tdc1 as i32))
-                    .wrapping_add(0i64 as i32),
-                  (__tr1 as i32)
-                    .wrapping_add((__it as i32).wrapping_mul(__tdr1 as i32)),
-                );
+                let __da: u64 = __da0 + ((__cb as u32) * 192u32) as u64;
+                let __db: u64 = __db0 + ((__cb as u32) * 192u32) as u64;
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+                  16usize,
+                  0usize,
+                  0u32,
+                  1u32,
+                >(&mut acc_5, __da + 0u64, __db + 0u64);
+                ::kernel_std::__private::device::wgmma_commit();
               }
+              let __nx: i64 = __ci + 2i64;
+              if __tid == 0 && __nx < __n {
+                {
+                  let __it: i64 = __nx;
+                  let __buf: usize = __nbu as usize;
+                  let __bar: u32 = ::kernel_std::__private::device::smem_addr()
+                    + (12288usize + __buf * 8) as u32;
+                  ::kernel_std::__private::device::mbarrier_arrive_expect_tx(
+                    __bar,
+                    3072u32,
+                  );
+                  ::kernel_std::__private::device::tma_load_2d(
+                    ::kernel_std::__private::device::smem_addr()
+                      + (0usize + __buf * 3072usize) as u32,
+                    __tma.add(0u32 as usize * 128),
+                    __bar,
+                    (__tc0 as i32)
+                      .wrapping_add((__it as i32).wrapping_mul(__tdc0 as i32))
+                      .wrapping_add(0i64 as i32),
+                    (__tr0 as i32)
+                      .wrapping_add((__it as i32).wrapping_mul(__tdr0 as i32)),
+                  );
+                  ::kernel_std::__private::device::tma_load_2d(
+                    ::kernel_std::__private::device::smem_addr()
+                      + (2048usize + __buf * 3072usize) as u32,
+                    __tma.add(1u32 as usize * 128),
+                    __bar,
+                    (__tc1 as i32)
+                      .wrapping_add((__it as i32).wrapping_mul(__tdc1 as i32))
+                      .wrapping_add(0i64 as i32),
+                    (__tr1 as i32)
+                      .wrapping_add((__it as i32).wrapping_mul(__tdr1 as i32)),
+                  );
+                }
+              }
+              ::kernel_std::__private::device::wgmma_wait::<1>();
+              __ci += 1;
+              if __cbu + 1 == 4u32 {
+                __cbu = 0;
+                __par ^= 1;
+              } else {
+                __cbu += 1;
+              }
+              __nbu = if __nbu + 1 == 4u32 { 0 } else { __nbu + 1 };
             }
-            ::kernel_std::__private::device::wgmma_wait::<1>();
-            __ci += 1;
-            if __cbu + 1 == 4u32 {
-              __cbu = 0;
-              __par ^= 1;
-            } else {
-              __cbu += 1;
-            }
-            __nbu = if __nbu + 1 == 4u32 { 0 } else { __nbu + 1 };
+            ::kernel_std::__private::device::wgmma_wait::<0>();
+            ::kernel_std::__private::device::wgmma_tie_n32::<
+              16usize,
+              0usize,
+            >(&mut acc_5);
           }
-          ::kernel_std::__private::device::wgmma_wait::<0>();
-          ::kernel_std::__private::device::wgmma_tie_n32::<
-            16usize,
-            0usize,
-          >(&mut acc_5);
         }
       } else {
         ::core::hint::cold_path();
@@ -1714,6 +1720,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
             }) + __sf % 8
           })) * 2) as u32;
         }
+        let __sc0: i64 = 0i64;
         let __inb0: bool = {
           let __first: i64 = {
             let __it: i64 = 0;
@@ -1733,8 +1740,8 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
             (__last, __first)
           };
           let __aligned = __first % 8 == 0 && (__second - __first) % 8 == 0;
-          __aligned && __lo0 <= __hi0 && __lo0 + __mn >= 0
-            && __hi0 + __mx + 8 <= __len_a_ptr as i64
+          __aligned && __lo0 <= __hi0 && __lo0 + __mn + __sc0 >= 0
+            && __hi0 + __mx + 8 + __sc0 <= __len_a_ptr as i64
         };
         let mut __pb1: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
         let mut __lo1: i64 = i64::MAX;
@@ -2078,6 +2085,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
             })) * 2) as u32;
           }
         }
+        let __sc1: i64 = 0i64;
         let __inb1: bool = {
           let __first: i64 = {
             let __it: i64 = 0;
@@ -2097,8 +2105,8 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
             (__last, __first)
           };
           let __aligned = __first % 8 == 0 && (__second - __first) % 8 == 0;
-          __aligned && __lo1 <= __hi1 && __lo1 + __mn >= 0
-            && __hi1 + __mx + 8 <= __len_b_ptr as i64
+          __aligned && __lo1 <= __hi1 && __lo1 + __mn + __sc1 >= 0
+            && __hi1 + __mx + 8 + __sc1 <= __len_b_ptr as i64
         };
         let __proved: bool = {
           ::kernel_std::__private::device::smem_and(
@@ -2389,6 +2397,8 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                 ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
                   16usize,
                   0usize,
+                  0u32,
+                  1u32,
                 >(&mut acc_5, __da + 0u64, __db + 0u64);
                 ::kernel_std::__private::device::wgmma_commit();
               }
@@ -3040,6 +3050,8 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                 ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
                   16usize,
                   0usize,
+                  0u32,
+                  1u32,
                 >(&mut acc_5, __da + 0u64, __db + 0u64);
                 ::kernel_std::__private::device::wgmma_commit();
               }

@@ -36,7 +36,7 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    if __tid < 2usize && (__tmask >> __tid) & 1 != 0 {
+    if __tid < 3usize && (__tmask >> __tid) & 1 != 0 {
       ::kernel_std::__private::device::prefetch_tensormap(__tma.add(__tid * 128));
     }
     let mut a_ptrs_3_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -105,7 +105,7 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
         let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
           ::kernel_std::__private::device::smem_addr() + 0usize as u32
             + ((__wg / 1usize) * 64usize * 32usize) as u32,
-          16,
+          16usize as u32,
           256usize as u32,
           ::kernel_std::__private::device::wgmma_swizzle_mode(32usize),
         );
@@ -140,105 +140,213 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
         __tdr0,
         __tW0,
         __tO0,
-      ): (bool, bool, i64, i64, i64, i64, i64, i64) = {
-        let __tW: i64 = __p_sam as i64;
-        let __tO: i64 = ::kernel_std::__private::device::cast::<
-          i32,
-          i64,
-        >(
-          <i32 as ::kernel_std::__private::device::Num>::add(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
+      ): (bool, bool, i64, i64, i64, i64, i64, i64) = if ((__tmask >> 0u32) & 1
+        == 0 && (__tmask >> 1u32) & 1 != 0)
+      {
+        {
+          let __tW: i64 = __p_sak as i64;
+          let __tO: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
                     ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 16usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = 0usize;
-                        0usize + ((__pf / 16usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
+                  __p_M,
                 ),
-                __p_M,
+                __p_sam,
               ),
-              __p_sam,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 0usize;
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_sak,
+              ),
             ),
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = 0usize;
-                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                  }) as i32,
-                ),
-              __p_sak,
-            ),
-          ),
-        );
-        let __first: i64 = {
-          let __it: i64 = 0;
-          a_ptrs_3_off + __it * __st3
-        };
-        let __second: i64 = {
-          let __it: i64 = 1;
-          a_ptrs_3_off + __it * __st3
-        };
-        let __last: i64 = {
-          let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
-          a_ptrs_3_off + __it * __st3
-        };
-        let __w: i64 = __tW;
-        if (__tmask >> 0u32) & 1 != 0 && __w > 0 && __w <= i32::MAX as i64 {
-          let (__ef, __el) = (__tO + __first, __tO + __last);
-          let __st: i64 = __second - __first;
-          let __len: i64 = __len_a_ptr as i64;
-          let (__rf, __cf) = ::kernel_std::__private::device::divrem(
-            __ef,
-            __w,
           );
-          let (__sq, __sr) = if __st >= 0 && __st < __w {
-            (0i64, __st)
-          } else {
-            ::kernel_std::__private::device::divrem(__st, __w)
+          let __first: i64 = {
+            let __it: i64 = 0;
+            a_ptrs_3_off + __it * __st3
           };
-          let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
-          let __inside = |__r: i64| (__r + 64i64) * __w <= __len;
-          let __starts = |__r: i64| (__r + 1) * __w <= __len;
-          let (__dr, __dc, __cols, __rows, __rl) = if __sr == 0 {
-            let __rl = __rf + __nm * __sq;
-            let __rows = (__inside(__rf)
-              && (__inside(__rl)
-                || (__sq > 0 && __inside(__rl - __sq) && __starts(__rl))))
-              || (__nm == 0 && __starts(__rf));
-            (__sq, 0i64, __cf + 16i64 <= __w, __rows, __rl)
-          } else if __sq == 0 && __st > 0 {
-            let __cl = __cf + __nm * __st;
-            let __cols = __cl + 16i64 <= __w
-              || (__cl < __w && (__nm == 0 || __cl - __st + 16i64 <= __w));
-            (0i64, __st, __cols, __inside(__rf), __rf)
-          } else {
-            let (__rl, __cl) = ::kernel_std::__private::device::divrem(
-              __el,
+          let __second: i64 = {
+            let __it: i64 = 1;
+            a_ptrs_3_off + __it * __st3
+          };
+          let __last: i64 = {
+            let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
+            a_ptrs_3_off + __it * __st3
+          };
+          let __w: i64 = __tW;
+          if (__tmask >> 1u32) & 1 != 0 && __w > 0 && __w <= i32::MAX as i64 {
+            let (__ef, __el) = (__tO + 0i64 + __first, __tO + 0i64 + __last);
+            let __st: i64 = __second - __first;
+            let __len: i64 = __len_a_ptr as i64;
+            let (__rf, __cf) = ::kernel_std::__private::device::divrem(
+              __ef,
               __w,
             );
-            (
-              0i64,
-              __st,
-              __rf == __rl && __cf + 16i64 <= __w && __cl + 16i64 <= __w,
-              __inside(__rf) && __inside(__rl),
-              __rl,
-            )
+            let (__sq, __sr) = if __st >= 0 && __st < __w {
+              (0i64, __st)
+            } else {
+              ::kernel_std::__private::device::divrem(__st, __w)
+            };
+            let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
+            let __inside = |__r: i64| (__r + 16i64) * __w <= __len;
+            let __starts = |__r: i64| (__r + 1) * __w <= __len;
+            let (__dr, __dc, __cols, __rows, __rl) = if __sr == 0 {
+              let __rl = __rf + __nm * __sq;
+              let __rows = (__inside(__rf)
+                && (__inside(__rl)
+                  || (__sq > 0 && __inside(__rl - __sq) && __starts(__rl))))
+                || (__nm == 0 && __starts(__rf));
+              (__sq, 0i64, __cf + 64i64 <= __w, __rows, __rl)
+            } else if __sq == 0 && __st > 0 {
+              let __cl = __cf + __nm * __st;
+              let __cols = __cl + 64i64 <= __w
+                || (__cl < __w
+                  && (__nm == 0 || __cl - __st + 64i64 <= __w));
+              (0i64, __st, __cols, __inside(__rf), __rf)
+            } else {
+              let (__rl, __cl) = ::kernel_std::__private::device::divrem(
+                __el,
+                __w,
+              );
+              (
+                0i64,
+                __st,
+                __rf == __rl && __cf + 64i64 <= __w && __cl + 64i64 <= __w,
+                __inside(__rf) && __inside(__rl),
+                __rl,
+              )
+            };
+            let __ok: bool = __cols && __rows && __ef >= 0 && __el >= 0
+              && __rl + 16i64 <= i32::MAX as i64;
+            (true, __ok, __cf, __rf, __dc, __dr, __tW, __tO)
+          } else {
+            (false, false, 0, 0, 0, 0, __tW, __tO)
+          }
+        }
+      } else {
+        {
+          let __tW: i64 = __p_sam as i64;
+          let __tO: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 16usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                __p_sam,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 0usize;
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_sak,
+              ),
+            ),
+          );
+          let __first: i64 = {
+            let __it: i64 = 0;
+            a_ptrs_3_off + __it * __st3
           };
-          let __ok: bool = __cols && __rows && __ef >= 0 && __el >= 0
-            && __rl + 64i64 <= i32::MAX as i64;
-          (true, __ok, __cf, __rf, __dc, __dr, __tW, __tO)
-        } else {
-          (false, false, 0, 0, 0, 0, __tW, __tO)
+          let __second: i64 = {
+            let __it: i64 = 1;
+            a_ptrs_3_off + __it * __st3
+          };
+          let __last: i64 = {
+            let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
+            a_ptrs_3_off + __it * __st3
+          };
+          let __w: i64 = __tW;
+          if (__tmask >> 0u32) & 1 != 0 && __w > 0 && __w <= i32::MAX as i64 {
+            let (__ef, __el) = (__tO + 0i64 + __first, __tO + 0i64 + __last);
+            let __st: i64 = __second - __first;
+            let __len: i64 = __len_a_ptr as i64;
+            let (__rf, __cf) = ::kernel_std::__private::device::divrem(
+              __ef,
+              __w,
+            );
+            let (__sq, __sr) = if __st >= 0 && __st < __w {
+              (0i64, __st)
+            } else {
+              ::kernel_std::__private::device::divrem(__st, __w)
+            };
+            let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
+            let __inside = |__r: i64| (__r + 64i64) * __w <= __len;
+            let __starts = |__r: i64| (__r + 1) * __w <= __len;
+            let (__dr, __dc, __cols, __rows, __rl) = if __sr == 0 {
+              let __rl = __rf + __nm * __sq;
+              let __rows = (__inside(__rf)
+                && (__inside(__rl)
+                  || (__sq > 0 && __inside(__rl - __sq) && __starts(__rl))))
+                || (__nm == 0 && __starts(__rf));
+              (__sq, 0i64, __cf + 16i64 <= __w, __rows, __rl)
+            } else if __sq == 0 && __st > 0 {
+              let __cl = __cf + __nm * __st;
+              let __cols = __cl + 16i64 <= __w
+                || (__cl < __w
+                  && (__nm == 0 || __cl - __st + 16i64 <= __w));
+              (0i64, __st, __cols, __inside(__rf), __rf)
+            } else {
+              let (__rl, __cl) = ::kernel_std::__private::device::divrem(
+                __el,
+                __w,
+              );
+              (
+                0i64,
+                __st,
+                __rf == __rl && __cf + 16i64 <= __w && __cl + 16i64 <= __w,
+                __inside(__rf) && __inside(__rl),
+                __rl,
+              )
+            };
+            let __ok: bool = __cols && __rows && __ef >= 0 && __el >= 0
+              && __rl + 64i64 <= i32::MAX as i64;
+            (true, __ok, __cf, __rf, __dc, __dr, __tW, __tO)
+          } else {
+            (false, false, 0, 0, 0, 0, __tW, __tO)
+          }
         }
       };
       let (
@@ -300,8 +408,8 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
           b_ptrs_4_off + __it * __st4
         };
         let __w: i64 = __tW;
-        if (__tmask >> 1u32) & 1 != 0 && __w > 0 && __w <= i32::MAX as i64 {
-          let (__ef, __el) = (__tO + __first, __tO + __last);
+        if (__tmask >> 2u32) & 1 != 0 && __w > 0 && __w <= i32::MAX as i64 {
+          let (__ef, __el) = (__tO + 0i64 + __first, __tO + 0i64 + __last);
           let __st: i64 = __second - __first;
           let __len: i64 = __len_b_ptr as i64;
           let (__rf, __cf) = ::kernel_std::__private::device::divrem(
@@ -362,21 +470,37 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
                 __bar,
                 2560u32,
               );
-              ::kernel_std::__private::device::tma_load_2d(
-                ::kernel_std::__private::device::smem_addr()
-                  + (0usize + __buf * 3072usize) as u32,
-                __tma.add(0u32 as usize * 128),
-                __bar,
-                (__tc0 as i32)
-                  .wrapping_add((__it as i32).wrapping_mul(__tdc0 as i32))
-                  .wrapping_add(0i64 as i32),
-                (__tr0 as i32)
-                  .wrapping_add((__it as i32).wrapping_mul(__tdr0 as i32)),
-              );
+              if !((__tmask >> 0u32) & 1 == 0
+                && (__tmask >> 1u32) & 1 != 0)
+              {
+                ::kernel_std::__private::device::tma_load_2d(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __buf * 3072usize) as u32,
+                  __tma.add(0u32 as usize * 128),
+                  __bar,
+                  (__tc0 as i32)
+                    .wrapping_add((__it as i32).wrapping_mul(__tdc0 as i32))
+                    .wrapping_add(0i64 as i32),
+                  (__tr0 as i32)
+                    .wrapping_add((__it as i32).wrapping_mul(__tdr0 as i32)),
+                );
+              } else {
+                ::kernel_std::__private::device::tma_load_2d(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __buf * 3072usize) as u32,
+                  __tma.add(1u32 as usize * 128),
+                  __bar,
+                  (__tc0 as i32)
+                    .wrapping_add((__it as i32).wrapping_mul(__tdc0 as i32))
+                    .wrapping_add(0i64 as i32),
+                  (__tr0 as i32)
+                    .wrapping_add((__it as i32).wrapping_mul(__tdr0 as i32)),
+                );
+              }
               ::kernel_std::__private::device::tma_load_2d(
                 ::kernel_std::__private::device::smem_addr()
                   + (2048usize + __buf * 3072usize) as u32,
-                __tma.add(1u32 as usize * 128),
+                __tma.add(2u32 as usize * 128),
                 __bar,
                 (__tc1 as i32)
                   .wrapping_add((__it as i32).wrapping_mul(__tdc1 as i32))
@@ -389,163 +513,301 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
           __pi += 1;
         }
       }
-      let __tok0: bool = __tin0
-        && {
-          let (__tW, __tO): (i64, i64) = (__tW0, __tO0);
-          let mut __ok: bool = true;
-          let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-            64usize,
-          );
-          let mut __r: usize = (__tid + 96usize) % 128usize;
-          while __r < __nr {
-            let __f0: usize = __r * 16usize;
-            let __v0: i64 = ::kernel_std::__private::device::cast::<
-              i32,
-              i64,
-            >(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 16usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_sam,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0);
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                  __p_sak,
-                ),
-              ),
+      let __tok0: bool = if ((__tmask >> 0u32) & 1 == 0
+        && (__tmask >> 1u32) & 1 != 0)
+      {
+        __tin0
+          && {
+            let (__tW, __tO): (i64, i64) = (__tW0, __tO0);
+            let mut __ok: bool = true;
+            let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+              64usize,
             );
-            let __v1: i64 = ::kernel_std::__private::device::cast::<
-              i32,
-              i64,
-            >(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
+            let mut __r: usize = (__tid + 96usize) % 128usize;
+            while __r < __nr {
+              __ok = __ok
+                && ::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
+                        (0i32).wrapping_add((__r) as i32),
                       ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 15usize);
-                            0usize + ((__pf / 16usize) % 64usize) * 1usize
-                          }) as i32,
+                      __p_M,
+                    ),
+                  )
+                  .wrapping_sub(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::rem(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(0u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32).wrapping_add((0usize) as i32),
                         ),
+                        __p_M,
+                      ),
                     ),
-                    __p_M,
-                  ),
-                  __p_sam,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 15usize);
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                  __p_sak,
-                ),
-              ),
+                  ) == __r as i64;
+              __r += 128usize;
+            }
+            let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+              16usize,
             );
-            __ok = __ok
-              && (0i64)
-                .wrapping_add(
-                  ::kernel_std::__private::device::cast::<i32, i64>(__p_sak)
-                    .wrapping_mul(1i64),
-                ) == 1i64 && __v1 - __v0 == 15i64
-              && __v0 == __tO + (__r as i64) * __tW;
-            __r += 128usize;
+            let mut __r: usize = (__tid + 96usize) % 128usize;
+            while __r < __nr {
+              __ok = __ok
+                && ::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >((0i32).wrapping_add((__r) as i32))
+                  .wrapping_sub(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >((0i32).wrapping_add((0usize) as i32)),
+                  ) == __r as i64;
+              __r += 128usize;
+            }
+            __ok = __ok && __tO >= i32::MIN as i64
+              && __tO + 63i64 + 15i64 * __tW <= i32::MAX as i64;
+            __ok
           }
-          __ok
-        }
-        && {
-          let __w: i64 = __tW0;
-          let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
-          let (__cL, __rL): (i64, i64) = (
-            __tc0 + __nm * __tdc0,
-            __tr0 + __nm * __tdr0,
-          );
-          let mut __ok: bool = true;
-          if __cL + 16i64 > __w || (__rL + 64i64) * __w > __len_a_ptr as i64 {
-            ::core::hint::cold_path();
-            let __h: i64 = (__len_a_ptr as i64) / __w;
-            let __it: i64 = __nm;
-            let k_6: i32 = ((__start as i64) + __it * (__step as i64))
-              as i32;
+          && {
+            let __w: i64 = __tW0;
+            let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
+            let (__cL, __rL): (i64, i64) = (
+              __tc0 + __nm * __tdc0,
+              __tr0 + __nm * __tdr0,
+            );
+            let mut __ok: bool = true;
+            if __cL + 64i64 > __w
+              || (__rL + 16i64) * __w > __len_a_ptr as i64
+            {
+              ::core::hint::cold_path();
+              let __h: i64 = (__len_a_ptr as i64) / __w;
+              let __it: i64 = __nm;
+              let k_6: i32 = ((__start as i64) + __it * (__step as i64))
+                as i32;
+              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                16usize,
+              );
+              let mut __r: usize = (__tid + 96usize) % 128usize;
+              while __r < __nr {
+                let __j0: i64 = if __rL + (__r as i64) >= __h {
+                  0
+                } else {
+                  __w - __cL
+                };
+                let mut __j: usize = if __j0 > 0 {
+                  __j0 as usize
+                } else {
+                  0
+                };
+                while __j < 64usize {
+                  __ok = __ok
+                    && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__j * 16usize + __r);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            k_6,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                      ),
+                    ));
+                  __j += 1;
+                }
+                __r += 128usize;
+              }
+            }
+            __ok
+          }
+      } else {
+        __tin0
+          && {
+            let (__tW, __tO): (i64, i64) = (__tW0, __tO0);
+            let mut __ok: bool = true;
             let __nr: usize = ::kernel_std::__private::device::opaque_usize(
               64usize,
             );
             let mut __r: usize = (__tid + 96usize) % 128usize;
             while __r < __nr {
               let __f0: usize = __r * 16usize;
-              let __j0: i64 = if __rL + (__r as i64) >= __h {
-                0
-              } else {
-                __w - __cL
-              };
-              let mut __j: usize = if __j0 > 0 {
-                __j0 as usize
-              } else {
-                0
-              };
-              while __j < 16usize {
-                __ok = __ok
-                  && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+              let __v0: i64 = ::kernel_std::__private::device::cast::<
+                i32,
+                i64,
+              >(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 16usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_sam,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + __j);
+                          let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 16usize) * 1usize
                         }) as i32,
                       ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                    __p_sak,
+                  ),
+                ),
+              );
+              let __v1: i64 = ::kernel_std::__private::device::cast::<
+                i32,
+                i64,
+              >(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          k_6,
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
-                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 15usize);
+                              0usize + ((__pf / 16usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
                       ),
+                      __p_M,
                     ),
-                  ));
-                __j += 1;
-              }
+                    __p_sam,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 15usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_sak,
+                  ),
+                ),
+              );
+              __ok = __ok
+                && (0i64)
+                  .wrapping_add(
+                    ::kernel_std::__private::device::cast::<i32, i64>(__p_sak)
+                      .wrapping_mul(1i64),
+                  ) == 1i64 && __v1 - __v0 == 15i64
+                && __v0 == __tO + (__r as i64) * __tW;
               __r += 128usize;
             }
+            __ok
           }
-          __ok
-        };
+          && {
+            let __w: i64 = __tW0;
+            let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
+            let (__cL, __rL): (i64, i64) = (
+              __tc0 + __nm * __tdc0,
+              __tr0 + __nm * __tdr0,
+            );
+            let mut __ok: bool = true;
+            if __cL + 16i64 > __w
+              || (__rL + 64i64) * __w > __len_a_ptr as i64
+            {
+              ::core::hint::cold_path();
+              let __h: i64 = (__len_a_ptr as i64) / __w;
+              let __it: i64 = __nm;
+              let k_6: i32 = ((__start as i64) + __it * (__step as i64))
+                as i32;
+              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                64usize,
+              );
+              let mut __r: usize = (__tid + 96usize) % 128usize;
+              while __r < __nr {
+                let __f0: usize = __r * 16usize;
+                let __j0: i64 = if __rL + (__r as i64) >= __h {
+                  0
+                } else {
+                  __w - __cL
+                };
+                let mut __j: usize = if __j0 > 0 {
+                  __j0 as usize
+                } else {
+                  0
+                };
+                while __j < 16usize {
+                  __ok = __ok
+                    && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __j);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            k_6,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                      ),
+                    ));
+                  __j += 1;
+                }
+                __r += 128usize;
+              }
+            }
+            __ok
+          }
+      };
       let __tok1: bool = __tin1
         && {
           let (__tW, __tO): (i64, i64) = (__tW1, __tO1);
@@ -887,96 +1149,86 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
       let __nofix: bool = ::kernel_std::__private::device::bar_and(__mall);
       let __fixlast: bool = ::kernel_std::__private::device::bar_and(__mmid);
       if __tma_go {
-        if __n > 0 {
-          let __bars: u32 = ::kernel_std::__private::device::smem_addr()
-            + 6144usize as u32;
-          let mut __ci: i64 = 0;
-          let mut __cbu: u32 = 0;
-          let mut __par: u32 = 0;
-          let mut __nbu: u32 = 1u32;
-          while __ci < __n {
-            let __cb: usize = __cbu as usize;
-            ::kernel_std::__private::device::mbarrier_wait(
-              __bars + __cbu * 8,
-              __par,
-            );
-            let __fix: bool = !__nofix && (!__fixlast || __ci + 1 == __n);
-            if __fix {
-              let mut __fx: bool = false;
-              {
-                let __it: i64 = __ci;
-                let k_6: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __njc: usize = ::kernel_std::__private::device::opaque_usize(
-                  1usize,
+        {
+          let (__da0, __db0): (u64, u64) = if true
+            && !((__tmask >> 0u32) & 1 == 0 && (__tmask >> 1u32) & 1 != 0)
+          {
+            { (__da0, __db0) }
+          } else {
+            {
+              let (__da0, __db0): (u64, u64) = {
+                let __wg: usize = __warp / 4;
+                let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr() + 0usize as u32
+                    + ((__wg / 1usize) * (64usize / 64usize) * 2048usize)
+                      as u32,
+                  2048usize as u32,
+                  1024usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(
+                    128usize,
+                  ),
                 );
-                let mut __jc: usize = 0;
-                while __jc < __njc {
-                  let __c: usize = __jc * 128usize + __tid;
-                  if __c < 128usize {
-                    let __f0: usize = __c * 8;
-                    if !({
-                      let __x0 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x1 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            k_6,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
-                        )
-                    }) {
-                      let __sp = __smem
-                        .add(
-                          0usize + __cb * 3072usize
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 16usize;
-                                __r * 16usize
-                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2,
-                        ) as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
+                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (0usize + 2048usize) as u32
+                    + ((__wg % 1usize) * (16usize / 16usize) * 512usize) as u32,
+                  512usize as u32,
+                  256usize as u32,
+                  ::kernel_std::__private::device::wgmma_swizzle_mode(32usize),
+                );
+                (__da, __db)
+              };
+              (__da0, __db0)
+            }
+          };
+          if __n > 0 {
+            let __bars: u32 = ::kernel_std::__private::device::smem_addr()
+              + 6144usize as u32;
+            let mut __ci: i64 = 0;
+            let mut __cbu: u32 = 0;
+            let mut __par: u32 = 0;
+            let mut __nbu: u32 = 1u32;
+            while __ci < __n {
+              let __cb: usize = __cbu as usize;
+              ::kernel_std::__private::device::mbarrier_wait(
+                __bars + __cbu * 8,
+                __par,
+              );
+              let __fix: bool = !__nofix
+                && (!__fixlast || __ci + 1 == __n);
+              if __fix {
+                let mut __fx: bool = false;
+                {
+                  let __it: i64 = __ci;
+                  let k_6: i32 = ((__start as i64) + __it * (__step as i64))
+                    as i32;
+                  if !((__tmask >> 0u32) & 1 == 0
+                    && (__tmask >> 1u32) & 1 != 0)
+                  {
+                    let __njc: usize = ::kernel_std::__private::device::opaque_usize(
+                      1usize,
+                    );
+                    let mut __jc: usize = 0;
+                    while __jc < __njc {
+                      let __c: usize = __jc * 128usize + __tid;
+                      if __c < 128usize {
+                        let __f0: usize = __c * 8;
+                        if !({
+                          let __x0 = (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + __i);
+                                let __pf: usize = (__f0);
                                 0usize + ((__pf / 1usize) % 16usize) * 1usize
                               }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            );
+                          let __x1 = (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            );
+                          let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
                             __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -987,161 +1239,342 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
                                 16i64,
                               ),
                             ),
-                          ),
-                        )) {
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            ),
                           );
+                          <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x1,
+                            __x0,
+                          )
+                            && <i32 as ::kernel_std::__private::device::Num>::lt(
+                              __x1,
+                              __c2,
+                            )
+                        }) {
+                          let __sp = __smem
+                            .add(
+                              0usize + __cb * 3072usize
+                                + (({
+                                  let __sf: usize = __f0;
+                                  ({
+                                    let __r: usize = __sf / 16usize;
+                                    __r * 16usize
+                                      + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                                  }) + __sf % 8
+                                })) * 2,
+                            ) as *mut ::kernel_std::__private::device::F16;
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                            8,
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    k_6,
+                                    k_6,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
+                                  ),
+                                ),
+                              ),
+                            )) {
+                              ::kernel_std::__private::device::store(
+                                __sp.add(__i),
+                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                  0f64,
+                                ),
+                              );
+                            }
+                            __i += 1;
+                          }
+                          __fx = true;
                         }
-                        __i += 1;
                       }
-                      __fx = true;
+                      __jc += 1;
                     }
-                  }
-                  __jc += 1;
-                }
-                let __njc: usize = ::kernel_std::__private::device::opaque_usize(
-                  1usize,
-                );
-                let mut __jc: usize = 0;
-                while __jc < __njc {
-                  let __c: usize = __jc * 128usize + __tid;
-                  if __c < 32usize {
-                    let __f0: usize = __c * 8;
-                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                      ),
-                    )) {
-                      let __sp = __smem
-                        .add(
-                          2048usize + __cb * 3072usize
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 16usize;
-                                __r * 16usize
-                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2,
-                        ) as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
+                  } else {
+                    let __njc: usize = ::kernel_std::__private::device::opaque_usize(
+                      1usize,
+                    );
+                    let mut __jc: usize = 0;
+                    while __jc < __njc {
+                      let __c: usize = __jc * 128usize + __tid;
+                      if __c < 128usize {
+                        let __f0: usize = __c * 8;
+                        if !({
+                          let __x0 = (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
                               }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            );
+                          let __x1 = (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            );
+                          let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
                             __p_K,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_6,
+                                k_6,
+                              ),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                 16i64,
                               ),
                             ),
-                          ),
-                        )) {
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            ),
                           );
+                          <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x1,
+                            __x0,
+                          )
+                            && <i32 as ::kernel_std::__private::device::Num>::lt(
+                              __x1,
+                              __c2,
+                            )
+                        }) {
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                            8,
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    k_6,
+                                    k_6,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
+                                  ),
+                                ),
+                              ),
+                            )) {
+                              ::kernel_std::__private::device::store(
+                                __smem
+                                  .add(
+                                    0usize + __cb * 3072usize
+                                      + (({
+                                        let __sf: usize = ((__f0 + __i) % 16usize) * 64usize
+                                          + (__f0 + __i) / 16usize;
+                                        ({
+                                          let __r: usize = __sf / 64usize;
+                                          __r * 64usize
+                                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                        }) + __sf % 8
+                                      })) * 2,
+                                  ) as *mut ::kernel_std::__private::device::F16,
+                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                  0f64,
+                                ),
+                              );
+                            }
+                            __i += 1;
+                          }
+                          __fx = true;
                         }
-                        __i += 1;
                       }
-                      __fx = true;
+                      __jc += 1;
                     }
                   }
-                  __jc += 1;
+                  let __njc: usize = ::kernel_std::__private::device::opaque_usize(
+                    1usize,
+                  );
+                  let mut __jc: usize = 0;
+                  while __jc < __njc {
+                    let __c: usize = __jc * 128usize + __tid;
+                    if __c < 32usize {
+                      let __f0: usize = __c * 8;
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )) {
+                        let __sp = __smem
+                          .add(
+                            2048usize + __cb * 3072usize
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 16usize;
+                                  __r * 16usize
+                                    + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2,
+                          ) as *mut ::kernel_std::__private::device::F16;
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
+                              ),
+                            ),
+                          )) {
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              ),
+                            );
+                          }
+                          __i += 1;
+                        }
+                        __fx = true;
+                      }
+                    }
+                    __jc += 1;
+                  }
+                }
+                if __fx {
+                  ::kernel_std::__private::device::fence_proxy_async();
                 }
               }
-              if __fx {
-                ::kernel_std::__private::device::fence_proxy_async();
+              ::kernel_std::__private::device::bar_sync();
+              if true
+                && !((__tmask >> 0u32) & 1 == 0
+                  && (__tmask >> 1u32) & 1 != 0)
+              {
+                {
+                  let __da: u64 = __da0 + ((__cb as u32) * 192u32) as u64;
+                  let __db: u64 = __db0 + ((__cb as u32) * 192u32) as u64;
+                  ::kernel_std::__private::device::wgmma_fence();
+                  ::kernel_std::__private::device::wgmma_m64n16k16_f16::<
+                    8usize,
+                    0usize,
+                    0u32,
+                    1u32,
+                  >(&mut acc_5, __da + 0u64, __db + 0u64);
+                  ::kernel_std::__private::device::wgmma_commit();
+                }
+              } else {
+                {
+                  let __da: u64 = __da0 + ((__cb as u32) * 192u32) as u64;
+                  let __db: u64 = __db0 + ((__cb as u32) * 192u32) as u64;
+                  ::kernel_std::__private::device::wgmma_fence();
+                  ::kernel_std::__private::device::wgmma_m64n16k16_f16::<
+                    8usize,
+                    0usize,
+                    1u32,
+                    1u32,
+                  >(&mut acc_5, __da + 0u64, __db + 0u64);
+                  ::kernel_std::__private::device::wgmma_commit();
+                }
               }
-            }
-            ::kernel_std::__private::device::bar_sync();
-            {
-              let __da: u64 = __da0 + ((__cb as u32) * 192u32) as u64;
-              let __db: u64 = __db0 + ((__cb as u32) * 192u32) as u64;
-              ::kernel_std::__private::device::wgmma_fence();
-              ::kernel_std::__private::device::wgmma_m64n16k16_f16::<
+              let __nx: i64 = __ci + 1i64;
+              if __tid == 0 && __nx < __n {
+                {
+                  let __it: i64 = __nx;
+                  let __buf: usize = __nbu as usize;
+                  let __bar: u32 = ::kernel_std::__private::device::smem_addr()
+                    + (6144usize + __buf * 8) as u32;
+                  ::kernel_std::__private::device::mbarrier_arrive_expect_tx(
+                    __bar,
+                    2560u32,
+                  );
+                  if !((__tmask >> 0u32) & 1 == 0
+                    && (__tmask >> 1u32) & 1 != 0)
+                  {
+                    ::kernel_std::__private::device::tma_load_2d(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (0usize + __buf * 3072usize) as u32,
+                      __tma.add(0u32 as usize * 128),
+                      __bar,
+                      (__tc0 as i32)
+                        .wrapping_add((__it as i32).wrapping_mul(__tdc0 as i32))
+                        .wrapping_add(0i64 as i32),
+                      (__tr0 as i32)
+                        .wrapping_add((__it as i32).wrapping_mul(__tdr0 as i32)),
+                    );
+                  } else {
+                    ::kernel_std::__private::device::tma_load_2d(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (0usize + __buf * 3072usize) as u32,
+                      __tma.add(1u32 as usize * 128),
+                      __bar,
+                      (__tc0 as i32)
+                        .wrapping_add((__it as i32).wrapping_mul(__tdc0 as i32))
+                        .wrapping_add(0i64 as i32),
+                      (__tr0 as i32)
+                        .wrapping_add((__it as i32).wrapping_mul(__tdr0 as i32)),
+                    );
+                  }
+                  ::kernel_std::__private::device::tma_load_2d(
+                    ::kernel_std::__private::device::smem_addr()
+                      + (2048usize + __buf * 3072usize) as u32,
+                    __tma.add(2u32 as usize * 128),
+                    __bar,
+                    (__tc1 as i32)
+                      .wrapping_add((__it as i32).wrapping_mul(__tdc1 as i32))
+                      .wrapping_add(0i64 as i32),
+                    (__tr1 as i32)
+                      .wrapping_add((__it as i32).wrapping_mul(__tdr1 as i32)),
+                  );
+                }
+              }
+              ::kernel_std::__private::device::wgmma_wait::<0>();
+              ::kernel_std::__private::device::wgmma_tie_n16::<
                 8usize,
                 0usize,
-              >(&mut acc_5, __da + 0u64, __db + 0u64);
-              ::kernel_std::__private::device::wgmma_commit();
-            }
-            let __nx: i64 = __ci + 1i64;
-            if __tid == 0 && __nx < __n {
-              {
-                let __it: i64 = __nx;
-                let __buf: usize = __nbu as usize;
-                let __bar: u32 = ::kernel_std::__private::device::smem_addr()
-                  + (6144usize + __buf * 8) as u32;
-                ::kernel_std::__private::device::mbarrier_arrive_expect_tx(
-                  __bar,
-                  2560u32,
-                );
-                ::kernel_std::__private::device::tma_load_2d(
-                  ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __buf * 3072usize) as u32,
-                  __tma.add(0u32 as usize * 128),
-                  __bar,
-                  (__tc0 as i32)
-                    .wrapping_add((__it as i32).wrapping_mul(__tdc0 as i32))
-                    .wrapping_add(0i64 as i32),
-                  (__tr0 as i32)
-                    .wrapping_add((__it as i32).wrapping_mul(__tdr0 as i32)),
-                );
-                ::kernel_std::__private::device::tma_load_2d(
-                  ::kernel_std::__private::device::smem_addr()
-                    + (2048usize + __buf * 3072usize) as u32,
-                  __tma.add(1u32 as usize * 128),
-                  __bar,
-                  (__tc1 as i32)
-                    .wrapping_add((__it as i32).wrapping_mul(__tdc1 as i32))
-                    .wrapping_add(0i64 as i32),
-                  (__tr1 as i32)
-                    .wrapping_add((__it as i32).wrapping_mul(__tdr1 as i32)),
-                );
+              >(&mut acc_5);
+              __ci += 1;
+              if __cbu + 1 == 2u32 {
+                __cbu = 0;
+                __par ^= 1;
+              } else {
+                __cbu += 1;
               }
+              __nbu = if __nbu + 1 == 2u32 { 0 } else { __nbu + 1 };
             }
-            ::kernel_std::__private::device::wgmma_wait::<0>();
-            ::kernel_std::__private::device::wgmma_tie_n16::<
-              8usize,
-              0usize,
-            >(&mut acc_5);
-            __ci += 1;
-            if __cbu + 1 == 2u32 {
-              __cbu = 0;
-              __par ^= 1;
-            } else {
-              __cbu += 1;
-            }
-            __nbu = if __nbu + 1 == 2u32 { 0 } else { __nbu + 1 };
           }
         }
       } else {
@@ -1517,6 +1950,7 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
             }) + __sf % 8
           })) * 2) as u32;
         }
+        let __sc0: i64 = 0i64;
         let __inb0: bool = {
           let __first: i64 = {
             let __it: i64 = 0;
@@ -1536,8 +1970,8 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
             (__last, __first)
           };
           let __aligned = __first % 8 == 0 && (__second - __first) % 8 == 0;
-          __aligned && __lo0 <= __hi0 && __lo0 + __mn >= 0
-            && __hi0 + __mx + 8 <= __len_a_ptr as i64
+          __aligned && __lo0 <= __hi0 && __lo0 + __mn + __sc0 >= 0
+            && __hi0 + __mx + 8 + __sc0 <= __len_a_ptr as i64
         };
         let mut __pb1: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
         let mut __lo1: i64 = i64::MAX;
@@ -1881,6 +2315,7 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
             })) * 2) as u32;
           }
         }
+        let __sc1: i64 = 0i64;
         let __inb1: bool = {
           let __first: i64 = {
             let __it: i64 = 0;
@@ -1900,8 +2335,8 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
             (__last, __first)
           };
           let __aligned = __first % 8 == 0 && (__second - __first) % 8 == 0;
-          __aligned && __lo1 <= __hi1 && __lo1 + __mn >= 0
-            && __hi1 + __mx + 8 <= __len_b_ptr as i64
+          __aligned && __lo1 <= __hi1 && __lo1 + __mn + __sc1 >= 0
+            && __hi1 + __mx + 8 + __sc1 <= __len_b_ptr as i64
         };
         let __proved: bool = {
           ::kernel_std::__private::device::smem_and(
@@ -2198,6 +2633,8 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
               ::kernel_std::__private::device::wgmma_m64n16k16_f16::<
                 8usize,
                 0usize,
+                0u32,
+                1u32,
               >(&mut acc_5, __da + 0u64, __db + 0u64);
               ::kernel_std::__private::device::wgmma_commit();
             }
@@ -2862,6 +3299,8 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
               ::kernel_std::__private::device::wgmma_m64n16k16_f16::<
                 8usize,
                 0usize,
+                0u32,
+                1u32,
               >(&mut acc_5, __da + 0u64, __db + 0u64);
               ::kernel_std::__private::device::wgmma_commit();
             }

@@ -411,6 +411,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
         __lo0 = i64::MAX;
         __hi0 = i64::MIN;
       }
+      let __sc0: i64 = 0i64;
       let __inb0: bool = {
         let __first: i64 = {
           let __it: i64 = 0;
@@ -430,8 +431,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
           (__last, __first)
         };
         let __aligned = __first % 8 == 0 && (__second - __first) % 8 == 0;
-        __aligned && __lo0 <= __hi0 && __lo0 + __mn >= 0
-          && __hi0 + __mx + 8 <= __len_a_ptr as i64
+        __aligned && __lo0 <= __hi0 && __lo0 + __mn + __sc0 >= 0
+          && __hi0 + __mx + 8 + __sc0 <= __len_a_ptr as i64
       };
       let mut __pb1: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
       let mut __lo1: i64 = i64::MAX;
@@ -1070,6 +1071,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
         __lo1 = i64::MAX;
         __hi1 = i64::MIN;
       }
+      let __sc1: i64 = 0i64;
       let __inb1: bool = {
         let __first: i64 = {
           let __it: i64 = 0;
@@ -1089,8 +1091,8 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
           (__last, __first)
         };
         let __aligned = __first % 8 == 0 && (__second - __first) % 8 == 0;
-        __aligned && __lo1 <= __hi1 && __lo1 + __mn >= 0
-          && __hi1 + __mx + 8 <= __len_b_ptr as i64
+        __aligned && __lo1 <= __hi1 && __lo1 + __mn + __sc1 >= 0
+          && __hi1 + __mx + 8 + __sc1 <= __len_b_ptr as i64
       };
       let __w: u32 = ::kernel_std::__private::device::smem_addr()
         + 4608usize as u32;

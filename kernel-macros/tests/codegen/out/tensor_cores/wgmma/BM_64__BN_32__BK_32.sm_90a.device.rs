@@ -1239,7 +1239,7 @@ pub unsafe extern "ptx-kernel" fn wgmma__BM_64__BN_32__BK_32(
         let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
           ::kernel_std::__private::device::smem_addr() + 0usize as u32
             + ((__wg / 1usize) * 64usize * 64usize) as u32,
-          16,
+          16usize as u32,
           512usize as u32,
           ::kernel_std::__private::device::wgmma_swizzle_mode(64usize),
         );
@@ -1254,10 +1254,14 @@ pub unsafe extern "ptx-kernel" fn wgmma__BM_64__BN_32__BK_32(
         ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
           16usize,
           0usize,
+          0u32,
+          1u32,
         >(&mut __mma0, __da + 0u64, __db + 0u64);
         ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
           16usize,
           0usize,
+          0u32,
+          1u32,
         >(&mut __mma0, __da + 2u64, __db + 64u64);
         ::kernel_std::__private::device::wgmma_commit();
       }

@@ -1210,7 +1210,7 @@ pub unsafe extern "ptx-kernel" fn wgmma_n192__BN_192(
         let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
           ::kernel_std::__private::device::smem_addr() + 0usize as u32
             + ((__wg / 1usize) * 64usize * 32usize) as u32,
-          16,
+          16usize as u32,
           256usize as u32,
           ::kernel_std::__private::device::wgmma_swizzle_mode(32usize),
         );
@@ -1225,6 +1225,8 @@ pub unsafe extern "ptx-kernel" fn wgmma_n192__BN_192(
         ::kernel_std::__private::device::wgmma_m64n192k16_f16::<
           96usize,
           0usize,
+          0u32,
+          1u32,
         >(&mut __mma0, __da + 0u64, __db + 0u64);
         ::kernel_std::__private::device::wgmma_commit();
       }

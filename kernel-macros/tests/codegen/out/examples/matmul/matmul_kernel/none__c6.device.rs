@@ -1510,6 +1510,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
         __lo0 = i64::MAX;
         __hi0 = i64::MIN;
       }
+      let __sc0: i64 = 0i64;
       let __inb0: bool = {
         let __first: i64 = {
           let __it: i64 = 0;
@@ -1529,8 +1530,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
           (__last, __first)
         };
         let __aligned = __first % 8 == 0 && (__second - __first) % 8 == 0;
-        __aligned && __lo0 <= __hi0 && __lo0 + __mn >= 0
-          && __hi0 + __mx + 8 <= __len_a_ptr as i64
+        __aligned && __lo0 <= __hi0 && __lo0 + __mn + __sc0 >= 0
+          && __hi0 + __mx + 8 + __sc0 <= __len_a_ptr as i64
       };
       let mut __pb1: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
       let mut __lo1: i64 = i64::MAX;
@@ -2217,6 +2218,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
         __lo1 = i64::MAX;
         __hi1 = i64::MIN;
       }
+      let __sc1: i64 = 0i64;
       let __inb1: bool = {
         let __first: i64 = {
           let __it: i64 = 0;
@@ -2236,8 +2238,8 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
           (__last, __first)
         };
         let __aligned = __first % 8 == 0 && (__second - __first) % 8 == 0;
-        __aligned && __lo1 <= __hi1 && __lo1 + __mn >= 0
-          && __hi1 + __mx + 8 <= __len_b_ptr as i64
+        __aligned && __lo1 <= __hi1 && __lo1 + __mn + __sc1 >= 0
+          && __hi1 + __mx + 8 + __sc1 <= __len_b_ptr as i64
       };
       let __w: u32 = ::kernel_std::__private::device::smem_addr()
         + 30720usize as u32;

@@ -1,0 +1,549 @@
+//! The tensor-map version of a pipelined K loop (sm_90a): thread 0 copies each stage's operand
+//! tiles with `cp.async.bulk.tensor.2d` into the swizzled staging that `wgmma` reads.
+//!
+//! An operand may have two maps, one per [`Staging`]: `Rows` when its memory is contiguous
+//! along the block's rows (`offs[None, :]` has stride 1: the map's rows are the block's rows),
+//! `Cols` when it is contiguous along the block's columns (a transposed view: the map's rows
+//! are the block's columns, and the tile is staged transposed, which `wgmma` reads with the
+//! other transpose bit). The launch builds the map whose unit-stride parameter is 1 (at most
+//! one, unless both are); the entry picks each operand's staging from the maps' validity mask
+//! (uniform over the block) and checks the operand's elements against that map's boxes. One
+//! loop serves every combination of stagings: the copies, the fix-ups and the `wgmma` issue
+//! (whose transpose bits are immediates) branch on those uniform conditions. (A loop per
+//! combination made ptxas spill in the split entries of 128-register accumulators.)
+
+use super::*;
+
+/// What the tensor-map code of one operand needs from the pipeline (see `gen_pipelined`).
+pub(super) struct TmaCtx<'a> {
+    pub(super) oi: usize,
+    pub(super) op: &'a PipeOp,
+    /// The offsets block of the operand's base (`param + o`) and its type.
+    pub(super) o: ExprId,
+    pub(super) ot: TokenStream,
+    pub(super) e: TokenStream,
+    /// The scalar element offset of iteration `__it`.
+    pub(super) off_expr: TokenStream,
+    /// The operand buffer's length (elements) and the code of the base pointer's distance
+    /// from the buffer's start (elements, see `ScalarBase`).
+    pub(super) len: Ident,
+    pub(super) base_off: TokenStream,
+    pub(super) tile_off: usize,
+    pub(super) stage_bytes: usize,
+    pub(super) per_thread: usize,
+    pub(super) chunks: usize,
+    /// Rotation of the rows each thread checks (see `gen_pipelined`).
+    pub(super) rot: usize,
+    pub(super) layout: Layout,
+    pub(super) var: (Ident, TokenStream),
+    /// The mask and `other` at element `__f0 + __i`, whether the 8 elements from `__f0` are
+    /// unmasked, and the shared-memory offset (elements) of the chunk at `__f0` staged by rows.
+    pub(super) m_i: TokenStream,
+    pub(super) o_i: TokenStream,
+    pub(super) all: TokenStream,
+    pub(super) s0: TokenStream,
+}
+
+/// One staging of a tensor-map operand.
+pub(super) struct TmaSide {
+    pub(super) staging: Staging,
+    /// Its map's slot in the entry's list and validity mask.
+    pub(super) idx: u32,
+    /// Before the loop: `(map valid, boxes in the view, column, row, column step, row step,
+    /// map row width, first offset)` of the first box, as one expression.
+    pub(super) coords: TokenStream,
+    /// After the first copies: whether this thread's elements are the boxes' (a `bool`).
+    pub(super) post: TokenStream,
+    /// Thread 0's copies of iteration `__it` into buffer `__buf`.
+    pub(super) copies: TokenStream,
+    /// Every thread: masked elements of iteration `__it` get `other`.
+    pub(super) fixup: TokenStream,
+}
+
+/// A tensor-map operand: its stagings (`Rows` first) and, before the loop, the test ANDing
+/// into `__mall`/`__mmid` whether this thread's elements are unmasked in every iteration.
+pub(super) struct TmaOperand {
+    pub(super) sides: Vec<TmaSide>,
+    pub(super) check: TokenStream,
+}
+
+/// The pieces of the tensor-map version that `gen_pipelined` places.
+pub(super) struct TmaVersion {
+    /// Per operand: its staging flag and first box (before the first copies).
+    pub(super) pre: Vec<TokenStream>,
+    /// Per operand: whether its map is valid.
+    pub(super) maps: Vec<TokenStream>,
+    /// Thread 0's first copies.
+    pub(super) fill: TokenStream,
+    /// Per operand: `let __tok<i>: bool = ...` (the element checks).
+    pub(super) post: Vec<TokenStream>,
+    pub(super) oks: Vec<TokenStream>,
+    /// The loop.
+    pub(super) main: TokenStream,
+    /// How many stages the first copies fill.
+    pub(super) filled: i64,
+}
+
+impl DevGen<'_> {
+    /// The strided terms of offsets `rows[:, None] * row_stride + cols[None, :] * col_stride`
+    /// (terms in either order; a stride may be left out when it is 1): for the rows' term and
+    /// the columns' term, the scalar parameter it is multiplied by (if any) and the factor that
+    /// varies (`rows[:, None]`, of shape `[R, 1]`; `cols[None, :]`, of shape `[1, C]`). Only a
+    /// guess of the shape: the generated code checks at run time that the elements are where a
+    /// map puts them before it copies with the map.
+    pub(super) fn tma_terms(&self, off: ExprId) -> Option<((Option<usize>, ExprId), (Option<usize>, ExprId))> {
+        let k = self.k;
+        let strip = |mut e: ExprId| loop {
+            match &k.exprs[e].kind {
+                ExprKind::BroadcastTo(x) => e = *x,
+                ExprKind::Local(l) => match self.kinds[*l] {
+                    LocalKind::Pure(init) => e = init,
+                    _ => return e,
+                },
+                _ => return e,
+            }
+        };
+        let ExprKind::Binary(BinOp::Add, t1, t2) = k.exprs[strip(off)].kind else { return None };
+        // (varies along rows, the stride parameter, the varying factor).
+        let term = |t: ExprId| -> Option<(bool, Option<usize>, ExprId)> {
+            let t = strip(t);
+            let (x, s) = match k.exprs[t].kind {
+                ExprKind::Binary(BinOp::Mul, a, b) if self.int_param(b).is_some() => (strip(a), self.int_param(b)),
+                ExprKind::Binary(BinOp::Mul, a, b) if self.int_param(a).is_some() => (strip(b), self.int_param(a)),
+                _ => (t, None),
+            };
+            match self.shapes[x].as_slice() {
+                [r, 1] if *r > 1 => Some((true, s, x)),
+                [1, c] if *c > 1 => Some((false, s, x)),
+                _ => None,
+            }
+        };
+        match (term(t1)?, term(t2)?) {
+            ((true, r, x), (false, c, y)) | ((false, c, y), (true, r, x)) => Some(((r, x), (c, y))),
+            _ => None,
+        }
+    }
+
+    /// The tensor maps of operand `oi` (sm_90a, a pipeline of two buffers or more): a block
+    /// `param + offsets` whose offsets are a row term and a column term (see `tma_terms`), with
+    /// a `Rows` map when the row stride is a parameter and a `Cols` map when the column stride
+    /// is, each with a box that the copy engine takes (at most 256 rows and columns, a swizzle
+    /// of 128 bytes or less), while the entry has room in its 32-bit validity mask.
+    pub(super) fn tma_candidates(&self, layout: Layout, oi: usize, op: &PipeOp, stages: usize, tma_base: usize) -> Vec<(Staging, TmaDesc)> {
+        let k = self.k;
+        let Layout::Mma { wg: true, .. } = layout else { return Vec::new() };
+        let ExprKind::PtrAdd(p, o) = k.exprs[op.base].kind else { return Vec::new() };
+        let ExprKind::Load { ptr: ptr_block, .. } = k.exprs[op.load].kind else { return Vec::new() };
+        let Some(ScalarBase { param: pi, .. }) = self.scalar_base(p, ptr_block) else { return Vec::new() };
+        if stages < 2 || tma_base + 2 * oi + 1 >= 32 || !matches!(k.exprs[o].ty.dtype(), Some(DType::I32 | DType::I64)) {
+            return Vec::new();
+        }
+        let Some(((rs, _), (cs, _))) = self.tma_terms(o) else { return Vec::new() };
+        let (rows, inner) = (op.numel / op.inner, op.inner);
+        let desc = |pitch: usize, unit: Option<usize>, tile: Tile| -> Option<TmaDesc> {
+            let swizzle = Self::swizzle(tile.block).map_or(0, |_| tile.block * 2);
+            (tile.rows <= 256 && tile.block <= 256 && swizzle <= 128).then_some(TmaDesc { ptr: pi, row_stride: pitch, col_stride: unit, box_inner: tile.block, box_rows: tile.rows, swizzle })
+        };
+        let by_rows = rs.and_then(|r| desc(r, cs, Tile::of(layout, rows, inner))).map(|t| (Staging::Rows, t));
+        let by_cols = cs.and_then(|c| desc(c, rs, Tile::of(layout, inner, rows))).map(|t| (Staging::Cols, t));
+        by_rows.into_iter().chain(by_cols).collect()
+    }
+
+    /// A rolled loop over this thread's lines (`tid, tid + threads, ...`, rotated by `c.rot`)
+    /// of `count` (`__r`); with `row_len`, `__f0` is the line's first element of a row-major
+    /// tile with rows of that length.
+    fn tma_over_lines(&self, c: &TmaCtx, count: usize, row_len: Option<usize>, body: TokenStream) -> TokenStream {
+        let d = &self.d;
+        let (threads, rot) = (self.threads, c.rot);
+        let f0 = row_len.map(|n| quote!(let __f0: usize = __r * #n;));
+        quote! {
+            let __nr: usize = #d::opaque_usize(#count);
+            let mut __r: usize = (__tid + #rot) % #threads;
+            while __r < __nr {
+                #f0
+                #body
+                __r += #threads;
+            }
+        }
+    }
+
+    /// A rolled loop over this thread's 8-element chunks (opaque trip count: the code stays
+    /// small, so the K loop fits the instruction cache), `__f0` the chunk's first element.
+    pub(super) fn tma_over_chunks(&self, c: &TmaCtx, body: TokenStream) -> TokenStream {
+        let d = &self.d;
+        let (threads, per_thread, chunks) = (self.threads, c.per_thread, c.chunks);
+        quote! {
+            let __njc: usize = #d::opaque_usize(#per_thread);
+            let mut __jc: usize = 0;
+            while __jc < __njc {
+                let __c: usize = __jc * #threads + __tid;
+                if __c < #chunks {
+                    let __f0: usize = __c * 8;
+                    #body
+                }
+                __jc += 1;
+            }
+        }
+    }
+
+    /// Operand `c.oi`'s side for `staging` with map `t` in slot `idx`.
+    pub(super) fn tma_side(&self, c: &TmaCtx, staging: Staging, t: &TmaDesc, idx: u32) -> Option<TmaSide> {
+        let d = &self.d;
+        let (rows, inner) = (c.op.numel / c.op.inner, c.op.inner);
+        // The box in map coordinates: `box_w` columns (elements of a map row) by `box_h` rows.
+        let (tile, box_w, box_h) = match staging {
+            Staging::Rows => (Tile::of(c.layout, rows, inner), inner, rows),
+            Staging::Cols => (Tile::of(c.layout, inner, rows), rows, inner),
+        };
+        let coords = self.tma_coords(c, idx, &param_ident(&self.k.params[t.row_stride].name), box_w, box_h);
+        let post = match staging {
+            Staging::Rows => self.tma_post_rows(c)?,
+            Staging::Cols => self.tma_post_cols(c)?,
+        };
+        let oi = c.oi;
+        let (tc, tr, tdc, tdr) = (format_ident!("__tc{}", oi), format_ident!("__tr{}", oi), format_ident!("__tdc{}", oi), format_ident!("__tdr{}", oi));
+        let (tile_off, stage_bytes) = (c.tile_off, c.stage_bytes);
+        // Thread 0's copies of iteration `__it` into buffer `__buf` (one box per column block of
+        // the staged tile), completing on barrier `__bar`.
+        let copies = (0..box_w / tile.block).map(|b| {
+            let soff = tile_off + b * tile.rows * tile.block * 2;
+            let cb = (b * tile.block) as i64;
+            quote!(#d::tma_load_2d(#d::smem_addr() + (#soff + __buf * #stage_bytes) as u32, __tma.add(#idx as usize * 128), __bar, (#tc as i32).wrapping_add((__it as i32).wrapping_mul(#tdc as i32)).wrapping_add(#cb as i32), (#tr as i32).wrapping_add((__it as i32).wrapping_mul(#tdr as i32)));)
+        });
+        let copies = quote!(#(#copies)*);
+        // The copy brings every element: masked ones get `other` afterwards (each thread its
+        // chunks whose mask is not all true; rare: the K tail).
+        let fixup = match c.op.mask {
+            None => quote!(),
+            Some(_) => {
+                let (all, m_i, o_i, e, s0) = (&c.all, &c.m_i, &c.o_i, &c.e, &c.s0);
+                // Staged by rows the chunk is 8 consecutive elements; by columns each element
+                // has its own place.
+                let (chunk_at, store) = match staging {
+                    Staging::Rows => (quote!(let __sp = __smem.add(#tile_off + __cb * #stage_bytes + (#s0) * 2) as *mut #e;), quote!(#d::store(__sp.add(__i), #o_i);)),
+                    Staging::Cols => {
+                        let idx_t = tile.index(quote!(((__f0 + __i) % #inner) * #rows + (__f0 + __i) / #inner));
+                        (quote!(), quote!(#d::store(__smem.add(#tile_off + __cb * #stage_bytes + (#idx_t) * 2) as *mut #e, #o_i);))
+                    }
+                };
+                self.tma_over_chunks(
+                    c,
+                    quote! {
+                        if !(#all) {
+                            #chunk_at
+                            let __ne: usize = #d::opaque_usize(8);
+                            let mut __i: usize = 0;
+                            while __i < __ne {
+                                if !(#m_i) {
+                                    #store
+                                }
+                                __i += 1;
+                            }
+                            __fx = true;
+                        }
+                    },
+                )
+            }
+        };
+        Some(TmaSide { staging, idx, coords, post, copies, fixup })
+    }
+
+    /// The first box of a map with rows `pitch` elements apart and boxes of `box_w x box_h`, as
+    /// `(valid, inside, c, r, dc, dr, W, O)` (see [`TmaSide::coords`]). The map needs, before the
+    /// loop: a valid map, boxes that stay inside the map in every iteration (so that the copy
+    /// engine fills nothing with zeros), moving along one row or by whole rows. Then the box of
+    /// iteration `it` starts at column `c + it * dc`, row `r + it * dr`.
+    fn tma_coords(&self, c: &TmaCtx, idx: u32, pitch: &Ident, box_w: usize, box_h: usize) -> TokenStream {
+        let d = &self.d;
+        let (ot, off_expr, len, base_off) = (&c.ot, &c.off_expr, &c.len, &c.base_off);
+        let first = self.operand(c.op.base, c.o, &At::Flat(quote!(0usize)));
+        let (inner_i, rows_i) = (box_w as i64, box_h as i64);
+        quote! {{
+            let __tW: i64 = #pitch as i64;
+            let __tO: i64 = #d::cast::<#ot, i64>(#first);
+            let __first: i64 = { let __it: i64 = 0; #off_expr };
+            let __second: i64 = { let __it: i64 = 1; #off_expr };
+            let __last: i64 = { let __it: i64 = if __n > 0 { __n - 1 } else { 0 }; #off_expr };
+            let __w: i64 = __tW;
+            if (__tmask >> #idx) & 1 != 0 && __w > 0 && __w <= i32::MAX as i64 {
+                // Offsets from the buffer's start (the base pointer may be inside it).
+                let (__ef, __el) = (__tO + #base_off + __first, __tO + #base_off + __last);
+                let __st: i64 = __second - __first;
+                let __len: i64 = #len as i64;
+                // One division (32-bit where the values allow, see `divrem`); the
+                // last box's row follows from the first's in the common cases.
+                let (__rf, __cf) = #d::divrem(__ef, __w);
+                let (__sq, __sr) = if __st >= 0 && __st < __w { (0i64, __st) } else { #d::divrem(__st, __w) };
+                let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
+                // Rows `r .. r + rows` lie in the view (its `len / w` whole rows)
+                // exactly when `(r + rows) * w <= len`; row `r` starts in it when
+                // `(r + 1) * w <= len`.
+                let __inside = |__r: i64| (__r + #rows_i) * __w <= __len;
+                let __starts = |__r: i64| (__r + 1) * __w <= __len;
+                // Every box but the last lies in the view; the last one (the K tail)
+                // may only start in it, when boxes move forward: its elements outside
+                // the view are filled with zeros by the copy engine, and must all be
+                // masked (checked with the elements, `post`), so that the fix-up
+                // gives them their `other` value.
+                let (__dr, __dc, __cols, __rows, __rl) = if __sr == 0 {
+                    // By whole rows.
+                    let __rl = __rf + __nm * __sq;
+                    let __rows = (__inside(__rf) && (__inside(__rl) || (__sq > 0 && __inside(__rl - __sq) && __starts(__rl)))) || (__nm == 0 && __starts(__rf));
+                    (__sq, 0i64, __cf + #inner_i <= __w, __rows, __rl)
+                } else if __sq == 0 && __st > 0 {
+                    // Along one row: the boxes stay in the first box's row.
+                    let __cl = __cf + __nm * __st;
+                    let __cols = __cl + #inner_i <= __w || (__cl < __w && (__nm == 0 || __cl - __st + #inner_i <= __w));
+                    (0i64, __st, __cols, __inside(__rf), __rf)
+                } else {
+                    let (__rl, __cl) = #d::divrem(__el, __w);
+                    (0i64, __st, __rf == __rl && __cf + #inner_i <= __w && __cl + #inner_i <= __w, __inside(__rf) && __inside(__rl), __rl)
+                };
+                let __ok: bool = __cols && __rows && __ef >= 0 && __el >= 0 && __rl + #rows_i <= i32::MAX as i64;
+                (true, __ok, __cf, __rf, __dc, __dr, __tW, __tO)
+            } else {
+                (false, false, 0, 0, 0, 0, __tW, __tO)
+            }
+        }}
+    }
+
+    /// The element check of a `Rows` map: every element at `first + row * stride + col`,
+    /// checked row by row (each thread takes rows `tid, tid + threads, ...`), at the row's two
+    /// ends, for an offset block that is affine along the row with a unit step (see
+    /// `col_step_over`); and the elements of the last box outside the view masked.
+    fn tma_post_rows(&self, c: &TmaCtx) -> Option<TokenStream> {
+        let d = &self.d;
+        let (o, ot, op) = (c.o, &c.ot, c.op);
+        let (inner, rows_n) = (op.inner, op.numel / op.inner);
+        let last = inner - 1;
+        let (at0, at1) = (At::Flat(quote!((__f0))), At::Flat(quote!((__f0 + #last))));
+        let mut conds = Vec::new();
+        let o_moves = self.child_moves(op.base, o, true);
+        let step = self.col_step_over(o, o_moves, &self.sub_at(op.base, o, &at0), &self.sub_at(op.base, o, &at1), last, &mut conds);
+        let row_test = match step {
+            Some(step) => {
+                let (v0, v1) = (self.operand(op.base, o, &at0), self.operand(op.base, o, &at1));
+                let last_i = last as i64;
+                quote! {
+                    let __v0: i64 = #d::cast::<#ot, i64>(#v0);
+                    let __v1: i64 = #d::cast::<#ot, i64>(#v1);
+                    __ok = __ok && #step == 1i64 #(&& #conds)* && __v1 - __v0 == #last_i && __v0 == __tO + (__r as i64) * __tW;
+                }
+            }
+            None => quote!(__ok = false;),
+        };
+        let rows_test = self.tma_over_lines(c, rows_n, Some(inner), row_test);
+        // The elements of the last box outside the view (a K tail, see `tma_coords`) must be
+        // masked in the last iteration: each thread tests its rows' elements there.
+        let outside = op.mask.map(|mk| {
+            let m_j = self.operand(op.load, mk, &At::Flat(quote!((__f0 + __j))));
+            self.tma_over_lines(
+                c,
+                rows_n,
+                Some(inner),
+                quote! {
+                    let __j0: i64 = if __rL + (__r as i64) >= __h { 0 } else { __w - __cL };
+                    let mut __j: usize = if __j0 > 0 { __j0 as usize } else { 0 };
+                    while __j < #inner {
+                        __ok = __ok && !(#m_j);
+                        __j += 1;
+                    }
+                },
+            )
+        });
+        Some(self.tma_post(c, rows_test, outside, inner, rows_n))
+    }
+
+    /// The element check of a `Cols` map (a transposed view, `row_stride` 1): with offsets
+    /// `x[:, None] * row_stride + y[None, :] * col_stride` (`tma_terms`), every element is at
+    /// `first + col * col_stride + row` when `x` and `y` step by one along the tile (each
+    /// thread tests its rows of `x` and its columns of `y`) and the offsets do not wrap; and
+    /// the elements of the last box outside the view masked.
+    fn tma_post_cols(&self, c: &TmaCtx) -> Option<TokenStream> {
+        let d = &self.d;
+        let k = self.k;
+        let op = c.op;
+        let (rows_n, inner) = (op.numel / op.inner, op.inner);
+        let ((_, x), (_, y)) = self.tma_terms(c.o)?;
+        let unit = |v: ExprId, count: usize| {
+            let t = self.elem(&k.exprs[v].ty);
+            let (v0, vr) = (self.ev(v, &At::Flat(quote!(0usize))), self.ev(v, &At::Flat(quote!(__r))));
+            self.tma_over_lines(
+                c,
+                count,
+                None,
+                quote! {
+                    __ok = __ok && #d::cast::<#t, i64>(#vr).wrapping_sub(#d::cast::<#t, i64>(#v0)) == __r as i64;
+                },
+            )
+        };
+        let (xs, ys) = (unit(x, rows_n), unit(y, inner));
+        let (last_r, last_c) = (rows_n as i64 - 1, inner as i64 - 1);
+        let (min, max) = match k.exprs[c.o].ty.dtype() {
+            Some(DType::I32) => (quote!(i32::MIN as i64), quote!(i32::MAX as i64)),
+            _ => (quote!(i64::MIN / 2), quote!(i64::MAX / 2)),
+        };
+        let test = quote! {
+            #xs
+            #ys
+            __ok = __ok && __tO >= #min && __tO + #last_r + #last_c * __tW <= #max;
+        };
+        let outside = op.mask.map(|mk| {
+            let m_j = self.operand(op.load, mk, &At::Flat(quote!((__j * #inner + __r))));
+            self.tma_over_lines(
+                c,
+                inner,
+                None,
+                quote! {
+                    let __j0: i64 = if __rL + (__r as i64) >= __h { 0 } else { __w - __cL };
+                    let mut __j: usize = if __j0 > 0 { __j0 as usize } else { 0 };
+                    while __j < #rows_n {
+                        __ok = __ok && !(#m_j);
+                        __j += 1;
+                    }
+                },
+            )
+        });
+        Some(self.tma_post(c, test, outside, rows_n, inner))
+    }
+
+    /// The element check around `test` (which ANDs into `__ok`): the boxes lie in the view,
+    /// and, when the last box leaves the view, `outside` (or a failure without a mask).
+    fn tma_post(&self, c: &TmaCtx, test: TokenStream, outside: Option<TokenStream>, box_w: usize, box_h: usize) -> TokenStream {
+        let oi = c.oi;
+        let (tin, tw, to, tc, tr, tdc, tdr) = (format_ident!("__tin{}", oi), format_ident!("__tW{}", oi), format_ident!("__tO{}", oi), format_ident!("__tc{}", oi), format_ident!("__tr{}", oi), format_ident!("__tdc{}", oi), format_ident!("__tdr{}", oi));
+        let (var_id, var_t) = (&c.var.0, &c.var.1);
+        let len = &c.len;
+        let (inner_i, rows_i) = (box_w as i64, box_h as i64);
+        let outside = outside.unwrap_or_else(|| quote!(__ok = false;));
+        quote! {
+            #tin && {
+                let (__tW, __tO): (i64, i64) = (#tw, #to);
+                let mut __ok: bool = true;
+                #test
+                __ok
+            } && {
+                let __w: i64 = #tw;
+                let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
+                let (__cL, __rL): (i64, i64) = (#tc + __nm * #tdc, #tr + __nm * #tdr);
+                let mut __ok: bool = true;
+                // (No division unless the last box leaves the view.)
+                if __cL + #inner_i > __w || (__rL + #rows_i) * __w > #len as i64 {
+                    ::core::hint::cold_path();
+                    let __h: i64 = (#len as i64) / __w;
+                    let __it: i64 = __nm;
+                    let #var_id: #var_t = ((__start as i64) + __it * (__step as i64)) as #var_t;
+                    #outside
+                }
+                __ok
+            }
+        }
+    }
+
+    /// The mask check of a tensor-map operand (see [`TmaOperand::check`]).
+    pub(super) fn tma_mask_check(&self, c: &TmaCtx, var: LocalId) -> TokenStream {
+        let op = c.op;
+        let Some(mk) = op.mask else { return quote!() };
+        let (var_id, var_t) = (&c.var.0, &c.var.1);
+        // A mask whose comparisons are linear in the loop variable holds in every iteration
+        // when it holds in the first and the last one. Also whether they are unmasked in the
+        // iterations before the last one (`__mmid`): then only the last iteration needs the
+        // fix-up (a K tail).
+        if !self.linear_in(mk, var) {
+            return quote!(__mall = false; __mmid = false;);
+        }
+        // Tested on whole rows when the analysis allows, else chunk by chunk.
+        let all = &c.all;
+        let row_all = self.load_chunk_all(op.load, mk, &quote!(__f0), op.inner);
+        let at = |it: TokenStream, flag: Ident| {
+            let test = match &row_all {
+                Some(row_all) => self.tma_over_lines(c, op.numel / op.inner, Some(op.inner), quote!(#flag = #flag && (#row_all);)),
+                None => self.tma_over_chunks(c, quote!(#flag = #flag && (#all);)),
+            };
+            quote! {{
+                let __it: i64 = #it;
+                let #var_id: #var_t = ((__start as i64) + __it * (__step as i64)) as #var_t;
+                #test
+            }}
+        };
+        let (first, last) = (at(quote!(0), format_ident!("__mall")), at(quote!(__n - 1), format_ident!("__mall")));
+        let (first_mid, before_last) = (at(quote!(0), format_ident!("__mmid")), at(quote!(__n - 2), format_ident!("__mmid")));
+        quote! {
+            #first #last
+            if !__mall && __n >= 2 { #first_mid #before_last }
+        }
+    }
+
+    /// The tensor-map version of the loop over `opers`: each operand's staging picked from the
+    /// maps' validity (`Rows` when its map is valid), one loop per combination of stagings
+    /// (`compute(stagings)` gives its descriptor set-up, `wgmma` issue and wait).
+    #[allow(clippy::type_complexity)]
+    pub(super) fn tma_version(&self, opers: &[TmaOperand], (stages, readers): (usize, bool), bars: usize, tx: u32, compute: &dyn Fn(&[Staging]) -> (TokenStream, TokenStream, TokenStream), var: (&Ident, &TokenStream)) -> TmaVersion {
+        let mut pre = Vec::new();
+        let (mut maps, mut post, mut oks) = (Vec::new(), Vec::new(), Vec::new());
+        for (oi, o) in opers.iter().enumerate() {
+            let names = ["__tmo", "__tin", "__tc", "__tr", "__tdc", "__tdr", "__tW", "__tO"].map(|n| format_ident!("{}{}", n, oi));
+            let tok = format_ident!("__tok{}", oi);
+            let (s0, s1) = (&o.sides[0], o.sides.get(1));
+            let (c0, p0) = (&s0.coords, &s0.post);
+            let (coords, check) = match s1 {
+                None => (quote!(#c0), quote!(#p0)),
+                Some(s1) => {
+                    let (i0, i1, c1, p1) = (s0.idx, s1.idx, &s1.coords, &s1.post);
+                    let cols = quote!(((__tmask >> #i0) & 1 == 0 && (__tmask >> #i1) & 1 != 0));
+                    (quote!(if #cols { #c1 } else { #c0 }), quote!(if #cols { #p1 } else { #p0 }))
+                }
+            };
+            let [tmo, ..] = &names;
+            pre.push(quote! {
+                let (#(#names),*): (bool, bool, i64, i64, i64, i64, i64, i64) = #coords;
+            });
+            maps.push(quote!(#tmo));
+            post.push(quote!(let #tok: bool = #check;));
+            oks.push(quote!(#tok));
+        }
+        // Whether operand `o` takes staging `s` (uniform over the block: the maps' validity).
+        let takes = |o: &TmaOperand, s: usize| -> Option<TokenStream> {
+            let (i0, i1) = (o.sides[0].idx, o.sides.get(1)?.idx);
+            let cols = quote!(((__tmask >> #i0) & 1 == 0 && (__tmask >> #i1) & 1 != 0));
+            Some(if o.sides[s].staging == Staging::Cols { cols } else { quote!(!#cols) })
+        };
+        // `if c0 { x0 } else if c1 { x1 } ... else { xn }` (the last arm taken when no other is).
+        let chain = |arms: Vec<(TokenStream, TokenStream)>| {
+            arms.into_iter().rev().fold(None, |rest: Option<TokenStream>, (cond, body)| {
+                Some(match rest {
+                    None => body,
+                    Some(rest) => quote!(if #cond { #body } else { #rest }),
+                })
+            })
+        };
+        // One loop for every combination of stagings: each operand's copies and fix-up, and the
+        // `wgmma` issue (whose transpose bits are immediates), branch on uniform conditions.
+        let per_side = |f: &dyn Fn(&TmaSide) -> TokenStream| -> Vec<TokenStream> {
+            opers.iter().map(|o| chain(o.sides.iter().enumerate().map(|(si, side)| (takes(o, si).unwrap_or_default(), f(side))).collect()).unwrap_or_default()).collect()
+        };
+        let (copies, fixups) = (per_side(&|t| t.copies.clone()), per_side(&|t| t.fixup.clone()));
+        let ops: Vec<TmaOp> = copies.into_iter().zip(fixups).map(|(copies, fixup)| TmaOp { copies, fixup }).collect();
+        let mut combos: Vec<Vec<usize>> = vec![Vec::new()];
+        for o in opers {
+            combos = combos.into_iter().flat_map(|c| (0..o.sides.len()).map(move |s| [c.clone(), vec![s]].concat())).collect();
+        }
+        let (mut setups, mut issues, mut finish) = (Vec::new(), Vec::new(), quote!());
+        for combo in &combos {
+            let conds = opers.iter().zip(combo).filter_map(|(o, s)| takes(o, *s));
+            let cond = quote!(true #(&& #conds)*);
+            let stagings: Vec<Staging> = opers.iter().zip(combo).map(|(o, s)| o.sides[*s].staging).collect();
+            let (setup, issue, fin) = compute(&stagings);
+            setups.push((cond.clone(), quote!({ #setup (__da0, __db0) })));
+            issues.push((cond, issue));
+            finish = fin;
+        }
+        let (setup, issue) = (chain(setups).unwrap_or_default(), chain(issues).unwrap_or_default());
+        let (fill, main, filled) = self.tma_loop(&ops, (stages, readers), bars, tx, (&issue, &finish), var);
+        let main = quote!({
+            let (__da0, __db0): (u64, u64) = #setup;
+            #main
+        });
+        TmaVersion { pre, maps, fill, post, oks, main, filled }
+    }
+}
