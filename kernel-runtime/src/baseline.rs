@@ -252,11 +252,53 @@ fn device_ptr(t: &Tensor<f16>, arg: &'static str) -> Result<u64, BaselineError> 
 pub fn cublas_matmul_f16(a: &Tensor<f16>, b: &Tensor<f16>, c: &Tensor<f16>) -> Result<(), BaselineError> {
     let (m, k) = dims(a, "a")?;
     let (kb, n) = dims(b, "b")?;
+    gemm(Gemm { a: (a, a.stride(0), a.stride(1), 0), b: (b, b.stride(0), b.stride(1), 0), c: (c, c.stride(0), c.stride(1), 0), m, n, k, kb, batch: 1, c_shape: vec![m, n] })
+}
+
+/// `c[i] = a[i] @ b[i]` for batches of f16 matrices on one GPU, by
+/// `cublasGemmStridedBatchedEx` (f16 in and out, f32 accumulation, default algorithm): `a` is
+/// (batch, M, K), `b` is (batch, K, N), `c` is (batch, M, N), each batch entry laid out as in
+/// [`cublas_matmul_f16`] and the entries a constant stride apart.
+///
+/// # Errors
+/// As [`cublas_matmul_f16`].
+pub fn cublas_bmm_f16(a: &Tensor<f16>, b: &Tensor<f16>, c: &Tensor<f16>) -> Result<(), BaselineError> {
+    let dims3 = |t: &Tensor<f16>, arg: &'static str| match t.shape() {
+        [n, r, c] => Ok((*n, *r, *c)),
+        s => Err(BaselineError::Shape { reason: format!("`{arg}` must be 3-D, found shape {s:?}") }),
+    };
+    let (batch, m, k) = dims3(a, "a")?;
+    let (bb, kb, n) = dims3(b, "b")?;
+    if bb != batch {
+        return Err(BaselineError::Shape { reason: format!("a has {batch} batch entries but b has {bb}") });
+    }
+    fn v(t: &Tensor<f16>) -> (&Tensor<f16>, usize, usize, usize) {
+        (t, t.stride(1), t.stride(2), t.stride(0))
+    }
+    gemm(Gemm { a: v(a), b: v(b), c: v(c), m, n, k, kb, batch, c_shape: vec![batch, m, n] })
+}
+
+/// One (batched) product for [`gemm`]: each operand with its row, column and batch strides.
+struct Gemm<'a> {
+    a: (&'a Tensor<f16>, usize, usize, usize),
+    b: (&'a Tensor<f16>, usize, usize, usize),
+    c: (&'a Tensor<f16>, usize, usize, usize),
+    m: usize,
+    n: usize,
+    k: usize,
+    kb: usize,
+    batch: usize,
+    c_shape: Vec<usize>,
+}
+
+/// The checks and the cuBLAS call of [`cublas_matmul_f16`] and [`cublas_bmm_f16`].
+fn gemm(g: Gemm<'_>) -> Result<(), BaselineError> {
+    let Gemm { a: (a, ..), b: (b, ..), c: (c, ..), m, n, k, kb, batch, .. } = g;
     if k != kb {
         return Err(BaselineError::Shape { reason: format!("a is {m}x{k} but b is {kb}x{n}") });
     }
-    if c.shape() != [m, n] {
-        return Err(BaselineError::Shape { reason: format!("c has shape {:?}, expected [{m}, {n}]", c.shape()) });
+    if c.shape() != g.c_shape.as_slice() {
+        return Err(BaselineError::Shape { reason: format!("c has shape {:?}, expected {:?}", c.shape(), g.c_shape) });
     }
     let Some(dev) = a.device().cuda_device() else {
         return Err(BaselineError::NotOnGpu { arg: "a", device: a.device().to_string() });
@@ -267,22 +309,22 @@ pub fn cublas_matmul_f16(a: &Tensor<f16>, b: &Tensor<f16>, c: &Tensor<f16>) -> R
         }
     }
     let too_big = |v: usize| i32::try_from(v).is_err();
-    if [m, n, k].into_iter().any(too_big) {
-        return Err(BaselineError::Shape { reason: format!("dimensions {m}x{n}x{k} exceed i32") });
+    if [m, n, k, batch].into_iter().any(too_big) {
+        return Err(BaselineError::Shape { reason: format!("dimensions {batch}x{m}x{n}x{k} exceed i32") });
     }
-    let lay = |t: &Tensor<f16>, arg: &'static str, shape: (usize, usize)| {
-        layout(shape, (t.stride(0), t.stride(1)))
+    let lay = |(t, s0, s1, _): (&Tensor<f16>, usize, usize, usize), arg: &'static str, shape: (usize, usize)| {
+        layout(shape, (s0, s1))
             .filter(|&(_, ld)| !too_big(ld))
             .ok_or_else(|| BaselineError::Layout { arg, strides: t.strides().to_vec(), reason: "rows or columns must be contiguous".into() })
     };
-    let (ta, lda) = lay(a, "a", (m, k))?;
-    let (tb, ldb) = lay(b, "b", (k, n))?;
-    let (tc, ldc) = lay(c, "c", (m, n))?;
+    let (ta, lda) = lay(g.a, "a", (m, k))?;
+    let (tb, ldb) = lay(g.b, "b", (k, n))?;
+    let (tc, ldc) = lay(g.c, "c", (m, n))?;
     if tc {
         return Err(BaselineError::Layout { arg: "c", strides: c.strides().to_vec(), reason: "the output needs contiguous rows".into() });
     }
     let (pa, pb, pc) = (device_ptr(a, "a")?, device_ptr(b, "b")?, device_ptr(c, "c")?);
-    if m == 0 || n == 0 {
+    if m == 0 || n == 0 || batch == 0 {
         return Ok(());
     }
     let h = handle(dev)?;
@@ -290,35 +332,26 @@ pub fn cublas_matmul_f16(a: &Tensor<f16>, b: &Tensor<f16>, c: &Tensor<f16>) -> R
     let op = |t: bool| if t { blas_sys::cublasOperation_t::CUBLAS_OP_T } else { blas_sys::cublasOperation_t::CUBLAS_OP_N };
     let (alpha, beta) = (1.0f32, 0.0f32);
     let f16_type = blas_sys::cudaDataType_t::CUDA_R_16F;
+    let (sa, sb, sc) = (g.a.3 as i64, g.b.3 as i64, g.c.3 as i64);
     dev.call("binding the context (cuCtxSetCurrent)", || Ok(()))?;
     let called = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: the pointers are the first elements of live allocations of this device,
-        // and (m, n, k, ld*) describe views inside them (checked by `layout` against the
-        // tensors' shapes and strides); alpha and beta outlive the call.
+        // and (m, n, k, ld*, batch strides) describe views inside them (checked by `layout`
+        // against the tensors' shapes and strides); alpha and beta outlive the call.
         unsafe {
-            blas::gemm_ex(
-                *blas.handle(),
-                op(tb),
-                op(ta),
-                n as i32,
-                m as i32,
-                k as i32,
-                std::ptr::from_ref(&alpha).cast::<c_void>(),
-                pb as *const c_void,
-                f16_type,
-                ldb as i32,
-                pa as *const c_void,
-                f16_type,
-                lda as i32,
-                std::ptr::from_ref(&beta).cast::<c_void>(),
-                pc as *mut c_void,
-                f16_type,
-                ldc as i32,
-                blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
-                blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
-            )
+            let (cm, cn, ck, alpha, beta) = (n as i32, m as i32, k as i32, std::ptr::from_ref(&alpha).cast::<c_void>(), std::ptr::from_ref(&beta).cast::<c_void>());
+            let (pa, pb, pc) = (pa as *const c_void, pb as *const c_void, pc as *mut c_void);
+            let (compute, algo) = (blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F, blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT);
+            // One product through `cublasGemmEx` (what the seeds' benchmark has always timed).
+            if batch == 1 {
+                blas::gemm_ex(*blas.handle(), op(tb), op(ta), cm, cn, ck, alpha, pb, f16_type, ldb as i32, pa, f16_type, lda as i32, beta, pc, f16_type, ldc as i32, compute, algo)
+            } else {
+                blas::gemm_strided_batched_ex(
+                    *blas.handle(), op(tb), op(ta), cm, cn, ck, alpha, pb, f16_type, ldb as i32, sb, pa, f16_type, lda as i32, sa, beta, pc, f16_type, ldc as i32, sc, batch as i32, compute, algo,
+                )
+            }
         }
-        .map_err(|e| BaselineError::Cublas { op: format!("cublasGemmEx ({m}x{n}x{k}, f16, f32 accumulation)"), status: format!("{:?}", e.0) })
+        .map_err(|e| BaselineError::Cublas { op: format!("cublasGemm{}Ex ({batch}x{m}x{n}x{k}, f16, f32 accumulation)", if batch == 1 { "" } else { "StridedBatched" }), status: format!("{:?}", e.0) })
     }));
     match called {
         Ok(r) => r,

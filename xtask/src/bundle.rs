@@ -16,7 +16,7 @@ const RUNTIME_TEST: &str = "cuda";
 /// The examples (`examples/examples/`, run by `scripts/gpu-check.sh`), copied to `bin/`.
 const EXAMPLES: &[&str] = &["matmul", "vector_add"];
 /// The benchmark examples, in `target/gpu-bundle/bench/` (not run by `gpu-check.sh`).
-const BENCHES: &[&str] = &["bench_matmul"];
+const BENCHES: &[&str] = &["bench_matmul", "bench_bmm"];
 
 pub fn gpu_bundle(root: &Path) -> Result<()> {
     let out = root.join("target/gpu-bundle");
