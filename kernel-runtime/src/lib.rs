@@ -83,6 +83,8 @@ mod launch;
 mod settings;
 mod split;
 #[cfg(feature = "cuda")]
+mod stream;
+#[cfg(feature = "cuda")]
 pub mod foreign;
 mod tensor;
 pub mod testing;
@@ -96,6 +98,16 @@ pub use settings::{Settings, SettingsError};
 pub use split::{split_plan, wide_plan, with_split, SplitChoice, SplitPlan, SplitPolicy, DEFAULT_MAX_PARTS};
 pub use half::{bf16, f16};
 pub use tensor::Tensor;
+#[cfg(feature = "cuda")]
+pub use stream::{with_stream, ExternalStream};
+#[cfg(feature = "dlpack")]
+pub use tensor::dlpack::dlpack_dtype;
+
+/// The DLPack binding this crate uses ([`Tensor::from_dlpack`], [`Tensor::to_dlpack`]), for
+/// its managed-tensor types and, with its `pyo3` feature, Python capsules (with the `dlpack`
+/// feature).
+#[cfg(feature = "dlpack")]
+pub use dlpark;
 
 /// The CUDA driver binding this crate uses, for calling other CUDA libraries
 /// (cuBLAS, ...) on [`Device::cuda_stream`] with [`Tensor::cuda_slice`]

@@ -69,6 +69,10 @@ pub(crate) struct CudaDevice {
     pub(crate) tma: Mutex<tma::TmaArena>,
     /// The workspace of split launches (`split.rs`).
     pub(crate) split: Mutex<split::SplitArena>,
+    /// Held while a launch is queued: a launch on an external stream (`crate::stream`) is
+    /// joined with the device's stream before and after, and no other launch may use the
+    /// per-device workspaces (tensor maps, split partials) in between.
+    pub(crate) launching: Mutex<()>,
 }
 
 /// Where kernels of a device record an out-of-bounds access.
@@ -290,6 +294,7 @@ impl CudaDevice {
             faults: Mutex::new(FaultState::default()),
             tma: Mutex::new(tma::TmaArena::default()),
             split: Mutex::new(split::SplitArena::default()),
+            launching: Mutex::new(()),
         })
     }
 
