@@ -208,7 +208,7 @@ impl ExternalStream {
 
 /// Makes `waiter` wait for the work queued on `signaller` so far (an event recorded on one,
 /// waited for by the other; no host wait), in `dev`'s context.
-fn join(dev: &CudaDevice, waiter: sys::CUstream, signaller: sys::CUstream) -> Result<(), DeviceError> {
+pub(crate) fn join(dev: &CudaDevice, waiter: sys::CUstream, signaller: sys::CUstream) -> Result<(), DeviceError> {
     if waiter == signaller {
         return Ok(());
     }

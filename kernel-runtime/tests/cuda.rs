@@ -445,13 +445,19 @@ fn views_over_foreign_device_memory() {
     assert_eq!(err.to_string(), "the memory is on memory CUDA does not know (not a device allocation), but the view was asked for on cuda:0");
     let err = unsafe { Tensor::<f32>::from_raw_cuda(&Device::cpu(), ptr, 4, &[4], None) }.unwrap_err();
     assert!(matches!(err, TensorError::WrongDevice { .. }), "{err}");
-    // Another context of the same GPU: its memory and streams are refused.
+    // Another context of the same GPU: memory allocated in it (not from a stream-ordered pool,
+    // which belongs to the device, not to a context) and its streams are refused.
     let other = CudaContext::new_non_primary(0, 0).unwrap();
     let other_stream = other.new_stream().unwrap();
-    let alien = other_stream.alloc_zeros::<f32>(4).unwrap();
-    let alien_ptr = alien.device_ptr(&other_stream).0;
+    other.bind_to_thread().unwrap();
+    // SAFETY: a plain allocation in `other`, freed below.
+    let alien_ptr = unsafe { kernel_runtime::cudarc::driver::result::malloc_sync(16) }.unwrap();
     let err = unsafe { Tensor::<f32>::from_raw_cuda(&dev, alien_ptr, 4, &[4], None) }.unwrap_err();
     assert!(err.to_string().contains("in another CUDA context than its primary context"), "{err}");
+    other.bind_to_thread().unwrap();
+    // SAFETY: allocated above, no view of it exists.
+    unsafe { kernel_runtime::cudarc::driver::result::free_sync(alien_ptr) }.unwrap();
+    let alien = other_stream.alloc_zeros::<f32>(4).unwrap();
     let err = Tensor::from_cuda_slice(alien, &[4], None).unwrap_err();
     assert!(matches!(err, TensorError::WrongDevice { .. }), "{err}");
     let err = dev.wrap_stream(&other_stream).unwrap_err();

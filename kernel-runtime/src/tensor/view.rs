@@ -237,8 +237,9 @@ impl<T: DType> Tensor<T> {
     /// A tensor over a cudarc allocation, without a copy: the tensor owns `slice` and frees it
     /// (on its stream, after the device's queued work) with its last view. The device is the
     /// slice's ordinal; its context must be the device's primary context, the one this crate
-    /// uses (cudarc's [`CudaContext::new`], as candle uses it). Safe: nothing else can reach
-    /// the memory. [`Tensor::into_cuda_slice`] gives it back.
+    /// uses (cudarc's [`CudaContext::new`], as candle uses it). The device's stream first waits
+    /// for the work queued on the slice's stream (its upload, say). Safe: nothing else can
+    /// reach the memory. [`Tensor::into_cuda_slice`] gives it back.
     ///
     /// # Errors
     /// As [`Tensor::from_raw_cuda`] for the layout; [`TensorError::WrongDevice`] for a slice
@@ -259,7 +260,8 @@ impl<T: DType> Tensor<T> {
     pub fn from_cuda_slice(slice: CudaSlice<T>, shape: &[usize], strides: Option<&[usize]>) -> Result<Self, TensorError> {
         let device = device_of_context(slice.context())?;
         let strides = checked_layout::<T>(shape, strides, slice.len())?;
-        let Some(dev) = device.cuda_device() else { unreachable!("device_of_context opens a GPU") };
+        wait_for_owner(&device, slice.stream())?;
+        let dev = gpu(&device)?;
         let buf = DeviceBuffer::from_slice(dev, slice);
         Ok(Tensor { storage: Buffer::Cuda(Arc::new(buf)), device, shape: shape.to_vec(), strides, offset: 0 })
     }
@@ -289,8 +291,8 @@ impl<T: DType> Tensor<T> {
     }
 
     /// A tensor viewing a cudarc view (of a `CudaSlice` another library owns), without a
-    /// copy; the view's context must be the device's primary context, as for
-    /// [`Tensor::from_cuda_slice`].
+    /// copy; the view's context must be the device's primary context, and the device's stream
+    /// first waits for the work queued on the view's stream, as for [`Tensor::from_cuda_slice`].
     ///
     /// # Errors
     /// As [`Tensor::from_cuda_slice`].
@@ -312,6 +314,7 @@ impl<T: DType> Tensor<T> {
     /// ```
     pub unsafe fn from_cuda_view(view: &CudaView<'_, T>, shape: &[usize], strides: Option<&[usize]>) -> Result<Self, TensorError> {
         let device = device_of_context(view.stream().context())?;
+        wait_for_owner(&device, view.stream())?;
         let (ptr, _record) = view.device_ptr(view.stream());
         // SAFETY: the view's memory is device memory of its context's device; its lifetime is
         // the caller's contract.
@@ -341,6 +344,7 @@ impl<T: DType> Tensor<T> {
     /// ```
     pub unsafe fn from_cuda_view_mut(view: &mut CudaViewMut<'_, T>, shape: &[usize], strides: Option<&[usize]>) -> Result<Self, TensorError> {
         let device = device_of_context(view.stream().context())?;
+        wait_for_owner(&device, view.stream())?;
         let len = view.len();
         let (ptr, _record) = view.device_ptr(view.stream());
         // SAFETY: as in `from_cuda_view`.
@@ -360,9 +364,7 @@ impl<T: DType> Tensor<T> {
         strides: Option<&[usize]>,
         owner: Option<Box<dyn std::any::Any + Send + Sync>>,
     ) -> Result<Self, TensorError> {
-        let Some(dev) = device.cuda_device() else {
-            return Err(TensorError::WrongDevice { expected: device.to_string(), found: "a CUDA device".into() });
-        };
+        let dev = gpu(device)?;
         let strides = checked_layout::<T>(shape, strides, len)?;
         let numel = if len == 0 { 0 } else { checked_numel::<T>(shape)? };
         check_address::<T>(ptr, size_of::<T>(), numel)?;
@@ -376,6 +378,20 @@ impl<T: DType> Tensor<T> {
         let buf = unsafe { DeviceBuffer::foreign(dev, ptr, len, owner) };
         Ok(Tensor { device: device.clone(), storage: Buffer::Cuda(Arc::new(buf)), shape: shape.to_vec(), strides, offset: 0 })
     }
+}
+
+/// Makes `device`'s stream wait for the work queued so far on `owner`'s (the stream of a
+/// cudarc slice: its upload, say), so that this crate's copies and launches see it.
+#[cfg(feature = "cuda")]
+fn wait_for_owner(device: &Device, owner: &cudarc::driver::CudaStream) -> Result<(), TensorError> {
+    let dev = gpu(device)?;
+    Ok(crate::stream::join(dev, dev.stream.cu_stream(), owner.cu_stream())?)
+}
+
+/// The opened GPU of `device`, or `WrongDevice` for the CPU.
+#[cfg(feature = "cuda")]
+fn gpu(device: &Device) -> Result<&Arc<crate::cuda::CudaDevice>, TensorError> {
+    device.cuda_device().ok_or_else(|| TensorError::WrongDevice { expected: device.to_string(), found: "a CUDA device".into() })
 }
 
 /// The device whose primary context is `ctx`.
