@@ -106,7 +106,7 @@ impl<T: DType> Tensor<T> {
     /// of the view for as long as the managed tensor is not deleted (the DLPack contract),
     /// and that the producer and others access only in order with the views made from this
     /// one while they live (on the CPU: not concurrently; on a GPU: on streams ordered with
-    /// the launches, see [`with_stream`](crate::with_stream)).
+    /// the launches, see `with_stream`, feature `cuda`).
     ///
     /// ```
     /// use kernel_runtime::{Device, Tensor, TensorError};
@@ -164,9 +164,8 @@ impl<T: DType> Tensor<T> {
     /// deleter, from any thread. Writable, not flagged as a copy.
     ///
     /// On a GPU the data is ready once the work queued on the device's stream has finished: a
-    /// consumer working on another stream makes it wait first
-    /// ([`ExternalStream::wait_for_device`](crate::ExternalStream::wait_for_device)), or calls
-    /// [`Device::synchronize`].
+    /// consumer working on another stream makes it wait first (`ExternalStream::wait_for_device`,
+    /// feature `cuda`), or calls [`Device::synchronize`].
     ///
     /// # Errors
     /// [`TensorError::InvalidDlpack`] when a stride does not fit in `i64`.
