@@ -660,6 +660,8 @@ fn autotune_cuda(
     if let Some(t) = fast_memory().lock().unwrap_or_else(PoisonError::into_inner).get(&fast) {
         return Ok(*t);
     }
+    // The arguments are copied on the device's stream: after the work of `with_stream`'s.
+    crate::stream::wait_for_current(dev)?;
     let tuning = decide(info, dev, &fast.4, key_values, instance_key, run)?;
     fast_memory().lock().unwrap_or_else(PoisonError::into_inner).insert(fast, tuning);
     Ok(tuning)

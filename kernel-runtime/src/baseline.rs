@@ -137,6 +137,9 @@ fn preload_cublas() -> Option<PathBuf> {
     None
 }
 
+/// The names cuBLAS is looked for by (the versions cudarc's `cuda-13000` binding loads).
+const CUBLAS_NAMES: &[&str] = &["libcublas.so.13", "libcublas.so"];
+
 /// Whether cuBLAS can be loaded (checked once per process).
 ///
 /// # Errors
@@ -152,18 +155,16 @@ pub fn cublas_available() -> Result<(), BaselineError> {
     static AVAILABLE: OnceLock<Result<(), BaselineError>> = OnceLock::new();
     AVAILABLE
         .get_or_init(|| {
-            // SAFETY: only tries to dlopen the candidate library names.
-            let present = || catch_unwind(|| unsafe { blas_sys::is_culib_present() }).unwrap_or(false);
+            let present = || crate::cuda::loadable(CUBLAS_NAMES).is_some();
             if present() || (preload_cublas().is_some() && present()) {
                 return Ok(());
             }
-            let names = catch_unwind(|| cudarc::get_lib_name_candidates("cublas")).unwrap_or_default();
             let dirs: Vec<String> = cublas_dirs().iter().map(|d| d.display().to_string()).collect();
             Err(BaselineError::CublasUnavailable {
                 reason: format!(
-                    "the dynamic loader found none of {} library names (libcublas.so.13, ...), nor did {}; \
+                    "the dynamic loader found none of {}, nor did {}; \
                      add the directory of libcublas.so.13 to LD_LIBRARY_PATH or set KERNEL_CUBLAS_DIR",
-                    names.len(),
+                    CUBLAS_NAMES.join(", "),
                     dirs.join(", ")
                 ),
             })

@@ -238,6 +238,12 @@ impl Device {
         }
     }
 
+    /// The device value of an opened CUDA device.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn from_cuda(d: Arc<CudaDevice>) -> Self {
+        Device { kind: Kind::Cuda(d) }
+    }
+
     /// The opened CUDA device, or `None` for the CPU.
     #[cfg(feature = "cuda")]
     pub(crate) fn cuda_device(&self) -> Option<&Arc<CudaDevice>> {

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use crate::cpu::{AssertionFailure, KernelError};
+use crate::dtype::DTypeKind;
 
 /// Why a kernel launch failed.
 ///
@@ -242,6 +243,89 @@ pub enum TensorError {
         /// Upper bound given.
         hi: f64,
     },
+    /// A view over memory given by the caller has as many strides as `strides` holds, but
+    /// its shape has another rank.
+    #[error("a view of shape {shape:?} needs {} strides, found {strides:?}", shape.len())]
+    RankMismatch {
+        /// The shape given.
+        shape: Vec<usize>,
+        /// The strides given.
+        strides: Vec<usize>,
+    },
+    /// A view over memory given by the caller reaches past its end.
+    #[error(
+        "a view of shape {shape:?} with strides {strides:?} reaches element {last} of memory that \
+         holds {len} elements"
+    )]
+    ViewOutOfBounds {
+        /// The shape given.
+        shape: Vec<usize>,
+        /// The strides given (in elements).
+        strides: Vec<usize>,
+        /// The index of the view's last element from the start of the memory.
+        last: u128,
+        /// Elements of the memory.
+        len: usize,
+    },
+    /// Memory given by the caller has a negative stride (a reversed view), which a
+    /// [`Tensor`](crate::Tensor) cannot represent.
+    #[error("dimension {dim} has stride {stride}: views with negative strides are not supported")]
+    NegativeStride {
+        /// The dimension.
+        dim: usize,
+        /// Its stride, in elements.
+        stride: i64,
+    },
+    /// The address of memory given by the caller is not aligned for the element type.
+    #[error("address {addr:#x} is not aligned for {dtype} elements (alignment {align} bytes)")]
+    Misaligned {
+        /// The address of the first element.
+        addr: u64,
+        /// The tensor's element type.
+        dtype: DTypeKind,
+        /// The alignment it needs, in bytes.
+        align: usize,
+    },
+    /// The address of memory given by the caller is null, for a view with elements.
+    #[error("the memory's address is null, but the view has {numel} elements")]
+    NullPointer {
+        /// Elements of the view.
+        numel: usize,
+    },
+    /// Imported memory holds elements of another type than the tensor's.
+    #[error("the memory holds {found} elements, but the tensor's element type is {expected}")]
+    DTypeMismatch {
+        /// The tensor's element type.
+        expected: DTypeKind,
+        /// The element type of the memory (a DLPack type code such as `complex64` when it is
+        /// not one of [`DTypeKind`]).
+        found: String,
+    },
+    /// Memory given by the caller is on another device than the one asked for, or in another
+    /// CUDA context than this crate's (the device's primary context).
+    #[error("the memory is on {found}, but the view was asked for on {expected}")]
+    WrongDevice {
+        /// The device asked for (or the one this crate uses).
+        expected: String,
+        /// Where the memory is.
+        found: String,
+    },
+    /// Imported memory is on a kind of device this crate does not run kernels on
+    /// (a DLPack device type such as ROCm or Metal).
+    #[error("the memory is on {device}, which kernel-runtime does not support (it runs on the CPU and on CUDA GPUs)")]
+    UnsupportedDevice {
+        /// The device as the producer named it.
+        device: String,
+    },
+    /// An imported DLPack tensor is marked read-only, but kernels may write to any tensor.
+    #[error("the DLPack tensor is read-only; kernel-runtime's tensors are writable, so import a writable one (or a copy)")]
+    ReadOnly,
+    /// An imported DLPack tensor's descriptor is invalid (null shape, negative dimension, ...).
+    #[error("invalid DLPack tensor: {reason}")]
+    InvalidDlpack {
+        /// What the validation found.
+        reason: String,
+    },
     /// The target device cannot be used.
     #[error(transparent)]
     Device(#[from] DeviceError),
@@ -343,6 +427,15 @@ pub enum DeviceError {
         index: i64,
         /// The elements addressable from the pointer argument.
         len: u64,
+    },
+    /// A caller's CUDA stream cannot carry this device's launches: it belongs to another
+    /// device or CUDA context than the device's primary context.
+    #[error("the stream cannot carry launches on {device}: {reason}")]
+    StreamMismatch {
+        /// The device (`cuda:N`).
+        device: String,
+        /// Where the stream belongs.
+        reason: String,
     },
     /// A `device_assert` of a kernel on the GPU was false. The program went on (as the other
     /// programs did); the first failure of the launches since the last synchronization is

@@ -20,7 +20,10 @@
 //!   this crate's version);
 //! - [`testing`]: `allclose`, `assert_close`, a reference matmul, `do_bench`
 //!   (wall clock) and `do_bench_gpu` (Triton's `do_bench`: CUDA events, L2 flush);
-//! - `baseline` (feature `cuda`): cuBLAS f16 matmul to compare kernels against.
+//! - `baseline` (feature `cuda`): cuBLAS f16 matmul to compare kernels against;
+//! - interop without copies: [`Tensor`] views over memory others own (host memory, and with
+//!   `cuda` cudarc slices and raw device pointers), launches on a caller's CUDA stream
+//!   (`ExternalStream`, `with_stream`), and DLPack import and export (feature `dlpack`).
 //!
 //! GPUs are driven through `cudarc` (re-exported with the `cuda` feature), which loads the
 //! NVIDIA driver at run time: the crate builds and runs on machines without CUDA,
@@ -32,9 +35,12 @@
 //! # Features
 //!
 //! - `cuda` (default): the CUDA backend (`cudarc`, `baseline`, `foreign`,
-//!   `Device::cuda_stream`, `Tensor::cuda_slice`). Without it the crate has no
+//!   `Device::cuda_stream`, `Tensor::cuda_slice`, the device-memory views such as
+//!   `Tensor::from_cuda_slice`, `ExternalStream`, `with_stream`). Without it the crate has no
 //!   `cudarc` dependency, [`Device::cuda`] returns [`DeviceError::CudaNotBuilt`] and kernels
 //!   run on the CPU.
+//! - `dlpack`: `Tensor::from_dlpack` and `Tensor::to_dlpack` through `dlpark` (re-exported),
+//!   for PyTorch, JAX, CuPy, NumPy and other DLPack libraries; CUDA tensors with `cuda`.
 //!
 //! # Settings and environment variables
 //!
@@ -83,6 +89,8 @@ mod launch;
 mod settings;
 mod split;
 #[cfg(feature = "cuda")]
+mod stream;
+#[cfg(feature = "cuda")]
 pub mod foreign;
 mod tensor;
 pub mod testing;
@@ -96,6 +104,16 @@ pub use settings::{Settings, SettingsError};
 pub use split::{split_plan, wide_plan, with_split, SplitChoice, SplitPlan, SplitPolicy, DEFAULT_MAX_PARTS};
 pub use half::{bf16, f16};
 pub use tensor::Tensor;
+#[cfg(feature = "cuda")]
+pub use stream::{with_stream, ExternalStream};
+#[cfg(feature = "dlpack")]
+pub use tensor::dlpack::dlpack_dtype;
+
+/// The DLPack binding this crate uses ([`Tensor::from_dlpack`], [`Tensor::to_dlpack`]), for
+/// its managed-tensor types and, with its `pyo3` feature, Python capsules (with the `dlpack`
+/// feature).
+#[cfg(feature = "dlpack")]
+pub use dlpark;
 
 /// The CUDA driver binding this crate uses, for calling other CUDA libraries
 /// (cuBLAS, ...) on [`Device::cuda_stream`] with [`Tensor::cuda_slice`]

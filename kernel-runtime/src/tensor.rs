@@ -1,5 +1,9 @@
 //! [`Tensor`]: a strided view of device memory shared by all its views.
 
+#[cfg(feature = "dlpack")]
+pub(crate) mod dlpack;
+mod view;
+
 use std::fmt;
 use std::sync::Arc;
 
@@ -47,12 +51,47 @@ pub struct Tensor<T: DType> {
 
 /// The storage of a tensor, shared by its views.
 enum Buffer<T: DType> {
-    /// One atomic cell per element, in host memory (a boxed slice, so that the cells are
-    /// allocated once, fallibly, and never copied into the `Arc`).
-    Cpu(Arc<Box<[T::Atomic]>>),
+    /// One atomic cell per element, in host memory.
+    Cpu(Arc<HostCells<T>>),
     /// A device allocation.
     #[cfg(feature = "cuda")]
     Cuda(Arc<DeviceBuffer<T>>),
+}
+
+/// The host memory of a tensor: cells this crate allocated (a boxed slice, so that they are
+/// allocated once, fallibly, and never copied into the `Arc`), or memory the caller lent
+/// (`view`), seen as cells.
+enum HostCells<T: DType> {
+    /// Allocated by this crate.
+    Owned(Box<[T::Atomic]>),
+    /// `len` elements at `ptr`, valid and aligned for as long as this value lives (the
+    /// constructors' contracts); `owner`, when there is one, keeps them alive and is dropped
+    /// with this value.
+    Foreign {
+        ptr: std::ptr::NonNull<T::Atomic>,
+        len: usize,
+        #[allow(dead_code)] // held for its drop
+        owner: Option<Box<dyn std::any::Any + Send + Sync>>,
+    },
+}
+
+// SAFETY: `Foreign` is a shared slice of atomic cells (which are `Send + Sync`) plus an owner
+// that is `Send + Sync` and never accessed; `Owned` is `Send + Sync` already.
+unsafe impl<T: DType> Send for HostCells<T> {}
+// SAFETY: as above.
+unsafe impl<T: DType> Sync for HostCells<T> {}
+
+impl<T: DType> std::ops::Deref for HostCells<T> {
+    type Target = [T::Atomic];
+
+    fn deref(&self) -> &[T::Atomic] {
+        match self {
+            HostCells::Owned(c) => c,
+            // SAFETY: the constructors' contracts: `len` cells at `ptr`, valid and aligned
+            // while `self` lives, accessed only as atomics (this crate's views).
+            HostCells::Foreign { ptr, len, .. } => unsafe { std::slice::from_raw_parts(ptr.as_ptr(), *len) },
+        }
+    }
 }
 
 impl<T: DType> Clone for Buffer<T> {
@@ -147,7 +186,7 @@ fn store_on<T: DType>(device: &Device, n: usize, data: impl Iterator<Item = T>) 
     let _ = device;
     let mut cells = try_vec::<T::Atomic>(n, "cpu")?;
     cells.extend(data.take(n).map(T::new_atomic));
-    Ok(Buffer::Cpu(Arc::new(cells.into_boxed_slice())))
+    Ok(Buffer::Cpu(Arc::new(HostCells::Owned(cells.into_boxed_slice()))))
 }
 
 /// `OutOfMemory` for a device allocation of `n` elements that the driver refused for lack of
@@ -768,10 +807,11 @@ impl<T: DType> Tensor<T> {
     }
 
     /// The cudarc allocation holding this tensor's storage (`None` on the
-    /// CPU), for passing it to other CUDA libraries (cuBLAS through
-    /// [`cudarc`](crate::cudarc)) on [`Device::cuda_stream`]. The tensor's
-    /// first element is element [`storage_offset`](Tensor::storage_offset) of
-    /// the allocation, which may be longer than the storage.
+    /// CPU, and for memory viewed through a raw pointer or a cudarc view), for passing it
+    /// to other CUDA libraries (cuBLAS through [`cudarc`](crate::cudarc)) on
+    /// [`Device::cuda_stream`]. The tensor's first element is element
+    /// [`storage_offset`](Tensor::storage_offset) of the allocation, which may be longer
+    /// than the storage; [`Tensor::data_ptr`] is its address in every case.
     ///
     /// ```
     /// # use kernel_runtime::{Device, Tensor};
@@ -784,7 +824,7 @@ impl<T: DType> Tensor<T> {
     pub fn cuda_slice(&self) -> Option<&cudarc::driver::CudaSlice<T>> {
         match &self.storage {
             Buffer::Cpu(_) => None,
-            Buffer::Cuda(b) => Some(b.slice()),
+            Buffer::Cuda(b) => b.slice(),
         }
     }
 

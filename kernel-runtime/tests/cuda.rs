@@ -406,3 +406,146 @@ fn foreign_kernels_load_check_their_arguments_and_run() {
     let err = ForeignKernel::load(&dev, PTX.as_bytes(), "axpy", &params, 128, 1 << 30).unwrap_err();
     assert!(err.to_string().starts_with("kernel `axpy`: 1073741824 bytes of shared memory per block (the device allows "), "{err}");
 }
+
+/// Views over device memory another library allocated (here a second cudarc handle of the
+/// primary context, as candle opens it): no copy (same addresses), writes seen by the owner,
+/// and typed errors for every bad layout, address, device and context.
+#[test]
+fn views_over_foreign_device_memory() {
+    use kernel_runtime::cudarc::driver::{CudaContext, DevicePtr};
+    use kernel_runtime::TensorError;
+    let Some(dev) = gpu("views_over_foreign_device_memory") else { return };
+    let theirs = CudaContext::new(0).unwrap().new_stream().unwrap();
+    let mut slice = theirs.clone_htod(&(0..12).map(|i| i as f32).collect::<Vec<_>>()).unwrap();
+    let ptr = slice.device_ptr(&theirs).0;
+    theirs.synchronize().unwrap();
+    // SAFETY (every view below): `slice` outlives the views, and its stream is synchronized
+    // before the owner reads it.
+    let raw = unsafe { Tensor::<f32>::from_raw_cuda(&dev, ptr, 12, &[4, 3], Some(&[1, 4])) }.unwrap();
+    assert_eq!((raw.data_ptr(), raw.device()), (ptr, &dev));
+    assert_eq!(raw.to_vec(), vec![0.0, 4.0, 8.0, 1.0, 5.0, 9.0, 2.0, 6.0, 10.0, 3.0, 7.0, 11.0]);
+    assert!(raw.cuda_slice().is_none());
+    let v = unsafe { Tensor::from_cuda_view(&slice.slice(4..), &[2, 4], None) }.unwrap();
+    assert_eq!((v.data_ptr(), v.to_vec()), (ptr + 16, (4..12).map(|i| i as f32).collect()));
+    drop((raw, v));
+    let w = unsafe { Tensor::from_cuda_view_mut(&mut slice.slice_mut(8..), &[2, 2], None) }.unwrap();
+    w.t().narrow(0, 1, 1).unwrap().fill(-1.0);
+    dev.synchronize().unwrap();
+    drop(w);
+    let mut want: Vec<f32> = (0..12).map(|i| i as f32).collect();
+    (want[9], want[11]) = (-1.0, -1.0);
+    assert_eq!(theirs.clone_dtoh(&slice).unwrap(), want);
+
+    let err = unsafe { Tensor::<f32>::from_raw_cuda(&dev, ptr + 2, 4, &[4], None) }.unwrap_err();
+    assert_eq!(err, TensorError::Misaligned { addr: ptr + 2, dtype: DTypeKind::F32, align: 4 });
+    let err = unsafe { Tensor::<f32>::from_raw_cuda(&dev, ptr, 12, &[13], None) }.unwrap_err();
+    assert!(matches!(err, TensorError::ViewOutOfBounds { last: 12, len: 12, .. }), "{err}");
+    let host = vec![0.0f32; 4];
+    let err = unsafe { Tensor::<f32>::from_raw_cuda(&dev, host.as_ptr() as u64, 4, &[4], None) }.unwrap_err();
+    assert_eq!(err.to_string(), "the memory is on memory CUDA does not know (not a device allocation), but the view was asked for on cuda:0");
+    let err = unsafe { Tensor::<f32>::from_raw_cuda(&Device::cpu(), ptr, 4, &[4], None) }.unwrap_err();
+    assert!(matches!(err, TensorError::WrongDevice { .. }), "{err}");
+    // Another context of the same GPU: memory allocated in it (not from a stream-ordered pool,
+    // which belongs to the device, not to a context) and its streams are refused.
+    let other = CudaContext::new_non_primary(0, 0).unwrap();
+    let other_stream = other.new_stream().unwrap();
+    other.bind_to_thread().unwrap();
+    // SAFETY: a plain allocation in `other`, freed below.
+    let alien_ptr = unsafe { kernel_runtime::cudarc::driver::result::malloc_sync(16) }.unwrap();
+    let err = unsafe { Tensor::<f32>::from_raw_cuda(&dev, alien_ptr, 4, &[4], None) }.unwrap_err();
+    assert!(err.to_string().contains("in another CUDA context than its primary context"), "{err}");
+    other.bind_to_thread().unwrap();
+    // SAFETY: allocated above, no view of it exists.
+    unsafe { kernel_runtime::cudarc::driver::result::free_sync(alien_ptr) }.unwrap();
+    let alien = other_stream.alloc_zeros::<f32>(4).unwrap();
+    let err = Tensor::from_cuda_slice(alien, &[4], None).unwrap_err();
+    assert!(matches!(err, TensorError::WrongDevice { .. }), "{err}");
+    let err = dev.wrap_stream(&other_stream).unwrap_err();
+    assert!(matches!(err, DeviceError::StreamMismatch { .. }), "{err}");
+
+    // An owned slice goes in and comes back out, the same allocation.
+    let s = theirs.clone_htod(&[1.0f32, 2.0, 3.0, 4.0]).unwrap();
+    let p = s.device_ptr(&theirs).0;
+    let t = Tensor::from_cuda_slice(s, &[2, 2], None).unwrap();
+    assert_eq!((t.data_ptr(), t.t().to_vec()), (p, vec![1.0, 3.0, 2.0, 4.0]));
+    let view = t.narrow(0, 1, 1).unwrap();
+    let t = t.into_cuda_slice().unwrap_err(); // a view is alive
+    drop(view);
+    let back = t.into_cuda_slice().unwrap();
+    assert_eq!(back.device_ptr(&theirs).0, p);
+    assert_eq!(theirs.clone_dtoh(&back).unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
+}
+
+/// Launches under `with_stream` run in the caller's stream order: inputs the caller copies on
+/// its stream just before are read, a tensor this crate zeroed on its own stream is written
+/// after the zeroing, and the caller reads the result on its stream with no other wait.
+#[test]
+fn launches_run_in_the_callers_stream_order() {
+    use kernel_runtime::cudarc::driver::CudaContext;
+    use kernel_runtime::with_stream;
+    let Some(dev) = gpu_for_ptx("launches_run_in_the_callers_stream_order") else { return };
+    let dir = scratch_dir("axpy-stream");
+    place_ptx(&dir, "kr_cuda_test_axpy_stream", PTX);
+    let info = axpy_info("kr_cuda_test_axpy_stream", &dir, &[("axpy", 0)]);
+    let theirs = CudaContext::new(0).unwrap().new_stream().unwrap();
+    let stream = dev.wrap_stream(&theirs).unwrap();
+    assert_eq!(stream.device(), dev);
+    let n = 1 << 22;
+    let xs: Vec<f32> = (0..n).map(|i| (i % 1000) as f32).collect();
+    for round in 0..3 {
+        // Queued on their stream, not waited for: the launch must come after.
+        let mut x_mem = theirs.alloc_zeros::<f32>(n).unwrap();
+        theirs.memcpy_htod(&xs, &mut x_mem).unwrap();
+        let mut out_mem = theirs.alloc_zeros::<f32>(n).unwrap();
+        // SAFETY: the slices outlive the views; every use is ordered on `theirs`.
+        let x = unsafe { Tensor::from_cuda_view(&x_mem.as_view(), &[n], None) }.unwrap();
+        let out = unsafe { Tensor::from_cuda_view_mut(&mut out_mem.as_view_mut(), &[n], None) }.unwrap();
+        let y = Tensor::full(&dev, &[n], round as f32).unwrap(); // on the device's stream
+        let args = [ptr_arg("x", &x), ptr_arg("y", &y), ptr_arg("out", &out)];
+        let scalars = [ScalarArg::I32(n as i32), ScalarArg::F32(2.0)];
+        with_stream(&stream, || launch(info, 0, &args, [cdiv(n as u32, 128), 1, 1], &scalars, &|_| unreachable!())).unwrap();
+        drop((x, out, y));
+        let got = theirs.clone_dtoh(&out_mem).unwrap(); // waits for their stream only
+        let bad = got.iter().zip(&xs).position(|(&o, &x)| o != 2.0 * x + round as f32);
+        assert_eq!(bad, None, "round {round}: first wrong element");
+    }
+    stream.synchronize().unwrap();
+    // The legacy default stream works too; a CPU launch inside `with_stream` is unaffected.
+    // SAFETY: the legacy default stream always exists.
+    let legacy = unsafe { dev.wrap_raw_stream(std::ptr::null_mut()) }.unwrap();
+    let got = with_stream(&legacy, || run_axpy(info, 0, &dev, 1000)).unwrap();
+    assert_eq!(got, (0..1000).map(|i| 2.0 * (i + 3) as f32 + 0.25).collect::<Vec<_>>());
+    assert!(matches!(Device::cpu().wrap_stream(&theirs), Err(DeviceError::StreamMismatch { .. })));
+}
+
+/// DLPack on the GPU: export and import share the device memory (same address), with the
+/// strides and the byte offset honoured.
+#[cfg(feature = "dlpack")]
+#[test]
+fn dlpack_round_trip_on_the_gpu() {
+    use kernel_runtime::dlpark::ffi::{DLDataType, DLDevice};
+    use kernel_runtime::dlpark::metadata::Dynamic;
+    use kernel_runtime::cudarc::driver::DevicePtr;
+    let Some(dev) = gpu("dlpack_round_trip_on_the_gpu") else { return };
+    let a = Tensor::from_vec(&dev, &[3, 4], (0..12).map(|i| i as f32).collect()).unwrap();
+    let v = a.narrow(1, 1, 2).unwrap().t();
+    let m = v.to_dlpack().unwrap();
+    let d = m.validate().unwrap();
+    assert_eq!((d.device(), d.shape(), d.strides()), (DLDevice::cuda(0), &[2i64, 3][..], Some(&[1i64, 4][..])));
+    assert_eq!(d.data_ptr() as u64, a.data_ptr() + 4);
+    // SAFETY: the export keeps `a`'s memory alive.
+    let b = unsafe { Tensor::<f32>::from_dlpack(m) }.unwrap();
+    assert_eq!((b.data_ptr(), b.to_vec()), (a.data_ptr() + 4, v.to_vec()));
+    b.fill(0.0);
+    assert_eq!(a.to_vec(), vec![0.0, 0.0, 0.0, 3.0, 4.0, 0.0, 0.0, 7.0, 8.0, 0.0, 0.0, 11.0]);
+    // A producer's descriptor with a byte offset (a cudarc slice it keeps in its context).
+    let stream = dev.cuda_stream().unwrap();
+    let slice = stream.clone_htod(&(0..8).map(|i| i as f32).collect::<Vec<_>>()).unwrap();
+    let base = slice.device_ptr(&stream).0;
+    let mut init = Dynamic::new(vec![3i64], vec![2i64]).initialize(Box::new(slice)).unwrap();
+    init.set_data(base as usize as *mut std::ffi::c_void).set_byte_offset(4).set_device(DLDevice::cuda(0)).set_dtype(DLDataType::F32);
+    // SAFETY: the context owns the slice; elements 1, 3, 5 lie inside it.
+    let m = unsafe { init.finish() };
+    let c = unsafe { Tensor::<f32>::from_dlpack(m) }.unwrap();
+    assert_eq!((c.data_ptr(), c.to_vec()), (base + 4, vec![1.0, 3.0, 5.0]));
+}

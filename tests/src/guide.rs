@@ -14,6 +14,8 @@ pub struct Softmax;
 #[doc = include_str!("../../docs/guide/03-matmul.md")]
 pub struct Matmul;
 
+/// Its blocks use the CUDA and DLPack APIs: the `cuda` and `dlpack` features (both default).
+#[cfg(all(feature = "cuda", feature = "dlpack"))]
 #[doc = include_str!("../../docs/guide/04-your-crate.md")]
 pub struct YourCrate;
 

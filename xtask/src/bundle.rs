@@ -30,7 +30,10 @@ pub fn gpu_bundle(root: &Path) -> Result<()> {
         args.push("--test".into());
         args.push((*t).into());
     }
-    let runtime = ["test", "--release", "--no-run", "--message-format=json", "-p", "kernel-runtime", "--test", RUNTIME_TEST].map(String::from).to_vec();
+    // With `dlpack`: its GPU test (DLPack on the GPU) runs too.
+    let runtime = ["test", "--release", "--no-run", "--message-format=json", "-p", "kernel-runtime", "--features", "dlpack", "--test", RUNTIME_TEST]
+        .map(String::from)
+        .to_vec();
     let examples = ["build", "--release", "--message-format=json", "-p", "examples", "--examples"].map(String::from).to_vec();
     for (what, args) in [("tests", args), ("runtime tests", runtime), ("examples", examples)] {
         let output = Command::new(&cargo)

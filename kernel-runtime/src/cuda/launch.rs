@@ -141,6 +141,8 @@ pub(crate) fn launch_cuda(
             reason: "the registers the compiled entry uses per thread".into(),
         });
     }
+    // No other launch may use the per-device workspaces until this one is queued and joined.
+    let launching = dev.launching.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let (record, tag) = dev.fault_args(info, index).map_err(LaunchError::Device)?;
     slots.extend(bounds_slots(args, record, tag));
     if !inst.tma.is_empty() {
@@ -157,7 +159,9 @@ pub(crate) fn launch_cuda(
         function = s.function.function;
     }
     let mut params: Vec<*mut c_void> = slots.iter_mut().map(|s| std::ptr::from_mut(s).cast::<c_void>()).collect();
-    let stream = dev.stream.cu_stream();
+    // The stream of `crate::with_stream`, after it waits for everything queued on the device's
+    // (the tensor maps and split counters above included), or the device's own.
+    let stream = crate::stream::launch_stream(dev)?;
     let cuda_error = |op: &str, e: DeviceError| match e {
         DeviceError::Driver { code, message, .. } => {
             LaunchError::Cuda { kernel: info.name, entry: inst.entry, op: op.to_string(), code, message }
@@ -181,6 +185,8 @@ pub(crate) fn launch_cuda(
         }
     });
     launched.map_err(|e| cuda_error("cuLaunchKernel", e))?;
+    crate::stream::after_launch(dev, stream)?;
+    drop(launching);
     if sync_after_launch() {
         dev.synchronize().map_err(|e| cuda_error("running the kernel (KERNEL_SYNC=1)", e))?;
     }

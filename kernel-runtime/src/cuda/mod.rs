@@ -69,6 +69,10 @@ pub(crate) struct CudaDevice {
     pub(crate) tma: Mutex<tma::TmaArena>,
     /// The workspace of split launches (`split.rs`).
     pub(crate) split: Mutex<split::SplitArena>,
+    /// Held while a launch is queued: a launch on an external stream (`crate::stream`) is
+    /// joined with the device's stream before and after, and no other launch may use the
+    /// per-device workspaces (tensor maps, split partials) in between.
+    pub(crate) launching: Mutex<()>,
 }
 
 /// Where kernels of a device record an out-of-bounds access.
@@ -188,9 +192,7 @@ pub(crate) fn driver() -> Result<(), DeviceError> {
     static DRIVER: OnceLock<Result<(), DeviceError>> = OnceLock::new();
     DRIVER
         .get_or_init(|| {
-            // SAFETY: only tries to dlopen the candidate library names.
-            let present = catch_unwind(|| unsafe { sys::is_culib_present() }).unwrap_or(false);
-            if !present {
+            if loadable(DRIVER_NAMES).is_none() {
                 return Err(DeviceError::NoDriver { reason: no_driver_reason() });
             }
             guarded("cuda", "cuInit", result::init)
@@ -198,19 +200,30 @@ pub(crate) fn driver() -> Result<(), DeviceError> {
         .clone()
 }
 
+/// The names the driver library is looked for by.
+const DRIVER_NAMES: &[&str] = &["libcuda.so.1", "libcuda.so"];
+
+/// The first of `names` (library names for the dynamic loader) that loads; the library stays
+/// loaded, so that cudarc's own `dlopen` of it (when cudarc loads the CUDA libraries at run
+/// time, its default) or the executable's link to it (when a crate such as candle makes
+/// cudarc link them) finds it. This crate asks cudarc only for `fallback-dynamic-loading`, so
+/// it builds with either choice and checks for the libraries itself.
+pub(crate) fn loadable(names: &[&'static str]) -> Option<&'static str> {
+    names.iter().copied().find(|name| {
+        // SAFETY: loading a CUDA library runs its initializers, which have no preconditions;
+        // the handle is leaked so the library stays loaded.
+        unsafe { libloading::Library::new(*name) }.map(std::mem::forget).is_ok()
+    })
+}
+
 /// What [`DeviceError::NoDriver`] says after its fixed prefix.
 fn no_driver_reason() -> String {
-    let tried = catch_unwind(|| cudarc::get_lib_name_candidates("cuda")).unwrap_or_default();
-    let examples: Vec<&str> = ["libcuda.so", "libcuda.so.1"]
-        .into_iter()
-        .filter(|n| tried.iter().any(|t| t == n))
-        .collect();
     format!(
-        "the dynamic loader could not open any of {} library names ({}, ...); \
+        "the dynamic loader could not open any of {} library names ({}); \
          install the NVIDIA driver or add its directory to LD_LIBRARY_PATH, \
          or run kernels on the CPU with `Device::cpu()`",
-        tried.len(),
-        examples.join(", ")
+        DRIVER_NAMES.len(),
+        DRIVER_NAMES.join(", ")
     )
 }
 
@@ -290,6 +303,7 @@ impl CudaDevice {
             faults: Mutex::new(FaultState::default()),
             tma: Mutex::new(tma::TmaArena::default()),
             split: Mutex::new(split::SplitArena::default()),
+            launching: Mutex::new(()),
         })
     }
 
