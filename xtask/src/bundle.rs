@@ -63,7 +63,9 @@ pub fn gpu_bundle(root: &Path) -> Result<()> {
         }
     }
     // The template downstream crate: its device code is in the binary (no PTX directory).
-    let exe = crate::downstream::build_template(root, "release", &[("RUSTFLAGS", "-C strip=debuginfo")])?;
+    let mut log = String::new();
+    let exe = crate::downstream::build_template(root, "release", &[("RUSTFLAGS", "-C strip=debuginfo")], &mut log)?;
+    eprint!("{log}");
     let dest = out.join("bin").join(crate::downstream::BINARY);
     std::fs::copy(&exe, &dest).with_context(|| format!("copying {}", exe.display()))?;
     println!("gpu-bundle: {}", dest.strip_prefix(root).unwrap_or(&dest).display());
