@@ -18,15 +18,13 @@ run() { # name, command...
 }
 nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv | tee "$out/gpu.txt"
 export KERNEL_TEST_DEVICE=cuda KERNEL_SYNC=1 KERNEL_PTX_DIR=$PWD/target/gpu-bundle/ptx
-for t in target/gpu-bundle/tests/*; do
-    if [ "$(basename "$t")" = runtime_cuda ]; then
-        # kernel-runtime's own GPU tests: those that place their own PTX run only without
-        # KERNEL_PTX_DIR.
-        run "test-$(basename "$t")" env -u KERNEL_PTX_DIR "$t" --test-threads=1
-    else
-        run "test-$(basename "$t")" "$t" --test-threads=1
-    fi
+# The integration tests' GPU subjects (modules of the suite binary), one step each.
+for subject in $(cat target/gpu-bundle/tests/suite.subjects); do
+    run "test-$subject" target/gpu-bundle/tests/suite "$subject::" --test-threads=1
 done
+# kernel-runtime's own GPU tests: those that place their own PTX run only without
+# KERNEL_PTX_DIR.
+run "test-runtime_cuda" env -u KERNEL_PTX_DIR target/gpu-bundle/tests/runtime_cuda --test-threads=1
 # The differential test (cargo xtask difftest --bundle): random valid kernels on the CPU
 # backend and on the GPU, compared; each runner prints its kernel and mismatch counts.
 for d in target/difftest/bundle/difftest_*; do
@@ -46,15 +44,15 @@ if command -v compute-sanitizer >/dev/null; then
         # Ragged sizes: masked edges in M, N and K.
         run "sanitizer-$tool-matmul" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/bin/matmul --size 150 130 70
         # Split launches: the matmul test that forces them (with_forced_split) on ragged sizes.
-        run "sanitizer-$tool-matmul-split" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/matmul --exact forced_split_ragged_300x260x200 --test-threads=1
+        run "sanitizer-$tool-matmul-split" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/suite --exact matmul::forced_split_ragged_300x260x200 --test-threads=1
         run "sanitizer-$tool-vector_add" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/bin/vector_add
-        run "sanitizer-$tool-tests-kernels" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/kernels --test-threads=1
-        run "sanitizer-$tool-tests-language" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/language --test-threads=1
-        run "sanitizer-$tool-tests-atomics" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/atomics --test-threads=1
-        run "sanitizer-$tool-tests-math" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/math --test-threads=1
-        run "sanitizer-$tool-tests-random" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/random --test-threads=1
-        run "sanitizer-$tool-tests-scans" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/scans --test-threads=1
-        run "sanitizer-$tool-tests-debug" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/debug --test-threads=1
+        run "sanitizer-$tool-tests-kernels" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/suite kernels:: --test-threads=1
+        run "sanitizer-$tool-tests-language" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/suite language:: --test-threads=1
+        run "sanitizer-$tool-tests-atomics" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/suite atomics:: --test-threads=1
+        run "sanitizer-$tool-tests-math" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/suite math:: --test-threads=1
+        run "sanitizer-$tool-tests-random" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/suite random:: --test-threads=1
+        run "sanitizer-$tool-tests-scans" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/suite scans:: --test-threads=1
+        run "sanitizer-$tool-tests-debug" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/suite debug:: --test-threads=1
     done
 fi
 echo "--- summary"

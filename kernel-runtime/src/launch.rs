@@ -399,7 +399,7 @@ impl KernelInfo {
     /// let info = KernelInfo { name: "k", params: &[], configs: &[], key: &[], instances: &[], module: ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] }, asserts: &[] };
     /// assert_eq!(info.ptr_params().count(), 0);
     /// ```
-    pub fn ptr_params(&self) -> impl Iterator<Item = &'static ParamInfo> {
+    pub fn ptr_params(&self) -> impl Iterator<Item = &'static ParamInfo> + use<> {
         self.params.iter().filter(|p| p.kind.is_ptr())
     }
 }

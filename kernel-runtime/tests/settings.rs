@@ -25,11 +25,12 @@ static LOGGER: Capture = Capture(Mutex::new(Vec::new()));
 fn code_sets_what_the_environment_defaults_and_warnings_go_to_the_logger() {
     log::set_logger(&LOGGER).unwrap();
     log::set_max_level(log::LevelFilter::Trace);
-    // SAFETY (edition 2021: safe): this test binary has a single test, so no other thread
-    // reads the environment.
-    std::env::set_var("KERNEL_SPLIT", "lots");
-    std::env::set_var("KERNEL_SYNC", "1");
-    std::env::set_var("KERNEL_CACHE_DIR", "/from/the/environment");
+    // SAFETY: this test binary has a single test, so no other thread reads the environment.
+    unsafe {
+        std::env::set_var("KERNEL_SPLIT", "lots");
+        std::env::set_var("KERNEL_SYNC", "1");
+        std::env::set_var("KERNEL_CACHE_DIR", "/from/the/environment");
+    }
 
     let mut s = Settings::from_env();
     // The environment gives the defaults...

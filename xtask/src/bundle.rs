@@ -8,8 +8,12 @@ use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-/// The integration tests that run on a GPU (`KERNEL_TEST_DEVICE=cuda`).
-const GPU_TESTS: &[&str] = &["matmul", "batched_matmul", "kernels", "language", "numerics", "launch_errors", "tensors", "math", "atomics", "random", "scans", "layer_norm", "matmul_split_k", "debug", "types"];
+/// The integration test binary (`tests/tests/suite/`), bundled as `tests/suite`.
+const SUITE: &str = "suite";
+/// Its subjects (modules) that run on a GPU (`KERNEL_TEST_DEVICE=cuda`), listed one a line in
+/// `tests/suite.subjects` for `scripts/gpu-check.sh`, which runs each as a step of its own
+/// (`suite <subject>::`).
+const GPU_SUBJECTS: &[&str] = &["matmul", "batched_matmul", "kernels", "language", "numerics", "launch_errors", "tensors", "math", "atomics", "random", "scans", "layer_norm", "matmul_split_k", "debug", "types"];
 /// kernel-runtime's own GPU tests (`tests/cuda.rs`, also run by `KERNEL_TEST_DEVICE=cuda`), bundled as
 /// `tests/runtime_cuda`.
 const RUNTIME_TEST: &str = "cuda";
@@ -25,11 +29,8 @@ pub fn gpu_bundle(root: &Path) -> Result<()> {
     std::fs::create_dir_all(out.join("bin"))?;
     std::fs::create_dir_all(out.join("bench"))?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut args: Vec<String> = ["test", "--release", "--no-run", "--message-format=json", "-p", "tests"].map(String::from).to_vec();
-    for t in GPU_TESTS {
-        args.push("--test".into());
-        args.push((*t).into());
-    }
+    let args = ["test", "--release", "--no-run", "--message-format=json", "-p", "tests", "--test", SUITE].map(String::from).to_vec();
+    std::fs::write(out.join("tests").join(format!("{SUITE}.subjects")), GPU_SUBJECTS.iter().map(|s| format!("{s}\n")).collect::<String>())?;
     // With `dlpack`: its GPU test (DLPack on the GPU) runs too.
     let runtime = ["test", "--release", "--no-run", "--message-format=json", "-p", "kernel-runtime", "--features", "dlpack", "--test", RUNTIME_TEST]
         .map(String::from)
@@ -49,7 +50,7 @@ pub fn gpu_bundle(root: &Path) -> Result<()> {
         for line in String::from_utf8_lossy(&output.stdout).lines() {
             let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else { continue };
             let (Some(exe), Some(name)) = (msg["executable"].as_str(), msg["target"]["name"].as_str()) else { continue };
-            let dest = if what == "tests" && GPU_TESTS.contains(&name) {
+            let dest = if what == "tests" && name == SUITE {
                 out.join("tests").join(name)
             } else if what == "runtime tests" && name == RUNTIME_TEST {
                 out.join("tests").join("runtime_cuda")
@@ -65,7 +66,9 @@ pub fn gpu_bundle(root: &Path) -> Result<()> {
         }
     }
     // The template downstream crate: its device code is in the binary (no PTX directory).
-    let exe = crate::downstream::build_template(root, "release", &[("RUSTFLAGS", "-C strip=debuginfo")])?;
+    let mut log = String::new();
+    let exe = crate::downstream::build_template(root, "release", &[("RUSTFLAGS", "-C strip=debuginfo")], &mut log)?;
+    eprint!("{log}");
     let dest = out.join("bin").join(crate::downstream::BINARY);
     std::fs::copy(&exe, &dest).with_context(|| format!("copying {}", exe.display()))?;
     println!("gpu-bundle: {}", dest.strip_prefix(root).unwrap_or(&dest).display());
@@ -82,4 +85,18 @@ pub fn gpu_bundle(root: &Path) -> Result<()> {
     }
     println!("gpu-bundle: carry target/gpu-bundle; run scripts/gpu-check.sh there");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every GPU subject is a module of the suite (a filter that matches nothing runs nothing).
+    #[test]
+    fn gpu_subjects_are_modules_of_the_suite() {
+        let main = std::fs::read_to_string(crate::root().join("tests/tests").join(SUITE).join("main.rs")).unwrap();
+        for s in GPU_SUBJECTS {
+            assert!(main.lines().any(|l| l == format!("mod {s};")), "tests/tests/{SUITE}/main.rs has no `mod {s};`");
+        }
+    }
 }

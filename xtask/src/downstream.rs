@@ -15,6 +15,7 @@
 
 use anyhow::{bail, ensure, Context, Result};
 use kernel_build::ptxas::Ptxas;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -33,8 +34,9 @@ pub fn target_dir(root: &Path) -> PathBuf {
 }
 
 /// Copies the template to `<target>/downstream/kernel-crate` with absolute path dependencies
-/// and builds it with `profile`; returns the binary.
-pub fn build_template(root: &Path, profile: &str, extra_env: &[(&str, &str)]) -> Result<PathBuf> {
+/// and builds it with `profile`; returns the binary. Cargo's messages (warnings) are written
+/// to `log`, and are in the error when the build fails.
+pub fn build_template(root: &Path, profile: &str, extra_env: &[(&str, &str)], log: &mut String) -> Result<PathBuf> {
     let target = target_dir(root);
     let copy = target.join("downstream").join("kernel-crate");
     let _ = std::fs::remove_dir_all(&copy);
@@ -47,7 +49,7 @@ pub fn build_template(root: &Path, profile: &str, extra_env: &[(&str, &str)]) ->
 
     let ptxas = Ptxas::locate(&root.join(".venv"))?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(&cargo)
+    let out = Command::new(&cargo)
         .args(["build", "--quiet", "--profile", profile, "--manifest-path"])
         .arg(&manifest)
         .arg("--target-dir")
@@ -57,10 +59,11 @@ pub fn build_template(root: &Path, profile: &str, extra_env: &[(&str, &str)]) ->
         .envs(extra_env.iter().copied())
         // Run from the copy, as a user would, and not from this repository's root.
         .current_dir(&copy)
-        .status()
+        .output()
         .with_context(|| format!("running {cargo} build for {}", copy.display()))?;
-    if !status.success() {
-        bail!("building the template crate {} ({profile}) failed ({status})", copy.display());
+    log.push_str(&String::from_utf8_lossy(&out.stderr));
+    if !out.status.success() {
+        bail!("building the template crate {} ({profile}) failed ({}):\n{}", copy.display(), out.status, log.trim_end());
     }
     let dir = match profile {
         "dev" | "test" => "debug",
@@ -72,10 +75,13 @@ pub fn build_template(root: &Path, profile: &str, extra_env: &[(&str, &str)]) ->
 }
 
 /// `./x test`'s step: builds the template from a fresh copy and runs it without
-/// `KERNEL_PTX_DIR`, from the system's temporary directory.
-pub fn test_template(root: &Path) -> Result<()> {
+/// `KERNEL_PTX_DIR`, from the system's temporary directory. Returns what to print (cargo's
+/// warnings, the binary's output and the timings), so that a caller running it beside other
+/// work prints it in one piece.
+pub fn test_template(root: &Path) -> Result<String> {
     let t = Instant::now();
-    let exe = build_template(root, "test", &[])?;
+    let mut report = String::new();
+    let exe = build_template(root, "test", &[], &mut report)?;
     let t_build = t.elapsed();
     let t = Instant::now();
     let out = Command::new(&exe)
@@ -84,20 +90,21 @@ pub fn test_template(root: &Path) -> Result<()> {
         .output()
         .with_context(|| format!("running {}", exe.display()))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
-    print!("{stdout}");
+    report.push_str(&stdout);
     if !out.status.success() {
-        bail!("the template crate's binary failed ({}):\n{}", out.status, String::from_utf8_lossy(&out.stderr).trim_end());
+        bail!("the template crate's binary failed ({}):\n{report}{}", out.status, String::from_utf8_lossy(&out.stderr).trim_end());
     }
     ensure!(
         stdout.contains("embedded device code: sm_90a") && stdout.contains("sm_80"),
-        "the template binary embeds no sm_90a and sm_80 device code"
+        "the template binary embeds no sm_90a and sm_80 device code:\n{report}"
     );
-    eprintln!(
+    let _ = writeln!(
+        report,
         "downstream: {TEMPLATE} built from a fresh copy ({:.1}s) and ran ({:.1}s)",
         t_build.as_secs_f64(),
         t.elapsed().as_secs_f64()
     );
-    Ok(())
+    Ok(report)
 }
 
 fn copy_tree(from: &Path, to: &Path) -> Result<()> {

@@ -8,8 +8,9 @@ mod package;
 mod ptx;
 
 use anyhow::{bail, Context, Result};
+use std::io::{BufRead, BufReader, IsTerminal};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::{Command, ExitCode, Stdio};
 
 const HELP: &str = "\
 cargo xtask <command>
@@ -17,9 +18,11 @@ cargo xtask <command>
 commands:
   matmul       run the matmul example (GPU when one is usable, else the CPU backend)
   test         what CI runs: build every kernel instance to PTX for sm_80 and sm_90a,
-               validate it with ptxas, run the whole test suite, build the template crate
-               templates/kernel-crate from a fresh copy (its build.rs builds and embeds its
-               PTX) and run it without KERNEL_PTX_DIR, then package-check
+               validate it with ptxas (the host tests build beside it, at the lowest CPU
+               priority), run the whole test suite and, beside it, build the
+               template crate templates/kernel-crate from a fresh copy (its build.rs builds
+               and embeds its PTX) and run it without KERNEL_PTX_DIR, then package-check
+               (less its build without cuda, which the compile-fail suite does)
   bench-cpu    benchmark the CPU backend (matmul 512^3 f16, vector add) in release mode
   bench matmul the seeds' GPU benchmark: ours (with/without fused LeakyReLU) vs cuBLAS
                (with/without a separate LeakyReLU), square 256..8192 step 256 and non-square
@@ -103,14 +106,20 @@ fn run() -> Result<()> {
         }
         "test" | "ci" => {
             let archs = ["--arch", "sm_80", "--arch", "sm_90a"].map(String::from);
-            ptx::build_ptx(&root(), &ptx::Options::parse(&root(), &archs)?)?;
-            cargo(&["test", "--workspace"], rest)?;
-            downstream::test_template(&root())?;
-            package::package_check(&root())
+            let host = host_build_at_low_priority(rest);
+            let device = ptx::build_ptx(&root(), &ptx::Options::parse(&root(), &archs)?);
+            // Its failure shows again in the test build below.
+            let _ = host.join();
+            device?;
+            test_suite_and_template(rest)?;
+            package::package_check(&root(), package::Checks::AfterTestSuite)
         }
-        "downstream" => downstream::test_template(&root()),
+        "downstream" => {
+            print!("{}", downstream::test_template(&root())?);
+            Ok(())
+        }
         "bless" => cargo_with_env(&["test", "-p", "kernel-macros", "snapshots"], rest, &[("KERNEL_BLESS", "1")]),
-        "package-check" => package::package_check(&root()),
+        "package-check" => package::package_check(&root(), package::Checks::All),
         "difftest" => difftest::difftest(&root(), &difftest::Options::parse(rest)?, gpu_arch()),
         "help" | "--help" | "-h" => {
             print!("{HELP}");
@@ -118,6 +127,79 @@ fn run() -> Result<()> {
         }
         other => bail!("unknown command `{other}`\n\n{HELP}"),
     }
+}
+
+/// `./x test`'s host test build, started beside the device build at the lowest CPU priority
+/// (`nice -n 19`): it takes what the device build leaves idle (a core, while `llc` compiles the
+/// last module) and next to nothing otherwise, which the same build at the same priority took
+/// (both then took longer than one after the other). Quiet: the device build's report is
+/// what shows; errors show again when [`test_suite_and_template`] builds. Without `nice` it
+/// does nothing.
+fn host_build_at_low_priority(rest: &[String]) -> std::thread::JoinHandle<()> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let args: Vec<String> = rest.iter().take_while(|a| *a != "--").cloned().collect();
+    std::thread::spawn(move || {
+        let _ = Command::new("nice")
+            .args(["-n", "19", &cargo, "test", "--workspace", "--no-run", "--quiet"])
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    })
+}
+
+/// `./x test` after the device build: the host test build (on every core), then the test run
+/// beside the template crate's build and run ([`downstream::test_template`]), which starts once
+/// cargo runs the first test binary (the template builds in the same target directory, whose
+/// lock cargo holds while it builds) and is printed once the tests are done. The test run and
+/// the template's build, mostly a chain of single crates, each leave a core idle much of the
+/// time.
+fn test_suite_and_template(rest: &[String]) -> Result<()> {
+    let cargo_args: Vec<String> = rest.iter().take_while(|a| *a != "--").cloned().collect();
+    cargo(&["test", "--workspace", "--no-run"], &cargo_args)?;
+    let (started, start) = std::sync::mpsc::channel::<()>();
+    let template = std::thread::spawn(move || {
+        // Also when the test run ends without running anything (a failure, `--quiet`).
+        let _ = start.recv();
+        downstream::test_template(&root())
+    });
+    let tests = cargo_test_signalling(rest, move || {
+        let _ = started.send(());
+    });
+    let template = template.join().map_err(|_| anyhow::anyhow!("the template crate's test panicked"))?;
+    tests?;
+    print!("{}", template?);
+    Ok(())
+}
+
+/// `cargo test --workspace <rest>` with its messages passed through; `running` is called when
+/// the first test binary runs (cargo's `Running` line), or when cargo exits.
+fn cargo_test_signalling(rest: &[String], running: impl FnOnce()) -> Result<()> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let color = if std::io::stderr().is_terminal() { "--color=always" } else { "--color=auto" };
+    let mut child = Command::new(&cargo)
+        .args(["test", color, "--workspace"])
+        .args(rest)
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("running {cargo} test --workspace"))?;
+    let mut running = Some(running);
+    for line in BufReader::new(child.stderr.take().expect("piped stderr")).lines().map_while(Result::ok) {
+        eprintln!("{line}");
+        if line.trim_start().starts_with("Running ") {
+            if let Some(f) = running.take() {
+                f();
+            }
+        }
+    }
+    if let Some(f) = running {
+        f();
+    }
+    let status = child.wait()?;
+    if !status.success() {
+        bail!("`cargo test --workspace` failed ({status})");
+    }
+    Ok(())
 }
 
 /// `cargo xtask bench <what> [args]`: the GPU benchmarks (`matmul`).

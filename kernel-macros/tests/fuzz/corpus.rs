@@ -1,11 +1,11 @@
 //! The inputs fuzzing starts from, read from the workspace's kernel sources:
 //! - valid seeds: every top-level `#[kernel]` fn and `#[kernel_module]` mod of
-//!   `examples/src/*.rs`, `tests/src/kernels.rs`, `tests/tests/pass/*.rs` and
+//!   `examples/src/*.rs`, `tests/src/kernels.rs`, `compile-fail/tests/pass/*.rs` and
 //!   `kernel-macros/tests/codegen/in/*.rs`, one seed each; each must expand without errors;
-//! - invalid seeds: the kernels of each compile-fail case `tests/tests/ui/*/*.rs` (one seed per
+//! - invalid seeds: the kernels of each compile-fail case `compile-fail/tests/ui/*/*.rs` (one seed per
 //!   case; most report errors, some are rustc's errors on code around a valid kernel), and
 //!   `MULTI_ERROR`, kernels with many errors at once, which must report errors;
-//! - regressions: the crashes fuzzing found, `tests/tests/ui/fuzz/*.rs` (trybuild cases, with
+//! - regressions: the crashes fuzzing found, `compile-fail/tests/ui/fuzz/*.rs` (trybuild cases, with
 //!   `FUZZ_CASES` saying whether the macros report errors on each) and `REGRESSIONS` (inputs
 //!   with no trybuild case).
 
@@ -77,7 +77,7 @@ fn k<const BLOCK: i32>(x: Ptr<f16>, y: Ptr<bf16>, n: i32, u: u32) {
     ),
 ];
 
-/// Whether the macros report errors on each crash case `tests/tests/ui/fuzz/<name>.rs` (the
+/// Whether the macros report errors on each crash case `compile-fail/tests/ui/fuzz/<name>.rs` (the
 /// others expand cleanly: the case's one diagnostic is rustc's, on its `main`).
 const FUZZ_CASES: &[(&str, bool)] = &[
     ("block_elements_overflow", true),
@@ -171,7 +171,7 @@ pub(super) fn seeds() -> Vec<Seed> {
     let root = repo();
     let mut valid_files = rust_files(&root.join("examples/src"));
     valid_files.push(root.join("tests/src/kernels.rs"));
-    valid_files.extend(rust_files(&root.join("tests/tests/pass")));
+    valid_files.extend(rust_files(&root.join("compile-fail/tests/pass")));
     valid_files.extend(rust_files(&root.join("kernel-macros/tests/codegen/in")));
     let mut seeds = Vec::new();
     for path in valid_files {
@@ -180,7 +180,7 @@ pub(super) fn seeds() -> Vec<Seed> {
             seeds.push(Seed { name: format!("{}: {name}", relative(&path)), expect: Expect::Clean, src });
         }
     }
-    for dir in subdirs(&root.join("tests/tests/ui")) {
+    for dir in subdirs(&root.join("compile-fail/tests/ui")) {
         for path in rust_files(&dir) {
             // A case that syn rejects is a seed as it is (its mutants may parse).
             let src = match kernel_items(&path) {
@@ -213,14 +213,14 @@ pub(super) fn check_seeds(seeds: &[Seed]) {
 /// Every crash found so far expands, with errors or without as recorded.
 pub(super) fn check_regressions() {
     let mut cases = Vec::new();
-    for path in rust_files(&repo().join("tests/tests/ui/fuzz")) {
+    for path in rust_files(&repo().join("compile-fail/tests/ui/fuzz")) {
         let name = path.file_stem().expect("a file name").to_string_lossy().into_owned();
         let errors = FUZZ_CASES.iter().find(|(n, _)| *n == name).map(|c| c.1).unwrap_or_else(|| {
             panic!("{}: add it to FUZZ_CASES (kernel-macros/tests/fuzz/corpus.rs), saying whether the macros report errors on it", relative(&path))
         });
         cases.push((relative(&path), errors, read(&path)));
     }
-    assert_eq!(cases.len(), FUZZ_CASES.len(), "FUZZ_CASES names a case that tests/tests/ui/fuzz/ lacks");
+    assert_eq!(cases.len(), FUZZ_CASES.len(), "FUZZ_CASES names a case that compile-fail/tests/ui/fuzz/ lacks");
     cases.extend(REGRESSIONS.iter().map(|(name, errors, src)| ((*name).to_string(), *errors, (*src).to_string())));
     for (name, errors, src) in cases {
         let o = run_source(&src);

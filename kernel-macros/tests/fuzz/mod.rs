@@ -38,7 +38,7 @@
 //!   error messages, for minimizing a crash by hand.
 //!
 //! Every crash found is minimized by hand, fixed, and added as a trybuild case to
-//! `tests/tests/ui/fuzz/` (with its diagnostic) and to `FUZZ_CASES` in `corpus.rs`.
+//! `compile-fail/tests/ui/fuzz/` (with its diagnostic) and to `FUZZ_CASES` in `corpus.rs`.
 
 mod corpus;
 mod driver;

@@ -167,10 +167,10 @@ fn print_child() {
 #[test]
 fn device_print_writes_its_lines() {
     let exe = std::env::current_exe().unwrap();
-    let out = std::process::Command::new(exe).args(["--exact", "print_child", "--ignored", "--nocapture", "--test-threads=1"]).output().unwrap();
+    let out = std::process::Command::new(exe).args(["--exact", "debug::print_child", "--ignored", "--nocapture", "--test-threads=1"]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    // The test harness writes `test print_child ... ` before the first line.
+    // The test harness writes `test debug::print_child ... ` before the first line.
     let mut got: Vec<&str> = stdout.lines().filter_map(|l| l.find("pid (").map(|i| &l[i..])).collect();
     let mut want = expected_print_lines();
     got.sort_unstable();
