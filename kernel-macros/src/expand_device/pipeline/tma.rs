@@ -475,8 +475,9 @@ impl DevGen<'_> {
     }
 
     /// The tensor-map version of the loop over `opers`: each operand's staging picked from the
-    /// maps' validity (`Rows` when its map is valid), one loop per combination of stagings
-    /// (`compute(stagings)` gives its descriptor set-up, `wgmma` issue and wait).
+    /// maps' validity (`Rows` when its map is valid), and one loop for every combination of
+    /// stagings, branching on them (`compute(stagings)` gives a combination's descriptor set-up,
+    /// `wgmma` issue and wait).
     #[allow(clippy::type_complexity)]
     pub(super) fn tma_version(&self, opers: &[TmaOperand], (stages, readers): (usize, bool), bars: usize, tx: u32, compute: &dyn Fn(&[Staging]) -> (TokenStream, TokenStream, TokenStream), var: (&Ident, &TokenStream)) -> TmaVersion {
         let mut pre = Vec::new();
