@@ -10,6 +10,7 @@ mod guide;
 pub mod kernels;
 pub mod math;
 pub mod random;
+pub mod reductions;
 pub mod scans;
 pub mod types;
 

@@ -18,8 +18,8 @@
 //!
 //! `dot` of f16/bf16 blocks runs on tensor cores (`mma.sync`, operands staged in swizzled shared
 //! memory, the result in the `mma` accumulator layout); the seeds' K loop is software-pipelined
-//! over `num_stages` buffers (`pipeline.rs`). Other `dot`s and reductions stage their operands
-//! in shared memory (f32 FMAs; warp shuffles).
+//! over `num_stages` buffers (`pipeline.rs`). Other `dot`s stage their operands in shared
+//! memory (f32 FMAs). Reductions combine registers, lanes and warps (`reduce.rs`).
 
 use crate::expand_cpu::param_ident;
 use crate::ir::*;
@@ -32,6 +32,7 @@ mod bounds;
 mod chunks;
 mod debug;
 mod pipeline;
+mod reduce;
 mod split;
 mod vector;
 
@@ -1431,82 +1432,6 @@ impl<'a> DevGen<'a> {
             }
             #d::cp_async_wait_all();
         }
-    }
-
-    fn gen_reduce(&self, id: ExprId, op: ReduceOp, x: ExprId, axis: usize) -> TokenStream {
-        let d = &self.d;
-        let sx = self.shapes[x].clone();
-        let ex = self.elem(&self.k.exprs[x].ty);
-        let t = self.elem(&self.k.exprs[id].ty);
-        let nx: usize = sx.iter().product();
-        let off = self.alloc(nx * elem_size(&self.k.exprs[x].ty.elem));
-        let stage = self.phase(nx, |g| {
-            let v = g.ev(x, &At::Own);
-            quote!(#d::store((__smem.add(#off) as *mut #ex).add(__f), #v);)
-        });
-        let r = sx[axis];
-        let inner: usize = sx[axis + 1..].iter().product();
-        let float = self.k.exprs[x].ty.dtype().is_some_and(|d| d.is_float());
-        // Accumulate floats in f32 (f64 stays f64), integers in their own type.
-        let wide = float && self.k.exprs[x].ty.dtype() != Some(DType::F64);
-        let (acc_t, acc_size, to_acc, from_acc) = if wide {
-            (quote!(f32), 4usize, quote!(<#ex as #d::Elem>::to_f32), quote!(<#t as #d::Elem>::from_f32))
-        } else {
-            (ex.clone(), elem_size(&self.k.exprs[x].ty.elem), quote!(), quote!())
-        };
-        let identity = match op {
-            ReduceOp::Sum => quote!(<#acc_t as #d::Elem>::from_i64(0)),
-            ReduceOp::Max => quote!(<#acc_t as #d::Bounds>::lowest()),
-            ReduceOp::Min => quote!(<#acc_t as #d::Bounds>::highest()),
-            ReduceOp::Xor => quote!(<#acc_t as #d::Elem>::from_i64(0)),
-        };
-        let combine = match op {
-            ReduceOp::Sum => quote!(<#acc_t as #d::Num>::add(__a, __v)),
-            ReduceOp::Max => quote!(<#acc_t as #d::Num>::max(__a, __v)),
-            ReduceOp::Min => quote!(<#acc_t as #d::Num>::min(__a, __v)),
-            ReduceOp::Xor => quote!(<#acc_t as #d::Int>::xor(__a, __v)),
-        };
-        let result_shape = self.shapes[id].clone();
-        let nout: usize = result_shape.iter().product::<usize>().max(1);
-        let warps = self.threads / 32;
-        let off_out = self.alloc(nout * acc_size);
-        // Each warp reduces outputs `warp, warp + W, ...`: its lanes stride the reduced axis,
-        // then a butterfly of `shfl.sync.bfly` combines the 32 partial results.
-        let butterfly = [16u32, 8, 4, 2, 1].map(|m| {
-            quote! {
-                let __v = <#acc_t as #d::Shuffle>::shfl_xor(__a, #m);
-                __a = #combine;
-            }
-        });
-        let warp_reduce = quote! {
-            {
-                let __px = __smem.add(#off) as *mut #ex;
-                let __po = __smem.add(#off_out) as *mut #acc_t;
-                let mut __o: usize = __warp;
-                while __o < #nout {
-                    let __base = (__o / #inner) * (#r * #inner) + (__o % #inner);
-                    let mut __a: #acc_t = #identity;
-                    let mut __rr: usize = __lane;
-                    while __rr < #r {
-                        let __v = #to_acc(#d::load(__px.add(__base + __rr * #inner)));
-                        __a = #combine;
-                        __rr += 32;
-                    }
-                    #(#butterfly)*
-                    if __lane == 0 {
-                        #d::store(__po.add(__o), __a);
-                    }
-                    __o += #warps;
-                }
-            }
-        };
-        let code = quote! {
-            #stage
-            #d::bar_sync();
-            #warp_reduce
-            #d::bar_sync();
-        };
-        self.smem_result(id, "red", code, |f| quote!(#from_acc(#d::load((__smem.add(#off_out) as *mut #acc_t).add(#f)))))
     }
 
     /// The value `id` computed into shared memory by `code` (which ends past a barrier), read

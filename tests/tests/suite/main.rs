@@ -17,6 +17,7 @@ mod matmul;
 mod matmul_split_k;
 mod numerics;
 mod random;
+mod reductions;
 mod scans;
 mod tensors;
 mod types;

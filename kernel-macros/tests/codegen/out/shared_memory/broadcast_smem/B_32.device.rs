@@ -250,11 +250,12 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
       }
     }
     let mut __red1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 32usize {
         ::kernel_std::__private::device::store(
-          (__smem.add(4096usize) as *mut f32).add(__f),
+          (__smem.add(128usize) as *mut f32).add(__f),
           scale_2[__j],
         );
       }
@@ -270,90 +271,103 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
         |__v: usize| {
           let __j: usize = __jc * 4usize + __v;
           let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(0usize) as *mut f32).add(__f),
-            <f32 as ::kernel_std::__private::device::Num>::add(
-              <f32 as ::kernel_std::__private::device::Num>::mul(
-                tile_1[__j],
-                ::kernel_std::__private::device::load(
-                  (__smem.add(4096usize) as *mut f32)
-                    .add({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }),
-                ),
-              ),
+          let __x = <f32 as ::kernel_std::__private::device::Num>::add(
+            <f32 as ::kernel_std::__private::device::Num>::mul(
+              tile_1[__j],
               ::kernel_std::__private::device::load(
-                (__smem.add(4096usize) as *mut f32)
+                (__smem.add(128usize) as *mut f32)
                   .add({
                     let __pf: usize = __f;
-                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }),
               ),
             ),
+            ::kernel_std::__private::device::load(
+              (__smem.add(128usize) as *mut f32)
+                .add({
+                  let __pf: usize = __f;
+                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                }),
+            ),
+          );
+          let __i: usize = {
+            const __L: [usize; 8usize] = [
+              0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
+              1usize,
+            ];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
           );
         },
       );
     }
     ::kernel_std::__private::device::bar_sync();
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut f32;
-      let __po = __smem.add(4352usize) as *mut f32;
-      let mut __o: usize = __warp;
-      while __o < 32usize {
-        let __base = (__o / 1usize) * (32usize * 1usize) + (__o % 1usize);
-        let mut __a: f32 = <f32 as ::kernel_std::__private::device::Bounds>::lowest();
-        let mut __rr: usize = __lane;
-        while __rr < 32usize {
-          let __v = <f32 as ::kernel_std::__private::device::Elem>::to_f32(
-            ::kernel_std::__private::device::load(
-              __px.add(__base + __rr * 1usize),
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-          __rr += 32;
-        }
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
+      },
+    );
+    if ((__lane as u32) & 7u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 5u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
+      }
+      let __f: usize = ((1usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 5u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[1usize],
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
       }
     }
     ::kernel_std::__private::device::bar_sync();
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 32usize {
-        __red1[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-          ::kernel_std::__private::device::load(
-            (__smem.add(4352usize) as *mut f32).add(__f),
-          ),
-        );
+        __red1[__j] = {
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = (__f) * 1usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+        };
       }
     }
     ::kernel_std::__private::device::bar_sync();
@@ -362,7 +376,7 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
       let __f = __tid + __j * 128usize;
       if __f < 32usize {
         ::kernel_std::__private::device::store(
-          (__smem.add(4480usize) as *mut f32).add(__f),
+          (__smem.add(384usize) as *mut f32).add(__f),
           scale_2[__j],
         );
       }
@@ -371,7 +385,7 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
       let __f = __tid + __j * 128usize;
       if __f < 32usize {
         ::kernel_std::__private::device::store(
-          (__smem.add(4736usize) as *mut f32).add(__f),
+          (__smem.add(640usize) as *mut f32).add(__f),
           __red1[__j],
         );
       }
@@ -419,7 +433,7 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
               <f32 as ::kernel_std::__private::device::Num>::mul(
                 tile_1[__j],
                 ::kernel_std::__private::device::load(
-                  (__smem.add(4480usize) as *mut f32)
+                  (__smem.add(384usize) as *mut f32)
                     .add({
                       let __pf: usize = __f;
                       0usize + ((__pf / 1usize) % 32usize) * 1usize
@@ -427,7 +441,7 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
                 ),
               ),
               ::kernel_std::__private::device::load(
-                (__smem.add(4480usize) as *mut f32)
+                (__smem.add(384usize) as *mut f32)
                   .add({
                     let __pf: usize = __f;
                     0usize + ((__pf / 32usize) % 32usize) * 1usize
@@ -435,7 +449,7 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
               ),
             ),
             ::kernel_std::__private::device::load(
-              (__smem.add(4736usize) as *mut f32)
+              (__smem.add(640usize) as *mut f32)
                 .add({
                   let __pf: usize = __f;
                   0usize + ((__pf / 32usize) % 32usize) * 1usize

@@ -223,6 +223,9 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
       );
     }
     let mut __red1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 4usize];
     for __jc in 0..2usize {
       let __f0: usize = (__jc * 128usize + __tid) * 4usize;
       ::kernel_std::__private::device::unroll::<
@@ -233,142 +236,188 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
         |__v: usize| {
           let __j: usize = __jc * 4usize + __v;
           let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(0usize) as *mut f32).add(__f),
-            v_2[__j],
+          let __x = v_2[__j];
+          let __i: usize = {
+            const __L: [usize; 8usize] = [
+              0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
+              3usize,
+            ];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
           );
         },
       );
     }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut f32;
-      let __po = __smem.add(4096usize) as *mut f32;
-      let mut __o: usize = __warp;
-      while __o < 64usize {
-        let __base = (__o / 64usize) * (16usize * 64usize) + (__o % 64usize);
-        let mut __a: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        );
-        let mut __rr: usize = __lane;
-        while __rr < 16usize {
-          let __v = <f32 as ::kernel_std::__private::device::Elem>::to_f32(
-            ::kernel_std::__private::device::load(
-              __px.add(__base + __rr * 64usize),
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-          __rr += 32;
-        }
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
-        );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
-        );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
-        );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
-        );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
-        );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 64usize {
-        __red1[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-          ::kernel_std::__private::device::load(
-            (__smem.add(4096usize) as *mut f32).add(__f),
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
           ),
         );
+      },
+    );
+    if ((__lane as u32) & 16u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 1usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[1usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 2usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[2usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 3usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[3usize],
+        );
       }
     }
     ::kernel_std::__private::device::bar_sync();
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 64usize {
-        ::kernel_std::__private::device::store(
-          (__smem.add(4352usize) as *mut f32).add(__f),
-          __red1[__j],
-        );
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(4352usize) as *mut f32;
-      let __po = __smem.add(4608usize) as *mut f32;
-      let mut __o: usize = __warp;
-      while __o < 1usize {
-        let __base = (__o / 1usize) * (64usize * 1usize) + (__o % 1usize);
-        let mut __a: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        );
-        let mut __rr: usize = __lane;
-        while __rr < 64usize {
-          let __v = <f32 as ::kernel_std::__private::device::Elem>::to_f32(
-            ::kernel_std::__private::device::load(
-              __px.add(__base + __rr * 1usize),
-            ),
+        __red1[__j] = {
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = (__f) * 4usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
           );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-          __rr += 32;
-        }
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
-        );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
-        );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
-        );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
-        );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
-        );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+        };
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red2: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-      ::kernel_std::__private::device::load(
-        (__smem.add(4608usize) as *mut f32).add(0usize),
-      ),
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
+    for __j in 0..1usize {
+      let __f = __tid + __j * 128usize;
+      if __f < 64usize {
+        let __x = __red1[__j];
+        let __i: usize = {
+          const __L: [usize; 1usize] = [0usize];
+          __L[__j]
+        };
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+        );
+      }
+    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
     );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(1024usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
+      if __f < 64usize {
+        let __o: usize = ((__f >> 6u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red2: f32 = {
+      let __po = __smem.add(1024usize) as *mut f32;
+      let __o: usize = (0usize) * 2usize;
+      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      );
+      <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+    };
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::bar_sync();
     if __tid == 0 {
@@ -389,6 +438,9 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
     }
     ::kernel_std::__private::device::bar_sync();
     let mut __red3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 2usize];
     for __jc in 0..2usize {
       let __f0: usize = (__jc * 128usize + __tid) * 4usize;
       ::kernel_std::__private::device::unroll::<
@@ -399,73 +451,91 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
         |__v: usize| {
           let __j: usize = __jc * 4usize + __v;
           let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(0usize) as *mut f32).add(__f),
-            v_2[__j],
+          let __x = v_2[__j];
+          let __i: usize = {
+            const __L: [usize; 8usize] = [
+              0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
+              1usize,
+            ];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
           );
         },
       );
     }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut f32;
-      let __po = __smem.add(4096usize) as *mut f32;
-      let mut __o: usize = __warp;
-      while __o < 16usize {
-        let __base = (__o / 1usize) * (64usize * 1usize) + (__o % 1usize);
-        let mut __a: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
         );
-        let mut __rr: usize = __lane;
-        while __rr < 64usize {
-          let __v = <f32 as ::kernel_std::__private::device::Elem>::to_f32(
-            ::kernel_std::__private::device::load(
-              __px.add(__base + __rr * 1usize),
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-          __rr += 32;
-        }
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
+      },
+    );
+    if ((__lane as u32) & 15u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 6u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
+      }
+      let __f: usize = ((1usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 6u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[1usize],
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
       }
     }
     ::kernel_std::__private::device::bar_sync();
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 16usize {
-        __red3[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-          ::kernel_std::__private::device::load(
-            (__smem.add(4096usize) as *mut f32).add(__f),
-          ),
-        );
+        __red3[__j] = {
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = (__f) * 1usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+        };
       }
     }
     ::kernel_std::__private::device::bar_sync();
@@ -493,6 +563,7 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
     }
     ::kernel_std::__private::device::bar_sync();
     let mut __red4: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
     for __jc in 0..2usize {
       let __f0: usize = (__jc * 128usize + __tid) * 4usize;
       ::kernel_std::__private::device::unroll::<
@@ -503,71 +574,101 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
         |__v: usize| {
           let __j: usize = __jc * 4usize + __v;
           let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(0usize) as *mut f32).add(__f),
-            v_2[__j],
+          let __x = v_2[__j];
+          let __i: usize = {
+            const __L: [usize; 8usize] = [
+              0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
+              3usize,
+            ];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
           );
         },
       );
     }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut f32;
-      let __po = __smem.add(4096usize) as *mut f32;
-      let mut __o: usize = __warp;
-      while __o < 64usize {
-        let __base = (__o / 64usize) * (16usize * 64usize) + (__o % 64usize);
-        let mut __a: f32 = <f32 as ::kernel_std::__private::device::Bounds>::lowest();
-        let mut __rr: usize = __lane;
-        while __rr < 16usize {
-          let __v = <f32 as ::kernel_std::__private::device::Elem>::to_f32(
-            ::kernel_std::__private::device::load(
-              __px.add(__base + __rr * 64usize),
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-          __rr += 32;
-        }
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+      },
+    );
+    if ((__lane as u32) & 16u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 1usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[1usize],
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 2usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[2usize],
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 3usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[3usize],
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
       }
     }
     ::kernel_std::__private::device::bar_sync();
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 64usize {
-        __red4[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-          ::kernel_std::__private::device::load(
-            (__smem.add(4096usize) as *mut f32).add(__f),
-          ),
-        );
+        __red4[__j] = {
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = (__f) * 4usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+        };
       }
     }
     ::kernel_std::__private::device::bar_sync();
@@ -600,6 +701,7 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
     }
     ::kernel_std::__private::device::bar_sync();
     let mut __red5: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Bounds>::highest(); 2usize];
     for __jc in 0..2usize {
       let __f0: usize = (__jc * 128usize + __tid) * 4usize;
       ::kernel_std::__private::device::unroll::<
@@ -610,107 +712,131 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
         |__v: usize| {
           let __j: usize = __jc * 4usize + __v;
           let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(0usize) as *mut i32).add(__f),
-            {
-              let __a = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_i,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
+          let __x = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_i,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 64usize) % 16usize) * 1usize
+                      }) as i32,
                     ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
                   ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              if true
-                && ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_i,
-                  __len_i,
-                  __fault,
-                  __tag,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__a)
-              } else {
-                <i32 as ::core::default::Default>::default()
-              }
-            },
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            if true
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_i,
+                __len_i,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <i32 as ::core::default::Default>::default()
+            }
+          };
+          let __i: usize = {
+            const __L: [usize; 8usize] = [
+              0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
+              1usize,
+            ];
+            __L[__j]
+          };
+          __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+            __p[__i],
+            (__x),
           );
         },
       );
     }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut i32;
-      let __po = __smem.add(4096usize) as *mut i32;
-      let mut __o: usize = __warp;
-      while __o < 16usize {
-        let __base = (__o / 1usize) * (64usize * 1usize) + (__o % 1usize);
-        let mut __a: i32 = <i32 as ::kernel_std::__private::device::Bounds>::highest();
-        let mut __rr: usize = __lane;
-        while __rr < 64usize {
-          let __v = (::kernel_std::__private::device::load(
-            __px.add(__base + __rr * 1usize),
-          ));
-          __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-          __rr += 32;
-        }
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
+      },
+    );
+    if ((__lane as u32) & 15u32) == 0 {
+      let __po = __smem.add(0usize) as *mut i32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 6u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
+      }
+      let __f: usize = ((1usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 6u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[1usize],
+        );
       }
     }
     ::kernel_std::__private::device::bar_sync();
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 16usize {
-        __red5[__j] = (::kernel_std::__private::device::load(
-          (__smem.add(4096usize) as *mut i32).add(__f),
-        ));
+        __red5[__j] = {
+          let __po = __smem.add(0usize) as *mut i32;
+          let __o: usize = (__f) * 1usize;
+          let mut __a: i32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          (__a)
+        };
       }
     }
     ::kernel_std::__private::device::bar_sync();
@@ -741,6 +867,7 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
     let mut __red6: [::kernel_std::__private::device::F16; 1usize] = unsafe {
       ::core::mem::zeroed()
     };
+    let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
     for __jc in 0..2usize {
       let __f0: usize = (__jc * 128usize + __tid) * 4usize;
       ::kernel_std::__private::device::unroll::<
@@ -751,112 +878,145 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
         |__v: usize| {
           let __j: usize = __jc * 4usize + __v;
           let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
-              .add(__f),
-            {
-              let __a = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_h,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
+          let __x = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_h,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 64usize) % 16usize) * 1usize
+                      }) as i32,
                     ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
                   ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              if true
-                && ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_h,
-                  __len_h,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__a)
-              } else {
-                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-              }
-            },
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            if true
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_h,
+                __len_h,
+                __fault,
+                __tag,
+                1u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+            }
+          };
+          let __i: usize = {
+            const __L: [usize; 8usize] = [
+              0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
+              3usize,
+            ];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
+              __x,
+            ),
           );
         },
       );
     }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut ::kernel_std::__private::device::F16;
-      let __po = __smem.add(2048usize) as *mut f32;
-      let mut __o: usize = __warp;
-      while __o < 64usize {
-        let __base = (__o / 64usize) * (16usize * 64usize) + (__o % 64usize);
-        let mut __a: f32 = <f32 as ::kernel_std::__private::device::Bounds>::lowest();
-        let mut __rr: usize = __lane;
-        while __rr < 16usize {
-          let __v = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
-            ::kernel_std::__private::device::load(
-              __px.add(__base + __rr * 64usize),
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-          __rr += 32;
-        }
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+      },
+    );
+    if ((__lane as u32) & 16u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 1usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[1usize],
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 2usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[2usize],
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 3usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[3usize],
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
       }
     }
     ::kernel_std::__private::device::bar_sync();
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 64usize {
-        __red6[__j] = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-          ::kernel_std::__private::device::load(
-            (__smem.add(2048usize) as *mut f32).add(__f),
-          ),
-        );
+        __red6[__j] = {
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = (__f) * 4usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+            __a,
+          )
+        };
       }
     }
     ::kernel_std::__private::device::bar_sync();
@@ -888,7 +1048,7 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_reductions__R_16__C_64: [u8; 193usize] = *b"{\"entry\": \"reductions__R_16__C_64\", \"kernel\": \"reductions\", \"meta\": {\"C\": 64, \"R\": 16}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 4612}";
+pub static __KERNEL_META_reductions__R_16__C_64: [u8; 193usize] = *b"{\"entry\": \"reductions__R_16__C_64\", \"kernel\": \"reductions\", \"meta\": {\"C\": 64, \"R\": 16}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 1032}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

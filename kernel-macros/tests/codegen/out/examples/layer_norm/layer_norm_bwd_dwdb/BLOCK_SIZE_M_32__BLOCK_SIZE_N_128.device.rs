@@ -922,6 +922,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
       }
     }
     let mut __red8: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 4usize];
     for __jc in 0..8usize {
       let __f0: usize = (__jc * 128usize + __tid) * 4usize;
       ::kernel_std::__private::device::unroll::<
@@ -932,73 +935,89 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
         |__v: usize| {
           let __j: usize = __jc * 4usize + __v;
           let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(0usize) as *mut f32).add(__f),
-            dw_2[__j],
+          let __x = dw_2[__j];
+          let __i: usize = {
+            const __L: [usize; 32usize] = [
+              0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
+              3usize, 0usize, 1usize, 2usize, 3usize, 0usize, 1usize,
+              2usize, 3usize, 0usize, 1usize, 2usize, 3usize, 0usize,
+              1usize, 2usize, 3usize, 0usize, 1usize, 2usize, 3usize,
+              0usize, 1usize, 2usize, 3usize,
+            ];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
           );
         },
       );
     }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut f32;
-      let __po = __smem.add(16384usize) as *mut f32;
-      let mut __o: usize = __warp;
-      while __o < 128usize {
-        let __base = (__o / 128usize) * (32usize * 128usize) + (__o % 128usize);
-        let mut __a: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
+    if ((__lane as u32) & 0u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 4096usize {
+        let __o: usize = ((__f >> 12u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
         );
-        let mut __rr: usize = __lane;
-        while __rr < 32usize {
-          let __v = <f32 as ::kernel_std::__private::device::Elem>::to_f32(
-            ::kernel_std::__private::device::load(
-              __px.add(__base + __rr * 128usize),
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-          __rr += 32;
-        }
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 1usize);
+      if __f < 4096usize {
+        let __o: usize = ((__f >> 12u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[1usize],
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 2usize);
+      if __f < 4096usize {
+        let __o: usize = ((__f >> 12u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[2usize],
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 3usize);
+      if __f < 4096usize {
+        let __o: usize = ((__f >> 12u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[3usize],
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
-        );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
-        );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
       }
     }
     ::kernel_std::__private::device::bar_sync();
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 128usize {
-        __red8[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-          ::kernel_std::__private::device::load(
-            (__smem.add(16384usize) as *mut f32).add(__f),
-          ),
-        );
+        __red8[__j] = {
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = (__f) * 4usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+        };
       }
     }
     ::kernel_std::__private::device::bar_sync();
@@ -1010,6 +1029,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
       }
     }
     let mut __red9: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 4usize];
     for __jc in 0..8usize {
       let __f0: usize = (__jc * 128usize + __tid) * 4usize;
       ::kernel_std::__private::device::unroll::<
@@ -1020,73 +1042,89 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
         |__v: usize| {
           let __j: usize = __jc * 4usize + __v;
           let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(0usize) as *mut f32).add(__f),
-            db_3[__j],
+          let __x = db_3[__j];
+          let __i: usize = {
+            const __L: [usize; 32usize] = [
+              0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
+              3usize, 0usize, 1usize, 2usize, 3usize, 0usize, 1usize,
+              2usize, 3usize, 0usize, 1usize, 2usize, 3usize, 0usize,
+              1usize, 2usize, 3usize, 0usize, 1usize, 2usize, 3usize,
+              0usize, 1usize, 2usize, 3usize,
+            ];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
           );
         },
       );
     }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut f32;
-      let __po = __smem.add(16384usize) as *mut f32;
-      let mut __o: usize = __warp;
-      while __o < 128usize {
-        let __base = (__o / 128usize) * (32usize * 128usize) + (__o % 128usize);
-        let mut __a: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
+    if ((__lane as u32) & 0u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 4096usize {
+        let __o: usize = ((__f >> 12u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
         );
-        let mut __rr: usize = __lane;
-        while __rr < 32usize {
-          let __v = <f32 as ::kernel_std::__private::device::Elem>::to_f32(
-            ::kernel_std::__private::device::load(
-              __px.add(__base + __rr * 128usize),
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-          __rr += 32;
-        }
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 1usize);
+      if __f < 4096usize {
+        let __o: usize = ((__f >> 12u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[1usize],
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 2usize);
+      if __f < 4096usize {
+        let __o: usize = ((__f >> 12u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[2usize],
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 3usize);
+      if __f < 4096usize {
+        let __o: usize = ((__f >> 12u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[3usize],
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
-        );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
-        );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
       }
     }
     ::kernel_std::__private::device::bar_sync();
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 128usize {
-        __red9[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-          ::kernel_std::__private::device::load(
-            (__smem.add(16384usize) as *mut f32).add(__f),
-          ),
-        );
+        __red9[__j] = {
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = (__f) * 4usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+        };
       }
     }
     ::kernel_std::__private::device::bar_sync();
@@ -1190,7 +1228,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SIZE_N_128: [u8; 258usize] = *b"{\"entry\": \"layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SIZE_N_128\", \"kernel\": \"layer_norm_bwd_dwdb\", \"meta\": {\"BLOCK_SIZE_M\": 32, \"BLOCK_SIZE_N\": 128}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 16896}";
+pub static __KERNEL_META_layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SIZE_N_128: [u8; 257usize] = *b"{\"entry\": \"layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SIZE_N_128\", \"kernel\": \"layer_norm_bwd_dwdb\", \"meta\": {\"BLOCK_SIZE_M\": 32, \"BLOCK_SIZE_N\": 128}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 2048}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

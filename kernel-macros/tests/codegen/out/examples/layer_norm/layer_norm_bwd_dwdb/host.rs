@@ -75,7 +75,7 @@ pub mod layer_norm_bwd_dwdb {
         variant: 0usize,
         launch_metas: &[("BLOCK_SIZE_M", 32i64), ("BLOCK_SIZE_N", 128i64)],
         threads: 128u32,
-        shared_bytes: 16896u32,
+        shared_bytes: 2048u32,
         tma: &[],
         split_bytes: 0u32,
       },

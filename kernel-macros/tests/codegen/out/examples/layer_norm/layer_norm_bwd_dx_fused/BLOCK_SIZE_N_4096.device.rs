@@ -514,6 +514,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
         },
       );
     }
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
     for __jc in 0..4usize {
       let __f0: usize = (__jc * 256usize + __tid) * 4usize;
       ::kernel_std::__private::device::unroll::<
@@ -524,108 +527,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
         |__v: usize| {
           let __j: usize = __jc * 4usize + __v;
           let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(0usize) as *mut f32).add(__f),
-            <f32 as ::kernel_std::__private::device::Num>::mul(
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add((__f) as i32),
-                __p_N,
-              ) {
-                xhat_16[__j]
-              } else {
-                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  0f64,
-                )
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add((__f) as i32),
-                __p_N,
-              ) {
-                wdy_17[__j]
-              } else {
-                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  0f64,
-                )
-              },
-            ),
-          );
-        },
-      );
-    }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut f32;
-      let __po = __smem.add(16384usize) as *mut f32;
-      let mut __o: usize = __warp;
-      while __o < 1usize {
-        let __base = (__o / 1usize) * (4096usize * 1usize) + (__o % 1usize);
-        let mut __a: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        );
-        let mut __rr: usize = __lane;
-        while __rr < 4096usize {
-          let __v = <f32 as ::kernel_std::__private::device::Elem>::to_f32(
-            ::kernel_std::__private::device::load(
-              __px.add(__base + __rr * 1usize),
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-          __rr += 32;
-        }
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
-        );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
-        );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
-        );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
-        );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
-        );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 8usize;
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    let __red12: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-      ::kernel_std::__private::device::load(
-        (__smem.add(16384usize) as *mut f32).add(0usize),
-      ),
-    );
-    ::kernel_std::__private::device::bar_sync();
-    let mut c1_20: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-      __red12,
-      ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
-    );
-    for __jc in 0..4usize {
-      let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(0usize) as *mut f32).add(__f),
+          let __x = <f32 as ::kernel_std::__private::device::Num>::mul(
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_N,
+            ) {
+              xhat_16[__j]
+            } else {
+              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                0f64,
+              )
+            },
             if <i32 as ::kernel_std::__private::device::Num>::lt(
               (0i32).wrapping_add((__f) as i32),
               __p_N,
@@ -637,66 +549,246 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               )
             },
           );
+          let __i: usize = {
+            const __L: [usize; 16usize] = [
+              0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+              0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+              0usize, 0usize,
+            ];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
         },
       );
     }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut f32;
-      let __po = __smem.add(16384usize) as *mut f32;
-      let mut __o: usize = __warp;
-      while __o < 1usize {
-        let __base = (__o / 1usize) * (4096usize * 1usize) + (__o % 1usize);
-        let mut __a: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
         );
-        let mut __rr: usize = __lane;
-        while __rr < 4096usize {
-          let __v = <f32 as ::kernel_std::__private::device::Elem>::to_f32(
-            ::kernel_std::__private::device::load(
-              __px.add(__base + __rr * 1usize),
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-          __rr += 32;
-        }
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize | ((__warp >> 2u32) & 1) << 2usize;
+      let __f: usize = ((0usize * 256usize + __tid) * 4usize + 0usize);
+      if __f < 4096usize {
+        let __o: usize = ((__f >> 12u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[0usize],
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 8usize;
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red13: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-      ::kernel_std::__private::device::load(
-        (__smem.add(16384usize) as *mut f32).add(0usize),
-      ),
+    let __red12: f32 = {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __o: usize = (0usize) * 8usize;
+      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 4usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 5usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 6usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 7usize)),
+      );
+      <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+    };
+    ::kernel_std::__private::device::bar_sync();
+    let mut c1_20: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
+      __red12,
+      ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
     );
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
+    for __jc in 0..4usize {
+      let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+      ::kernel_std::__private::device::unroll::<
+        4usize,
+        _,
+      >(
+        #[inline(always)]
+        |__v: usize| {
+          let __j: usize = __jc * 4usize + __v;
+          let __f: usize = __f0 + __v;
+          let __x = if <i32 as ::kernel_std::__private::device::Num>::lt(
+            (0i32).wrapping_add((__f) as i32),
+            __p_N,
+          ) {
+            wdy_17[__j]
+          } else {
+            <f32 as ::kernel_std::__private::device::Elem>::from_f64(0f64)
+          };
+          let __i: usize = {
+            const __L: [usize; 16usize] = [
+              0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+              0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+              0usize, 0usize,
+            ];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        },
+      );
+    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize | ((__warp >> 2u32) & 1) << 2usize;
+      let __f: usize = ((0usize * 256usize + __tid) * 4usize + 0usize);
+      if __f < 4096usize {
+        let __o: usize = ((__f >> 12u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red13: f32 = {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __o: usize = (0usize) * 8usize;
+      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 4usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 5usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 6usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 7usize)),
+      );
+      <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+    };
     ::kernel_std::__private::device::bar_sync();
     let mut c2_21: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
       __red13,
@@ -1513,7 +1605,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096: [u8; 231usize] = *b"{\"entry\": \"layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096\", \"kernel\": \"layer_norm_bwd_dx_fused\", \"meta\": {\"BLOCK_SIZE_N\": 4096}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 16388}";
+pub static __KERNEL_META_layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096: [u8; 228usize] = *b"{\"entry\": \"layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096\", \"kernel\": \"layer_norm_bwd_dx_fused\", \"meta\": {\"BLOCK_SIZE_N\": 4096}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 32}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -253,6 +253,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
         };
       }
     }
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
     for __jc in 0..1usize {
       let __f0: usize = (__jc * 256usize + __tid) * 4usize;
       ::kernel_std::__private::device::unroll::<
@@ -263,70 +266,110 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
         |__v: usize| {
           let __j: usize = __jc * 4usize + __v;
           let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(0usize) as *mut f32).add(__f),
-            _mean_3[__j],
+          let __x = _mean_3[__j];
+          let __i: usize = {
+            const __L: [usize; 4usize] = [0usize, 0usize, 0usize, 0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
           );
         },
       );
     }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut f32;
-      let __po = __smem.add(4096usize) as *mut f32;
-      let mut __o: usize = __warp;
-      while __o < 1usize {
-        let __base = (__o / 1usize) * (1024usize * 1usize) + (__o % 1usize);
-        let mut __a: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
         );
-        let mut __rr: usize = __lane;
-        while __rr < 1024usize {
-          let __v = <f32 as ::kernel_std::__private::device::Elem>::to_f32(
-            ::kernel_std::__private::device::load(
-              __px.add(__base + __rr * 1usize),
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-          __rr += 32;
-        }
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize | ((__warp >> 2u32) & 1) << 2usize;
+      let __f: usize = ((0usize * 256usize + __tid) * 4usize + 0usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[0usize],
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 8usize;
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red4: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-      ::kernel_std::__private::device::load(
-        (__smem.add(4096usize) as *mut f32).add(0usize),
-      ),
-    );
+    let __red4: f32 = {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __o: usize = (0usize) * 8usize;
+      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 4usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 5usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 6usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 7usize)),
+      );
+      <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+    };
     ::kernel_std::__private::device::bar_sync();
     let mut mean_7: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
       __red4,
@@ -572,6 +615,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
         };
       }
     }
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
     for __jc in 0..1usize {
       let __f0: usize = (__jc * 256usize + __tid) * 4usize;
       ::kernel_std::__private::device::unroll::<
@@ -582,70 +628,110 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
         |__v: usize| {
           let __j: usize = __jc * 4usize + __v;
           let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(0usize) as *mut f32).add(__f),
-            _var_8[__j],
+          let __x = _var_8[__j];
+          let __i: usize = {
+            const __L: [usize; 4usize] = [0usize, 0usize, 0usize, 0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
           );
         },
       );
     }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut f32;
-      let __po = __smem.add(4096usize) as *mut f32;
-      let mut __o: usize = __warp;
-      while __o < 1usize {
-        let __base = (__o / 1usize) * (1024usize * 1usize) + (__o % 1usize);
-        let mut __a: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
         );
-        let mut __rr: usize = __lane;
-        while __rr < 1024usize {
-          let __v = <f32 as ::kernel_std::__private::device::Elem>::to_f32(
-            ::kernel_std::__private::device::load(
-              __px.add(__base + __rr * 1usize),
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-          __rr += 32;
-        }
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize | ((__warp >> 2u32) & 1) << 2usize;
+      let __f: usize = ((0usize * 256usize + __tid) * 4usize + 0usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[0usize],
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 8usize;
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red9: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-      ::kernel_std::__private::device::load(
-        (__smem.add(4096usize) as *mut f32).add(0usize),
-      ),
-    );
+    let __red9: f32 = {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __o: usize = (0usize) * 8usize;
+      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 4usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 5usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 6usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 7usize)),
+      );
+      <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+    };
     ::kernel_std::__private::device::bar_sync();
     let mut var_13: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
       __red9,
@@ -1332,7 +1418,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_layer_norm_fwd_fused__BLOCK_SIZE_1024: [u8; 220usize] = *b"{\"entry\": \"layer_norm_fwd_fused__BLOCK_SIZE_1024\", \"kernel\": \"layer_norm_fwd_fused\", \"meta\": {\"BLOCK_SIZE\": 1024}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 4100}";
+pub static __KERNEL_META_layer_norm_fwd_fused__BLOCK_SIZE_1024: [u8; 218usize] = *b"{\"entry\": \"layer_norm_fwd_fused__BLOCK_SIZE_1024\", \"kernel\": \"layer_norm_fwd_fused\", \"meta\": {\"BLOCK_SIZE\": 1024}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 3, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 32}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -51,7 +51,7 @@ pub mod checked_row_sums {
         variant: 0usize,
         launch_metas: &[("R", 8i64), ("C", 16i64)],
         threads: 128u32,
-        shared_bytes: 544u32,
+        shared_bytes: 32u32,
         tma: &[],
         split_bytes: 0u32,
       },

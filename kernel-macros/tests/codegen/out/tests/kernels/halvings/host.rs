@@ -62,7 +62,7 @@ pub mod halvings {
         variant: 0usize,
         launch_metas: &[("B", 32i64)],
         threads: 128u32,
-        shared_bytes: 132u32,
+        shared_bytes: 4u32,
         tma: &[],
         split_bytes: 0u32,
       },

@@ -219,6 +219,9 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
       );
     }
     let mut __red1: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [i32; 4usize] = [<i32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 4usize];
     for __jc in 0..4usize {
       let __f0: usize = (__jc * 128usize + __tid) * 4usize;
       ::kernel_std::__private::device::unroll::<
@@ -229,69 +232,130 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
         |__v: usize| {
           let __j: usize = __jc * 4usize + __v;
           let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(0usize) as *mut i32).add(__f),
-            v_2[__j],
+          let __x = v_2[__j];
+          let __i: usize = {
+            const __L: [usize; 16usize] = [
+              0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
+              1usize, 2usize, 2usize, 2usize, 2usize, 3usize, 3usize,
+              3usize, 3usize,
+            ];
+            __L[__j]
+          };
+          __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            (__x),
           );
         },
       );
     }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut i32;
-      let __po = __smem.add(8192usize) as *mut i32;
-      let mut __o: usize = __warp;
-      while __o < 4usize {
-        let __base = (__o / 1usize) * (512usize * 1usize) + (__o % 1usize);
-        let mut __a: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
         );
-        let mut __rr: usize = __lane;
-        while __rr < 512usize {
-          let __v = (::kernel_std::__private::device::load(
-            __px.add(__base + __rr * 1usize),
-          ));
-          __a = <i32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-          __rr += 32;
-        }
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut i32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
+      }
+      let __f: usize = ((1usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[1usize],
+        );
+      }
+      let __f: usize = ((2usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[2usize],
+        );
+      }
+      let __f: usize = ((3usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[3usize],
+        );
       }
     }
     ::kernel_std::__private::device::bar_sync();
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 4usize {
-        __red1[__j] = (::kernel_std::__private::device::load(
-          (__smem.add(8192usize) as *mut i32).add(__f),
-        ));
+        __red1[__j] = {
+          let __po = __smem.add(0usize) as *mut i32;
+          let __o: usize = (__f) * 4usize;
+          let mut __a: i32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          __a = <i32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <i32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <i32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          (__a)
+        };
       }
     }
     ::kernel_std::__private::device::bar_sync();
@@ -320,6 +384,7 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
     }
     ::kernel_std::__private::device::bar_sync();
     let mut __red2: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [i32; 4usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
     for __jc in 0..4usize {
       let __f0: usize = (__jc * 128usize + __tid) * 4usize;
       ::kernel_std::__private::device::unroll::<
@@ -330,67 +395,130 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
         |__v: usize| {
           let __j: usize = __jc * 4usize + __v;
           let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(0usize) as *mut i32).add(__f),
-            v_2[__j],
+          let __x = v_2[__j];
+          let __i: usize = {
+            const __L: [usize; 16usize] = [
+              0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
+              1usize, 2usize, 2usize, 2usize, 2usize, 3usize, 3usize,
+              3usize, 3usize,
+            ];
+            __L[__j]
+          };
+          __p[__i] = <i32 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            (__x),
           );
         },
       );
     }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut i32;
-      let __po = __smem.add(8192usize) as *mut i32;
-      let mut __o: usize = __warp;
-      while __o < 4usize {
-        let __base = (__o / 1usize) * (512usize * 1usize) + (__o % 1usize);
-        let mut __a: i32 = <i32 as ::kernel_std::__private::device::Bounds>::lowest();
-        let mut __rr: usize = __lane;
-        while __rr < 512usize {
-          let __v = (::kernel_std::__private::device::load(
-            __px.add(__base + __rr * 1usize),
-          ));
-          __a = <i32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-          __rr += 32;
-        }
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut i32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((1usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[1usize],
+        );
+      }
+      let __f: usize = ((2usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[2usize],
+        );
+      }
+      let __f: usize = ((3usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[3usize],
+        );
       }
     }
     ::kernel_std::__private::device::bar_sync();
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 4usize {
-        __red2[__j] = (::kernel_std::__private::device::load(
-          (__smem.add(8192usize) as *mut i32).add(__f),
-        ));
+        __red2[__j] = {
+          let __po = __smem.add(0usize) as *mut i32;
+          let __o: usize = (__f) * 4usize;
+          let mut __a: i32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          __a = <i32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <i32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <i32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          (__a)
+        };
       }
     }
     ::kernel_std::__private::device::bar_sync();
@@ -423,6 +551,7 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
     }
     ::kernel_std::__private::device::bar_sync();
     let mut __red3: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [i32; 4usize] = [<i32 as ::kernel_std::__private::device::Bounds>::highest(); 4usize];
     for __jc in 0..4usize {
       let __f0: usize = (__jc * 128usize + __tid) * 4usize;
       ::kernel_std::__private::device::unroll::<
@@ -433,67 +562,130 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
         |__v: usize| {
           let __j: usize = __jc * 4usize + __v;
           let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(0usize) as *mut i32).add(__f),
-            v_2[__j],
+          let __x = v_2[__j];
+          let __i: usize = {
+            const __L: [usize; 16usize] = [
+              0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
+              1usize, 2usize, 2usize, 2usize, 2usize, 3usize, 3usize,
+              3usize, 3usize,
+            ];
+            __L[__j]
+          };
+          __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+            __p[__i],
+            (__x),
           );
         },
       );
     }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut i32;
-      let __po = __smem.add(8192usize) as *mut i32;
-      let mut __o: usize = __warp;
-      while __o < 4usize {
-        let __base = (__o / 1usize) * (512usize * 1usize) + (__o % 1usize);
-        let mut __a: i32 = <i32 as ::kernel_std::__private::device::Bounds>::highest();
-        let mut __rr: usize = __lane;
-        while __rr < 512usize {
-          let __v = (::kernel_std::__private::device::load(
-            __px.add(__base + __rr * 1usize),
-          ));
-          __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-          __rr += 32;
-        }
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut i32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((1usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[1usize],
+        );
+      }
+      let __f: usize = ((2usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[2usize],
+        );
+      }
+      let __f: usize = ((3usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[3usize],
+        );
       }
     }
     ::kernel_std::__private::device::bar_sync();
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 4usize {
-        __red3[__j] = (::kernel_std::__private::device::load(
-          (__smem.add(8192usize) as *mut i32).add(__f),
-        ));
+        __red3[__j] = {
+          let __po = __smem.add(0usize) as *mut i32;
+          let __o: usize = (__f) * 4usize;
+          let mut __a: i32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          __a = <i32 as ::kernel_std::__private::device::Num>::min(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <i32 as ::kernel_std::__private::device::Num>::min(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <i32 as ::kernel_std::__private::device::Num>::min(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          (__a)
+        };
       }
     }
     ::kernel_std::__private::device::bar_sync();
@@ -529,6 +721,7 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
     }
     ::kernel_std::__private::device::bar_sync();
     let mut __red4: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [i32; 4usize] = [<i32 as ::kernel_std::__private::device::Bounds>::highest(); 4usize];
     for __jc in 0..4usize {
       let __f0: usize = (__jc * 128usize + __tid) * 4usize;
       ::kernel_std::__private::device::unroll::<
@@ -539,130 +732,190 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
         |__v: usize| {
           let __j: usize = __jc * 4usize + __v;
           let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(0usize) as *mut i32).add(__f),
-            v_2[__j],
+          let __x = v_2[__j];
+          let __i: usize = {
+            const __L: [usize; 16usize] = [
+              0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
+              1usize, 2usize, 2usize, 2usize, 2usize, 3usize, 3usize,
+              3usize, 3usize,
+            ];
+            __L[__j]
+          };
+          __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+            __p[__i],
+            (__x),
           );
         },
       );
     }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut i32;
-      let __po = __smem.add(8192usize) as *mut i32;
-      let mut __o: usize = __warp;
-      while __o < 4usize {
-        let __base = (__o / 1usize) * (512usize * 1usize) + (__o % 1usize);
-        let mut __a: i32 = <i32 as ::kernel_std::__private::device::Bounds>::highest();
-        let mut __rr: usize = __lane;
-        while __rr < 512usize {
-          let __v = (::kernel_std::__private::device::load(
-            __px.add(__base + __rr * 1usize),
-          ));
-          __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-          __rr += 32;
-        }
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 4usize {
-        __red4[__j] = (::kernel_std::__private::device::load(
-          (__smem.add(8192usize) as *mut i32).add(__f),
-        ));
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 4usize {
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut i32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
-          (__smem.add(8208usize) as *mut i32).add(__f),
-          __red4[__j],
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((1usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[1usize],
+        );
+      }
+      let __f: usize = ((2usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[2usize],
+        );
+      }
+      let __f: usize = ((3usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[3usize],
         );
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(8208usize) as *mut i32;
-      let __po = __smem.add(8224usize) as *mut i32;
-      let mut __o: usize = __warp;
-      while __o < 1usize {
-        let __base = (__o / 1usize) * (4usize * 1usize) + (__o % 1usize);
-        let mut __a: i32 = <i32 as ::kernel_std::__private::device::Bounds>::lowest();
-        let mut __rr: usize = __lane;
-        while __rr < 4usize {
-          let __v = (::kernel_std::__private::device::load(
-            __px.add(__base + __rr * 1usize),
-          ));
-          __a = <i32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-          __rr += 32;
-        }
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
-        );
-        __a = <i32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
-        );
-        __a = <i32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
-        );
-        __a = <i32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
-        );
-        __a = <i32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
-        );
-        __a = <i32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
+    for __j in 0..1usize {
+      let __f = __tid + __j * 128usize;
+      if __f < 4usize {
+        __red4[__j] = {
+          let __po = __smem.add(0usize) as *mut i32;
+          let __o: usize = (__f) * 4usize;
+          let mut __a: i32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          __a = <i32 as ::kernel_std::__private::device::Num>::min(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <i32 as ::kernel_std::__private::device::Num>::min(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <i32 as ::kernel_std::__private::device::Num>::min(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          (__a)
+        };
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red5: i32 = (::kernel_std::__private::device::load(
-      (__smem.add(8224usize) as *mut i32).add(0usize),
-    ));
+    let mut __p: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
+    for __j in 0..1usize {
+      let __f = __tid + __j * 128usize;
+      if __f < 4usize {
+        let __x = __red4[__j];
+        let __i: usize = {
+          const __L: [usize; 1usize] = [0usize];
+          __L[__j]
+        };
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          (__x),
+        );
+      }
+    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 3u32) == 0 {
+      let __po = __smem.add(64usize) as *mut i32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
+      if __f < 4usize {
+        let __o: usize = ((__f >> 2u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red5: i32 = {
+      let __po = __smem.add(64usize) as *mut i32;
+      let __o: usize = (0usize) * 1usize;
+      let mut __a: i32 = ::kernel_std::__private::device::load(__po.add(__o));
+      (__a)
+    };
     ::kernel_std::__private::device::bar_sync();
     if __tid == 0 {
       {
@@ -690,6 +943,9 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
     let mut __red6: [::kernel_std::__private::device::F16; 1usize] = unsafe {
       ::core::mem::zeroed()
     };
+    let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 4usize];
     for __jc in 0..4usize {
       let __f0: usize = (__jc * 128usize + __tid) * 4usize;
       ::kernel_std::__private::device::unroll::<
@@ -700,114 +956,174 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
         |__v: usize| {
           let __j: usize = __jc * 4usize + __v;
           let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
-              .add(__f),
-            {
-              let __a = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_h,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 512usize) % 4usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      512i64,
+          let __x = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_h,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 512usize) % 4usize) * 1usize
+                      }) as i32,
                     ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    512i64,
                   ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 512usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              if true
-                && ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_h,
-                  __len_h,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__a)
-              } else {
-                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-              }
-            },
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 512usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            if true
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_h,
+                __len_h,
+                __fault,
+                __tag,
+                1u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+            }
+          };
+          let __i: usize = {
+            const __L: [usize; 16usize] = [
+              0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
+              1usize, 2usize, 2usize, 2usize, 2usize, 3usize, 3usize,
+              3usize, 3usize,
+            ];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
+              __x,
+            ),
           );
         },
       );
     }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut ::kernel_std::__private::device::F16;
-      let __po = __smem.add(4096usize) as *mut f32;
-      let mut __o: usize = __warp;
-      while __o < 4usize {
-        let __base = (__o / 1usize) * (512usize * 1usize) + (__o % 1usize);
-        let mut __a: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
         );
-        let mut __rr: usize = __lane;
-        while __rr < 512usize {
-          let __v = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
-            ::kernel_std::__private::device::load(
-              __px.add(__base + __rr * 1usize),
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-          __rr += 32;
-        }
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
+      }
+      let __f: usize = ((1usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[1usize],
+        );
+      }
+      let __f: usize = ((2usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[2usize],
+        );
+      }
+      let __f: usize = ((3usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[3usize],
+        );
       }
     }
     ::kernel_std::__private::device::bar_sync();
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 4usize {
-        __red6[__j] = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-          ::kernel_std::__private::device::load(
-            (__smem.add(4096usize) as *mut f32).add(__f),
-          ),
-        );
+        __red6[__j] = {
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = (__f) * 4usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+            __a,
+          )
+        };
       }
     }
     ::kernel_std::__private::device::bar_sync();
@@ -845,7 +1161,7 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_long_reductions__R_4__C_512: [u8; 203usize] = *b"{\"entry\": \"long_reductions__R_4__C_512\", \"kernel\": \"long_reductions\", \"meta\": {\"C\": 512, \"R\": 4}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 8228}";
+pub static __KERNEL_META_long_reductions__R_4__C_512: [u8; 201usize] = *b"{\"entry\": \"long_reductions__R_4__C_512\", \"kernel\": \"long_reductions\", \"meta\": {\"C\": 512, \"R\": 4}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 68}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -87,7 +87,7 @@ pub mod nan_minmax_shifts {
         variant: 0usize,
         launch_metas: &[("B", 16i64)],
         threads: 128u32,
-        shared_bytes: 68u32,
+        shared_bytes: 4u32,
         tma: &[],
         split_bytes: 0u32,
       },

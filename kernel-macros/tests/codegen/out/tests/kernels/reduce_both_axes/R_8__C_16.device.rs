@@ -96,75 +96,84 @@ pub unsafe extern "ptx-kernel" fn reduce_both_axes__R_8__C_16(
       }
     }
     let mut __red0: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 128usize {
-        ::kernel_std::__private::device::store(
-          (__smem.add(0usize) as *mut f32).add(__f),
-          v_4[__j],
+        let __x = v_4[__j];
+        let __i: usize = {
+          const __L: [usize; 1usize] = [0usize];
+          __L[__j]
+        };
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
         );
       }
     }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut f32;
-      let __po = __smem.add(512usize) as *mut f32;
-      let mut __o: usize = __warp;
-      while __o < 8usize {
-        let __base = (__o / 1usize) * (16usize * 1usize) + (__o % 1usize);
-        let mut __a: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
         );
-        let mut __rr: usize = __lane;
-        while __rr < 16usize {
-          let __v = <f32 as ::kernel_std::__private::device::Elem>::to_f32(
-            ::kernel_std::__private::device::load(
-              __px.add(__base + __rr * 1usize),
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-          __rr += 32;
-        }
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
+      },
+    );
+    if ((__lane as u32) & 15u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
+      if __f < 128usize {
+        let __o: usize = ((__f >> 4u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
-        );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
       }
     }
     ::kernel_std::__private::device::bar_sync();
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 8usize {
-        __red0[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-          ::kernel_std::__private::device::load(
-            (__smem.add(512usize) as *mut f32).add(__f),
-          ),
-        );
+        __red0[__j] = {
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = (__f) * 1usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+        };
       }
     }
     ::kernel_std::__private::device::bar_sync();
@@ -201,73 +210,74 @@ pub unsafe extern "ptx-kernel" fn reduce_both_axes__R_8__C_16(
     }
     ::kernel_std::__private::device::bar_sync();
     let mut __red1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 128usize {
-        ::kernel_std::__private::device::store(
-          (__smem.add(0usize) as *mut f32).add(__f),
-          v_4[__j],
+        let __x = v_4[__j];
+        let __i: usize = {
+          const __L: [usize; 1usize] = [0usize];
+          __L[__j]
+        };
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
         );
       }
     }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut f32;
-      let __po = __smem.add(512usize) as *mut f32;
-      let mut __o: usize = __warp;
-      while __o < 16usize {
-        let __base = (__o / 16usize) * (8usize * 16usize) + (__o % 16usize);
-        let mut __a: f32 = <f32 as ::kernel_std::__private::device::Bounds>::lowest();
-        let mut __rr: usize = __lane;
-        while __rr < 8usize {
-          let __v = <f32 as ::kernel_std::__private::device::Elem>::to_f32(
-            ::kernel_std::__private::device::load(
-              __px.add(__base + __rr * 16usize),
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-          __rr += 32;
-        }
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+      },
+    );
+    if ((__lane as u32) & 16u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
+      if __f < 128usize {
+        let __o: usize = ((__f >> 7u32) << 4u32)
+          | (__f & ((1usize << 4u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
-        );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
-        );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
-        );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
       }
     }
     ::kernel_std::__private::device::bar_sync();
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 16usize {
-        __red1[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-          ::kernel_std::__private::device::load(
-            (__smem.add(512usize) as *mut f32).add(__f),
-          ),
-        );
+        __red1[__j] = {
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = (__f) * 4usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+        };
       }
     }
     ::kernel_std::__private::device::bar_sync();
@@ -306,7 +316,7 @@ pub unsafe extern "ptx-kernel" fn reduce_both_axes__R_8__C_16(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_reduce_both_axes__R_8__C_16: [u8; 202usize] = *b"{\"entry\": \"reduce_both_axes__R_8__C_16\", \"kernel\": \"reduce_both_axes\", \"meta\": {\"C\": 16, \"R\": 8}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 576}";
+pub static __KERNEL_META_reduce_both_axes__R_8__C_16: [u8; 202usize] = *b"{\"entry\": \"reduce_both_axes__R_8__C_16\", \"kernel\": \"reduce_both_axes\", \"meta\": {\"C\": 16, \"R\": 8}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 256}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

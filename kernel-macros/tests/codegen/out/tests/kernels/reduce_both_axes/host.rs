@@ -62,7 +62,7 @@ pub mod reduce_both_axes {
         variant: 0usize,
         launch_metas: &[("R", 8i64), ("C", 16i64)],
         threads: 128u32,
-        shared_bytes: 576u32,
+        shared_bytes: 256u32,
         tma: &[],
         split_bytes: 0u32,
       },

@@ -325,6 +325,9 @@ pub unsafe extern "ptx-kernel" fn warps_list__c1__B_256(
       }
     }
     ::kernel_std::__private::device::bar_sync();
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
     for __jc in 0..1usize {
       let __f0: usize = (__jc * 64usize + __tid) * 4usize;
       ::kernel_std::__private::device::unroll::<
@@ -335,70 +338,85 @@ pub unsafe extern "ptx-kernel" fn warps_list__c1__B_256(
         |__v: usize| {
           let __j: usize = __jc * 4usize + __v;
           let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(0usize) as *mut f32).add(__f),
-            v_1[__j],
+          let __x = v_1[__j];
+          let __i: usize = {
+            const __L: [usize; 4usize] = [0usize, 0usize, 0usize, 0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
           );
         },
       );
     }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut f32;
-      let __po = __smem.add(1024usize) as *mut f32;
-      let mut __o: usize = __warp;
-      while __o < 1usize {
-        let __base = (__o / 1usize) * (256usize * 1usize) + (__o % 1usize);
-        let mut __a: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
         );
-        let mut __rr: usize = __lane;
-        while __rr < 256usize {
-          let __v = <f32 as ::kernel_std::__private::device::Elem>::to_f32(
-            ::kernel_std::__private::device::load(
-              __px.add(__base + __rr * 1usize),
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-          __rr += 32;
-        }
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
+      let __f: usize = ((0usize * 64usize + __tid) * 4usize + 0usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[0usize],
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 2usize;
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red2: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-      ::kernel_std::__private::device::load(
-        (__smem.add(1024usize) as *mut f32).add(0usize),
-      ),
-    );
+    let __red2: f32 = {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __o: usize = (0usize) * 2usize;
+      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      );
+      <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+    };
     ::kernel_std::__private::device::bar_sync();
     if __tid == 0 {
       {

@@ -60,71 +60,92 @@ pub unsafe extern "ptx-kernel" fn masked_extrema_f16__B_64(
         };
       }
     }
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 64usize {
-        ::kernel_std::__private::device::store(
-          (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
-            .add(__f),
-          v_1[__j],
+        let __x = v_1[__j];
+        let __i: usize = {
+          const __L: [usize; 1usize] = [0usize];
+          __L[__j]
+        };
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
+            __x,
+          ),
         );
       }
     }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut ::kernel_std::__private::device::F16;
-      let __po = __smem.add(128usize) as *mut f32;
-      let mut __o: usize = __warp;
-      while __o < 1usize {
-        let __base = (__o / 1usize) * (64usize * 1usize) + (__o % 1usize);
-        let mut __a: f32 = <f32 as ::kernel_std::__private::device::Bounds>::lowest();
-        let mut __rr: usize = __lane;
-        while __rr < 64usize {
-          let __v = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
-            ::kernel_std::__private::device::load(
-              __px.add(__base + __rr * 1usize),
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-          __rr += 32;
-        }
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    let __red0: ::kernel_std::__private::device::F16 = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-      ::kernel_std::__private::device::load(
-        (__smem.add(128usize) as *mut f32).add(0usize),
-      ),
+      },
     );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
+      if __f < 64usize {
+        let __o: usize = ((__f >> 6u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red0: ::kernel_std::__private::device::F16 = {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __o: usize = (0usize) * 2usize;
+      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
+      __a = <f32 as ::kernel_std::__private::device::Num>::max(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      );
+      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+        __a,
+      )
+    };
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::bar_sync();
     if __tid == 0 {
@@ -144,85 +165,106 @@ pub unsafe extern "ptx-kernel" fn masked_extrema_f16__B_64(
       }
     }
     ::kernel_std::__private::device::bar_sync();
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::highest(); 1usize];
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 64usize {
-        ::kernel_std::__private::device::store(
-          (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
-            .add(__f),
-          if <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_n,
-          ) {
-            v_1[__j]
-          } else {
-            ::kernel_std::__private::device::cast::<
-              f64,
-              ::kernel_std::__private::device::F16,
-            >(
-              <f64 as ::kernel_std::__private::device::Elem>::from_f64(
-                f64::INFINITY,
-              ),
-            )
-          },
-        );
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut ::kernel_std::__private::device::F16;
-      let __po = __smem.add(128usize) as *mut f32;
-      let mut __o: usize = __warp;
-      while __o < 1usize {
-        let __base = (__o / 1usize) * (64usize * 1usize) + (__o % 1usize);
-        let mut __a: f32 = <f32 as ::kernel_std::__private::device::Bounds>::highest();
-        let mut __rr: usize = __lane;
-        while __rr < 64usize {
-          let __v = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
-            ::kernel_std::__private::device::load(
-              __px.add(__base + __rr * 1usize),
+        let __x = if <i32 as ::kernel_std::__private::device::Num>::lt(
+          (0i32).wrapping_add((__f) as i32),
+          __p_n,
+        ) {
+          v_1[__j]
+        } else {
+          ::kernel_std::__private::device::cast::<
+            f64,
+            ::kernel_std::__private::device::F16,
+          >(
+            <f64 as ::kernel_std::__private::device::Elem>::from_f64(
+              f64::INFINITY,
             ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-          __rr += 32;
-        }
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+          )
+        };
+        let __i: usize = {
+          const __L: [usize; 1usize] = [0usize];
+          __L[__j]
+        };
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
+            __x,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+      }
+    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
+      if __f < 64usize {
+        let __o: usize = ((__f >> 6u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[0usize],
+        );
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red1: ::kernel_std::__private::device::F16 = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-      ::kernel_std::__private::device::load(
-        (__smem.add(128usize) as *mut f32).add(0usize),
-      ),
-    );
+    let __red1: ::kernel_std::__private::device::F16 = {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __o: usize = (0usize) * 2usize;
+      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
+      __a = <f32 as ::kernel_std::__private::device::Num>::min(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      );
+      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+        __a,
+      )
+    };
     ::kernel_std::__private::device::bar_sync();
     if __tid == 0 {
       {
@@ -245,7 +287,7 @@ pub unsafe extern "ptx-kernel" fn masked_extrema_f16__B_64(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_masked_extrema_f16__B_64: [u8; 193usize] = *b"{\"entry\": \"masked_extrema_f16__B_64\", \"kernel\": \"masked_extrema_f16\", \"meta\": {\"B\": 64}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 132}";
+pub static __KERNEL_META_masked_extrema_f16__B_64: [u8; 191usize] = *b"{\"entry\": \"masked_extrema_f16__B_64\", \"kernel\": \"masked_extrema_f16\", \"meta\": {\"B\": 64}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 8}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -57,7 +57,7 @@ pub mod masked_extrema_f16 {
         variant: 0usize,
         launch_metas: &[("B", 64i64)],
         threads: 128u32,
-        shared_bytes: 132u32,
+        shared_bytes: 8u32,
         tma: &[],
         split_bytes: 0u32,
       },

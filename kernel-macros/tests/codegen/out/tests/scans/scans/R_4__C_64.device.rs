@@ -1376,6 +1376,7 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
     }
     ::kernel_std::__private::device::bar_sync();
     let mut __red8: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
     for __jc in 0..1usize {
       let __f0: usize = (__jc * 128usize + __tid) * 2usize;
       ::kernel_std::__private::device::unroll::<
@@ -1386,80 +1387,96 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
         |__v: usize| {
           let __j: usize = __jc * 2usize + __v;
           let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(0usize) as *mut f32).add(__f),
-            a_4[__j],
+          let __x = a_4[__j];
+          let __i: usize = {
+            const __L: [usize; 2usize] = [0usize, 0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
           );
         },
       );
     }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut f32;
-      let __po = __smem.add(1024usize) as *mut f32;
-      let mut __o: usize = __warp;
-      while __o < 4usize {
-        let __base = (__o / 1usize) * (64usize * 1usize) + (__o % 1usize);
-        let mut __a: f32 = <f32 as ::kernel_std::__private::device::Bounds>::lowest();
-        let mut __rr: usize = __lane;
-        while __rr < 64usize {
-          let __v = <f32 as ::kernel_std::__private::device::Elem>::to_f32(
-            ::kernel_std::__private::device::load(
-              __px.add(__base + __rr * 1usize),
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-          __rr += 32;
-        }
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 6u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
+        );
       }
     }
     ::kernel_std::__private::device::bar_sync();
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 4usize {
-        __red8[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-          ::kernel_std::__private::device::load(
-            (__smem.add(1024usize) as *mut f32).add(__f),
-          ),
-        );
+        __red8[__j] = {
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = (__f) * 1usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+        };
       }
     }
     ::kernel_std::__private::device::bar_sync();
     let mut __red9: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Bounds>::highest(); 1usize];
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 4usize {
         ::kernel_std::__private::device::store(
-          (__smem.add(2064usize) as *mut f32).add(__f),
+          (__smem.add(32usize) as *mut f32).add(__f),
           __red8[__j],
         );
       }
@@ -1475,87 +1492,106 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
         |__v: usize| {
           let __j: usize = __jc * 2usize + __v;
           let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(1040usize) as *mut i32).add(__f),
-            if <f32 as ::kernel_std::__private::device::Num>::eq(
-              a_4[__j],
-              ::kernel_std::__private::device::load(
-                (__smem.add(2064usize) as *mut f32)
-                  .add({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 64usize) % 4usize) * 1usize
-                  }),
-              ),
-            ) {
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                )
-            } else {
-              (2147483647i32)
-            },
+          let __x = if <f32 as ::kernel_std::__private::device::Num>::eq(
+            a_4[__j],
+            ::kernel_std::__private::device::load(
+              (__smem.add(32usize) as *mut f32)
+                .add({
+                  let __pf: usize = __f;
+                  0usize + ((__pf / 64usize) % 4usize) * 1usize
+                }),
+            ),
+          ) {
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = __f;
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              )
+          } else {
+            (2147483647i32)
+          };
+          let __i: usize = {
+            const __L: [usize; 2usize] = [0usize, 0usize];
+            __L[__j]
+          };
+          __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+            __p[__i],
+            (__x),
           );
         },
       );
     }
     ::kernel_std::__private::device::bar_sync();
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(1040usize) as *mut i32;
-      let __po = __smem.add(2096usize) as *mut i32;
-      let mut __o: usize = __warp;
-      while __o < 4usize {
-        let __base = (__o / 1usize) * (64usize * 1usize) + (__o % 1usize);
-        let mut __a: i32 = <i32 as ::kernel_std::__private::device::Bounds>::highest();
-        let mut __rr: usize = __lane;
-        while __rr < 64usize {
-          let __v = (::kernel_std::__private::device::load(
-            __px.add(__base + __rr * 1usize),
-          ));
-          __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-          __rr += 32;
-        }
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(16usize) as *mut i32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 6u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
+        );
       }
     }
     ::kernel_std::__private::device::bar_sync();
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 4usize {
-        __red9[__j] = (::kernel_std::__private::device::load(
-          (__smem.add(2096usize) as *mut i32).add(__f),
-        ));
+        __red9[__j] = {
+          let __po = __smem.add(16usize) as *mut i32;
+          let __o: usize = (__f) * 1usize;
+          let mut __a: i32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          (__a)
+        };
       }
     }
     ::kernel_std::__private::device::bar_sync();
@@ -1600,6 +1636,7 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
     }
     ::kernel_std::__private::device::bar_sync();
     let mut __red10: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::highest(); 1usize];
     for __jc in 0..1usize {
       let __f0: usize = (__jc * 128usize + __tid) * 2usize;
       ::kernel_std::__private::device::unroll::<
@@ -1610,80 +1647,96 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
         |__v: usize| {
           let __j: usize = __jc * 2usize + __v;
           let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(0usize) as *mut f32).add(__f),
-            a_4[__j],
+          let __x = a_4[__j];
+          let __i: usize = {
+            const __L: [usize; 2usize] = [0usize, 0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
           );
         },
       );
     }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut f32;
-      let __po = __smem.add(1024usize) as *mut f32;
-      let mut __o: usize = __warp;
-      while __o < 4usize {
-        let __base = (__o / 1usize) * (64usize * 1usize) + (__o % 1usize);
-        let mut __a: f32 = <f32 as ::kernel_std::__private::device::Bounds>::highest();
-        let mut __rr: usize = __lane;
-        while __rr < 64usize {
-          let __v = <f32 as ::kernel_std::__private::device::Elem>::to_f32(
-            ::kernel_std::__private::device::load(
-              __px.add(__base + __rr * 1usize),
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-          __rr += 32;
-        }
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 6u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
+        );
       }
     }
     ::kernel_std::__private::device::bar_sync();
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 4usize {
-        __red10[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-          ::kernel_std::__private::device::load(
-            (__smem.add(1024usize) as *mut f32).add(__f),
-          ),
-        );
+        __red10[__j] = {
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = (__f) * 1usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+        };
       }
     }
     ::kernel_std::__private::device::bar_sync();
     let mut __red11: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Bounds>::highest(); 1usize];
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 4usize {
         ::kernel_std::__private::device::store(
-          (__smem.add(2064usize) as *mut f32).add(__f),
+          (__smem.add(32usize) as *mut f32).add(__f),
           __red10[__j],
         );
       }
@@ -1699,87 +1752,106 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
         |__v: usize| {
           let __j: usize = __jc * 2usize + __v;
           let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(1040usize) as *mut i32).add(__f),
-            if <f32 as ::kernel_std::__private::device::Num>::eq(
-              a_4[__j],
-              ::kernel_std::__private::device::load(
-                (__smem.add(2064usize) as *mut f32)
-                  .add({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 64usize) % 4usize) * 1usize
-                  }),
-              ),
-            ) {
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                )
-            } else {
-              (2147483647i32)
-            },
+          let __x = if <f32 as ::kernel_std::__private::device::Num>::eq(
+            a_4[__j],
+            ::kernel_std::__private::device::load(
+              (__smem.add(32usize) as *mut f32)
+                .add({
+                  let __pf: usize = __f;
+                  0usize + ((__pf / 64usize) % 4usize) * 1usize
+                }),
+            ),
+          ) {
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = __f;
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              )
+          } else {
+            (2147483647i32)
+          };
+          let __i: usize = {
+            const __L: [usize; 2usize] = [0usize, 0usize];
+            __L[__j]
+          };
+          __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+            __p[__i],
+            (__x),
           );
         },
       );
     }
     ::kernel_std::__private::device::bar_sync();
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(1040usize) as *mut i32;
-      let __po = __smem.add(2096usize) as *mut i32;
-      let mut __o: usize = __warp;
-      while __o < 4usize {
-        let __base = (__o / 1usize) * (64usize * 1usize) + (__o % 1usize);
-        let mut __a: i32 = <i32 as ::kernel_std::__private::device::Bounds>::highest();
-        let mut __rr: usize = __lane;
-        while __rr < 64usize {
-          let __v = (::kernel_std::__private::device::load(
-            __px.add(__base + __rr * 1usize),
-          ));
-          __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-          __rr += 32;
-        }
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(16usize) as *mut i32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 6u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
+        );
       }
     }
     ::kernel_std::__private::device::bar_sync();
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 4usize {
-        __red11[__j] = (::kernel_std::__private::device::load(
-          (__smem.add(2096usize) as *mut i32).add(__f),
-        ));
+        __red11[__j] = {
+          let __po = __smem.add(16usize) as *mut i32;
+          let __o: usize = (__f) * 1usize;
+          let mut __a: i32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          (__a)
+        };
       }
     }
     ::kernel_std::__private::device::bar_sync();
@@ -1829,6 +1901,7 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
     }
     ::kernel_std::__private::device::bar_sync();
     let mut __red12: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
     for __jc in 0..1usize {
       let __f0: usize = (__jc * 128usize + __tid) * 2usize;
       ::kernel_std::__private::device::unroll::<
@@ -1839,80 +1912,75 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
         |__v: usize| {
           let __j: usize = __jc * 2usize + __v;
           let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(0usize) as *mut f32).add(__f),
-            a_4[__j],
+          let __x = a_4[__j];
+          let __i: usize = {
+            const __L: [usize; 2usize] = [0usize, 1usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
           );
         },
       );
     }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut f32;
-      let __po = __smem.add(1024usize) as *mut f32;
-      let mut __o: usize = __warp;
-      while __o < 64usize {
-        let __base = (__o / 64usize) * (4usize * 64usize) + (__o % 64usize);
-        let mut __a: f32 = <f32 as ::kernel_std::__private::device::Bounds>::lowest();
-        let mut __rr: usize = __lane;
-        while __rr < 4usize {
-          let __v = <f32 as ::kernel_std::__private::device::Elem>::to_f32(
-            ::kernel_std::__private::device::load(
-              __px.add(__base + __rr * 64usize),
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-          __rr += 32;
-        }
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+    if ((__lane as u32) & 0u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 8u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 2usize + 1usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 8u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[1usize],
         );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
-        );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
-        );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
-        );
-        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
       }
     }
     ::kernel_std::__private::device::bar_sync();
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 64usize {
-        __red12[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-          ::kernel_std::__private::device::load(
-            (__smem.add(1024usize) as *mut f32).add(__f),
-          ),
-        );
+        __red12[__j] = {
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = (__f) * 4usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+        };
       }
     }
     ::kernel_std::__private::device::bar_sync();
     let mut __red13: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Bounds>::highest(); 2usize];
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 64usize {
         ::kernel_std::__private::device::store(
-          (__smem.add(2304usize) as *mut f32).add(__f),
+          (__smem.add(2048usize) as *mut f32).add(__f),
           __red12[__j],
         );
       }
@@ -1928,87 +1996,85 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
         |__v: usize| {
           let __j: usize = __jc * 2usize + __v;
           let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(1280usize) as *mut i32).add(__f),
-            if <f32 as ::kernel_std::__private::device::Num>::eq(
-              a_4[__j],
-              ::kernel_std::__private::device::load(
-                (__smem.add(2304usize) as *mut f32)
-                  .add({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }),
-              ),
-            ) {
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 64usize) % 4usize) * 1usize
-                  }) as i32,
-                )
-            } else {
-              (2147483647i32)
-            },
+          let __x = if <f32 as ::kernel_std::__private::device::Num>::eq(
+            a_4[__j],
+            ::kernel_std::__private::device::load(
+              (__smem.add(2048usize) as *mut f32)
+                .add({
+                  let __pf: usize = __f;
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }),
+            ),
+          ) {
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = __f;
+                  0usize + ((__pf / 64usize) % 4usize) * 1usize
+                }) as i32,
+              )
+          } else {
+            (2147483647i32)
+          };
+          let __i: usize = {
+            const __L: [usize; 2usize] = [0usize, 1usize];
+            __L[__j]
+          };
+          __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+            __p[__i],
+            (__x),
           );
         },
       );
     }
     ::kernel_std::__private::device::bar_sync();
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(1280usize) as *mut i32;
-      let __po = __smem.add(2816usize) as *mut i32;
-      let mut __o: usize = __warp;
-      while __o < 64usize {
-        let __base = (__o / 64usize) * (4usize * 64usize) + (__o % 64usize);
-        let mut __a: i32 = <i32 as ::kernel_std::__private::device::Bounds>::highest();
-        let mut __rr: usize = __lane;
-        while __rr < 4usize {
-          let __v = (::kernel_std::__private::device::load(
-            __px.add(__base + __rr * 64usize),
-          ));
-          __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-          __rr += 32;
-        }
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+    if ((__lane as u32) & 0u32) == 0 {
+      let __po = __smem.add(1024usize) as *mut i32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 8u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 2usize + 1usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 8u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[1usize],
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
-        );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
-        );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
-        );
-        __a = <i32 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
       }
     }
     ::kernel_std::__private::device::bar_sync();
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 64usize {
-        __red13[__j] = (::kernel_std::__private::device::load(
-          (__smem.add(2816usize) as *mut i32).add(__f),
-        ));
+        __red13[__j] = {
+          let __po = __smem.add(1024usize) as *mut i32;
+          let __o: usize = (__f) * 4usize;
+          let mut __a: i32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          __a = <i32 as ::kernel_std::__private::device::Num>::min(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <i32 as ::kernel_std::__private::device::Num>::min(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <i32 as ::kernel_std::__private::device::Num>::min(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          (__a)
+        };
       }
     }
     ::kernel_std::__private::device::bar_sync();
@@ -2061,6 +2127,9 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
     }
     ::kernel_std::__private::device::bar_sync();
     let mut __red14: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
     for __jc in 0..1usize {
       let __f0: usize = (__jc * 128usize + __tid) * 2usize;
       ::kernel_std::__private::device::unroll::<
@@ -2071,69 +2140,86 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
         |__v: usize| {
           let __j: usize = __jc * 2usize + __v;
           let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(0usize) as *mut i32).add(__f),
-            b_5[__j],
+          let __x = b_5[__j];
+          let __i: usize = {
+            const __L: [usize; 2usize] = [0usize, 0usize];
+            __L[__j]
+          };
+          __p[__i] = <i32 as ::kernel_std::__private::device::Int>::xor(
+            __p[__i],
+            (__x),
           );
         },
       );
     }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut i32;
-      let __po = __smem.add(1024usize) as *mut i32;
-      let mut __o: usize = __warp;
-      while __o < 4usize {
-        let __base = (__o / 1usize) * (64usize * 1usize) + (__o % 1usize);
-        let mut __a: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <i32 as ::kernel_std::__private::device::Int>::xor(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
         );
-        let mut __rr: usize = __lane;
-        while __rr < 64usize {
-          let __v = (::kernel_std::__private::device::load(
-            __px.add(__base + __rr * 1usize),
-          ));
-          __a = <i32 as ::kernel_std::__private::device::Int>::xor(__a, __v);
-          __rr += 32;
-        }
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Int>::xor(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Int>::xor(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Int>::xor(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Int>::xor(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Int>::xor(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Int>::xor(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Int>::xor(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Int>::xor(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut i32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 6u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
         );
-        __a = <i32 as ::kernel_std::__private::device::Int>::xor(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
       }
     }
     ::kernel_std::__private::device::bar_sync();
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 4usize {
-        __red14[__j] = (::kernel_std::__private::device::load(
-          (__smem.add(1024usize) as *mut i32).add(__f),
-        ));
+        __red14[__j] = {
+          let __po = __smem.add(0usize) as *mut i32;
+          let __o: usize = (__f) * 1usize;
+          let mut __a: i32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          (__a)
+        };
       }
     }
     ::kernel_std::__private::device::bar_sync();
@@ -2177,7 +2263,7 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_scans__R_4__C_64: [u8; 181usize] = *b"{\"entry\": \"scans__R_4__C_64\", \"kernel\": \"scans\", \"meta\": {\"C\": 64, \"R\": 4}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 3072}";
+pub static __KERNEL_META_scans__R_4__C_64: [u8; 181usize] = *b"{\"entry\": \"scans__R_4__C_64\", \"kernel\": \"scans\", \"meta\": {\"C\": 64, \"R\": 4}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 2560}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -83,7 +83,7 @@ pub mod scans {
         variant: 0usize,
         launch_metas: &[("R", 4i64), ("C", 64i64)],
         threads: 128u32,
-        shared_bytes: 3072u32,
+        shared_bytes: 2560u32,
         tma: &[],
         split_bytes: 0u32,
       },

@@ -1406,6 +1406,9 @@ pub unsafe extern "ptx-kernel" fn ops_i8__N_256(
       }
     }
     ::kernel_std::__private::device::bar_sync();
+    let mut __p: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
     for __jc in 0..1usize {
       let __f0: usize = (__jc * 128usize + __tid) * 2usize;
       ::kernel_std::__private::device::unroll::<
@@ -1416,66 +1419,94 @@ pub unsafe extern "ptx-kernel" fn ops_i8__N_256(
         |__v: usize| {
           let __j: usize = __jc * 2usize + __v;
           let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(0usize) as *mut i32).add(__f),
-            ::kernel_std::__private::device::cast::<i8, i32>(x_2[__j]),
+          let __x = ::kernel_std::__private::device::cast::<i8, i32>(x_2[__j]);
+          let __i: usize = {
+            const __L: [usize; 2usize] = [0usize, 0usize];
+            __L[__j]
+          };
+          __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            (__x),
           );
         },
       );
     }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut i32;
-      let __po = __smem.add(1024usize) as *mut i32;
-      let mut __o: usize = __warp;
-      while __o < 1usize {
-        let __base = (__o / 1usize) * (256usize * 1usize) + (__o % 1usize);
-        let mut __a: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
         );
-        let mut __rr: usize = __lane;
-        while __rr < 256usize {
-          let __v = (::kernel_std::__private::device::load(
-            __px.add(__base + __rr * 1usize),
-          ));
-          __a = <i32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-          __rr += 32;
-        }
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        let __v = <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut i32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
         );
-        __a = <i32 as ::kernel_std::__private::device::Num>::add(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red7: i32 = (::kernel_std::__private::device::load(
-      (__smem.add(1024usize) as *mut i32).add(0usize),
-    ));
+    let __red7: i32 = {
+      let __po = __smem.add(0usize) as *mut i32;
+      let __o: usize = (0usize) * 4usize;
+      let mut __a: i32 = ::kernel_std::__private::device::load(__po.add(__o));
+      __a = <i32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      );
+      __a = <i32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+      );
+      __a = <i32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+      );
+      (__a)
+    };
     ::kernel_std::__private::device::bar_sync();
     if __tid == 0 {
       {
@@ -1494,6 +1525,7 @@ pub unsafe extern "ptx-kernel" fn ops_i8__N_256(
       }
     }
     ::kernel_std::__private::device::bar_sync();
+    let mut __p: [i8; 1usize] = [<i8 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
     for __jc in 0..1usize {
       let __f0: usize = (__jc * 128usize + __tid) * 2usize;
       ::kernel_std::__private::device::unroll::<
@@ -1504,89 +1536,119 @@ pub unsafe extern "ptx-kernel" fn ops_i8__N_256(
         |__v: usize| {
           let __j: usize = __jc * 2usize + __v;
           let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(0usize) as *mut i8).add(__f),
-            {
-              let __a = ::kernel_std::__private::device::ptr_add(
+          let __x = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_a,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
                 __p_a,
-                (0i32).wrapping_add((__f) as i32),
-              );
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add((__f) as i32),
-                __p_n,
+                __len_a,
+                __fault,
+                __tag,
+                0u32,
+                ::core::line!(),
               )
-                && ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_a,
-                  __len_a,
-                  __fault,
-                  __tag,
-                  0u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__a)
-              } else {
-                <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                  -128i64,
-                )
-              }
-            },
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                -128i64,
+              )
+            }
+          };
+          let __i: usize = {
+            const __L: [usize; 2usize] = [0usize, 0usize];
+            __L[__j]
+          };
+          __p[__i] = <i8 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            (__x),
           );
         },
       );
     }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut i8;
-      let __po = __smem.add(256usize) as *mut i8;
-      let mut __o: usize = __warp;
-      while __o < 1usize {
-        let __base = (__o / 1usize) * (256usize * 1usize) + (__o % 1usize);
-        let mut __a: i8 = <i8 as ::kernel_std::__private::device::Bounds>::lowest();
-        let mut __rr: usize = __lane;
-        while __rr < 256usize {
-          let __v = (::kernel_std::__private::device::load(
-            __px.add(__base + __rr * 1usize),
-          ));
-          __a = <i8 as ::kernel_std::__private::device::Num>::max(__a, __v);
-          __rr += 32;
-        }
-        let __v = <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <i8 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
         );
-        __a = <i8 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+        __p[__i] = <i8 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
         );
-        __a = <i8 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
+        __p[__i] = <i8 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
         );
-        __a = <i8 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
+        __p[__i] = <i8 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
         );
-        __a = <i8 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        let __v = <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
+        __p[__i] = <i8 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
         );
-        __a = <i8 as ::kernel_std::__private::device::Num>::max(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut i8;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
+        );
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red8: i8 = (::kernel_std::__private::device::load(
-      (__smem.add(256usize) as *mut i8).add(0usize),
-    ));
+    let __red8: i8 = {
+      let __po = __smem.add(0usize) as *mut i8;
+      let __o: usize = (0usize) * 4usize;
+      let mut __a: i8 = ::kernel_std::__private::device::load(__po.add(__o));
+      __a = <i8 as ::kernel_std::__private::device::Num>::max(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      );
+      __a = <i8 as ::kernel_std::__private::device::Num>::max(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+      );
+      __a = <i8 as ::kernel_std::__private::device::Num>::max(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+      );
+      (__a)
+    };
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::bar_sync();
     if __tid == 0 {
@@ -1609,6 +1671,7 @@ pub unsafe extern "ptx-kernel" fn ops_i8__N_256(
       }
     }
     ::kernel_std::__private::device::bar_sync();
+    let mut __p: [i8; 1usize] = [<i8 as ::kernel_std::__private::device::Bounds>::highest(); 1usize];
     for __jc in 0..1usize {
       let __f0: usize = (__jc * 128usize + __tid) * 2usize;
       ::kernel_std::__private::device::unroll::<
@@ -1619,89 +1682,119 @@ pub unsafe extern "ptx-kernel" fn ops_i8__N_256(
         |__v: usize| {
           let __j: usize = __jc * 2usize + __v;
           let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(0usize) as *mut i8).add(__f),
-            {
-              let __a = ::kernel_std::__private::device::ptr_add(
+          let __x = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_a,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
                 __p_a,
-                (0i32).wrapping_add((__f) as i32),
-              );
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add((__f) as i32),
-                __p_n,
+                __len_a,
+                __fault,
+                __tag,
+                0u32,
+                ::core::line!(),
               )
-                && ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_a,
-                  __len_a,
-                  __fault,
-                  __tag,
-                  0u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__a)
-              } else {
-                <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                  127i64,
-                )
-              }
-            },
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                127i64,
+              )
+            }
+          };
+          let __i: usize = {
+            const __L: [usize; 2usize] = [0usize, 0usize];
+            __L[__j]
+          };
+          __p[__i] = <i8 as ::kernel_std::__private::device::Num>::min(
+            __p[__i],
+            (__x),
           );
         },
       );
     }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut i8;
-      let __po = __smem.add(256usize) as *mut i8;
-      let mut __o: usize = __warp;
-      while __o < 1usize {
-        let __base = (__o / 1usize) * (256usize * 1usize) + (__o % 1usize);
-        let mut __a: i8 = <i8 as ::kernel_std::__private::device::Bounds>::highest();
-        let mut __rr: usize = __lane;
-        while __rr < 256usize {
-          let __v = (::kernel_std::__private::device::load(
-            __px.add(__base + __rr * 1usize),
-          ));
-          __a = <i8 as ::kernel_std::__private::device::Num>::min(__a, __v);
-          __rr += 32;
-        }
-        let __v = <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <i8 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
         );
-        __a = <i8 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+        __p[__i] = <i8 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
         );
-        __a = <i8 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
+        __p[__i] = <i8 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
         );
-        __a = <i8 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
+        __p[__i] = <i8 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
         );
-        __a = <i8 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        let __v = <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
+        __p[__i] = <i8 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
         );
-        __a = <i8 as ::kernel_std::__private::device::Num>::min(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut i8;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
+        );
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red9: i8 = (::kernel_std::__private::device::load(
-      (__smem.add(256usize) as *mut i8).add(0usize),
-    ));
+    let __red9: i8 = {
+      let __po = __smem.add(0usize) as *mut i8;
+      let __o: usize = (0usize) * 4usize;
+      let mut __a: i8 = ::kernel_std::__private::device::load(__po.add(__o));
+      __a = <i8 as ::kernel_std::__private::device::Num>::min(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      );
+      __a = <i8 as ::kernel_std::__private::device::Num>::min(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+      );
+      __a = <i8 as ::kernel_std::__private::device::Num>::min(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+      );
+      (__a)
+    };
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::bar_sync();
     if __tid == 0 {
@@ -1724,6 +1817,9 @@ pub unsafe extern "ptx-kernel" fn ops_i8__N_256(
       }
     }
     ::kernel_std::__private::device::bar_sync();
+    let mut __p: [i8; 1usize] = [<i8 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
     for __jc in 0..1usize {
       let __f0: usize = (__jc * 128usize + __tid) * 2usize;
       ::kernel_std::__private::device::unroll::<
@@ -1734,66 +1830,94 @@ pub unsafe extern "ptx-kernel" fn ops_i8__N_256(
         |__v: usize| {
           let __j: usize = __jc * 2usize + __v;
           let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(0usize) as *mut i8).add(__f),
-            x_2[__j],
+          let __x = x_2[__j];
+          let __i: usize = {
+            const __L: [usize; 2usize] = [0usize, 0usize];
+            __L[__j]
+          };
+          __p[__i] = <i8 as ::kernel_std::__private::device::Int>::xor(
+            __p[__i],
+            (__x),
           );
         },
       );
     }
-    ::kernel_std::__private::device::bar_sync();
-    {
-      let __px = __smem.add(0usize) as *mut i8;
-      let __po = __smem.add(256usize) as *mut i8;
-      let mut __o: usize = __warp;
-      while __o < 1usize {
-        let __base = (__o / 1usize) * (256usize * 1usize) + (__o % 1usize);
-        let mut __a: i8 = <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <i8 as ::kernel_std::__private::device::Int>::xor(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
         );
-        let mut __rr: usize = __lane;
-        while __rr < 256usize {
-          let __v = (::kernel_std::__private::device::load(
-            __px.add(__base + __rr * 1usize),
-          ));
-          __a = <i8 as ::kernel_std::__private::device::Int>::xor(__a, __v);
-          __rr += 32;
-        }
-        let __v = <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          16u32,
+        __p[__i] = <i8 as ::kernel_std::__private::device::Int>::xor(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
         );
-        __a = <i8 as ::kernel_std::__private::device::Int>::xor(__a, __v);
-        let __v = <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          8u32,
+        __p[__i] = <i8 as ::kernel_std::__private::device::Int>::xor(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
         );
-        __a = <i8 as ::kernel_std::__private::device::Int>::xor(__a, __v);
-        let __v = <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          4u32,
+        __p[__i] = <i8 as ::kernel_std::__private::device::Int>::xor(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
         );
-        __a = <i8 as ::kernel_std::__private::device::Int>::xor(__a, __v);
-        let __v = <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          2u32,
+        __p[__i] = <i8 as ::kernel_std::__private::device::Int>::xor(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
         );
-        __a = <i8 as ::kernel_std::__private::device::Int>::xor(__a, __v);
-        let __v = <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-          __a,
-          1u32,
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut i8;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
         );
-        __a = <i8 as ::kernel_std::__private::device::Int>::xor(__a, __v);
-        if __lane == 0 {
-          ::kernel_std::__private::device::store(__po.add(__o), __a);
-        }
-        __o += 4usize;
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red10: i8 = (::kernel_std::__private::device::load(
-      (__smem.add(256usize) as *mut i8).add(0usize),
-    ));
+    let __red10: i8 = {
+      let __po = __smem.add(0usize) as *mut i8;
+      let __o: usize = (0usize) * 4usize;
+      let mut __a: i8 = ::kernel_std::__private::device::load(__po.add(__o));
+      __a = <i8 as ::kernel_std::__private::device::Int>::xor(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      );
+      __a = <i8 as ::kernel_std::__private::device::Int>::xor(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+      );
+      __a = <i8 as ::kernel_std::__private::device::Int>::xor(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+      );
+      (__a)
+    };
     ::kernel_std::__private::device::bar_sync();
     if __tid == 0 {
       {
