@@ -18,5 +18,6 @@ mod matmul_split_k;
 mod numerics;
 mod random;
 mod scans;
+mod softmax;
 mod tensors;
 mod types;
