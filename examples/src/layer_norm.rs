@@ -1,11 +1,12 @@
 //! Layer normalization (Triton's tutorial 05): a forward kernel (one program per row, mean and
-//! variance over the row in `BLOCK_SIZE` chunks), and a backward pass in two kernels: the
+//! variance over the row in `BLOCK_SIZE` chunks) in f32 and in f16 (f32 statistics), and a
+//! backward pass (f32) in two kernels: the
 //! first computes `dx` per row and accumulates partial `dw`/`db` into one of `GROUP_SIZE_M`
 //! rows of a buffer, under a per-row spin lock taken with `atomic_cas`; the second sums the
 //! `GROUP_SIZE_M` partial rows.
 
 #[cfg(not(target_arch = "nvptx64"))]
-use kernel_runtime::{LaunchError, Tensor};
+use kernel_runtime::{DType, LaunchError, Tensor};
 use kernel_std::prelude::*;
 
 /// `y = (x - mean) * rstd * w + b` for row `program_id(0)` of `x`, storing the row's `mean`
@@ -53,6 +54,67 @@ pub fn layer_norm_fwd_fused<const BLOCK_SIZE: i32>(
         let x_hat = (x - mean) * rstd;
         let y = x_hat * w + b;
         store(y_row + cols, y, mask);
+    }
+}
+
+/// [`layer_norm_fwd_fused`] for f16 `x`, `w`, `b` and `y`, as the tutorial runs it: the
+/// inputs are converted to f32, the statistics (`mean`, `rstd`, f32) and `y` computed in f32,
+/// and `y` rounded to f16 when stored. The configs are the tutorial's heuristic written out
+/// (`BLOCK_SIZE` the next power of two of the row length, at most 8192 here, and
+/// `num_warps = clamp(BLOCK_SIZE / 256, 1, 8)`), one device entry per block size:
+/// [`layer_norm_f16_into`] launches the one for the row length with `launch_config` (`launch`
+/// would time them all and keep the fastest, which is correct, as every block size loops over
+/// the row, but not the tutorial's choice).
+#[kernel]
+#[autotune(
+    configs = [
+        config(BLOCK_SIZE = 256, num_warps = 1),
+        config(BLOCK_SIZE = 512, num_warps = 2),
+        config(BLOCK_SIZE = 1024, num_warps = 4),
+        config(BLOCK_SIZE = 2048, num_warps = 8),
+        config(BLOCK_SIZE = 4096, num_warps = 8),
+        config(BLOCK_SIZE = 8192, num_warps = 8),
+    ],
+    key = [N],
+)]
+pub fn layer_norm_fwd_fused_f16<const BLOCK_SIZE: i32>(
+    x_ptr: Ptr<f16>, y_ptr: Ptr<f16>, w_ptr: Ptr<f16>, b_ptr: Ptr<f16>,
+    mean_ptr: Ptr<f32>, rstd_ptr: Ptr<f32>,
+    stride_x: i32, stride_y: i32, N: i32, eps: f32,
+) {
+    let row = program_id(0);
+    let x_row = x_ptr + row * stride_x;
+    let y_row = y_ptr + row * stride_y;
+    // Compute the mean.
+    let mut _mean = zeros::<f32>([BLOCK_SIZE]);
+    for off in range(0, N, BLOCK_SIZE) {
+        let cols = off + arange(0, BLOCK_SIZE);
+        let a = load(x_row + cols, cols < N, 0.0).to::<f32>();
+        _mean += a;
+    }
+    let mean = _mean.sum(0) / N;
+    // Compute the variance.
+    let mut _var = zeros::<f32>([BLOCK_SIZE]);
+    for off in range(0, N, BLOCK_SIZE) {
+        let cols = off + arange(0, BLOCK_SIZE);
+        let x = load(x_row + cols, cols < N, 0.0).to::<f32>();
+        let x = where_(cols < N, x - mean, 0.0);
+        _var += x * x;
+    }
+    let var = _var.sum(0) / N;
+    let rstd = 1.0 / sqrt(var + eps);
+    store(mean_ptr + row, mean);
+    store(rstd_ptr + row, rstd);
+    // Normalize and apply the linear transformation.
+    for off in range(0, N, BLOCK_SIZE) {
+        let cols = off + arange(0, BLOCK_SIZE);
+        let mask = cols < N;
+        let w = load(w_ptr + cols, mask).to::<f32>();
+        let b = load(b_ptr + cols, mask).to::<f32>();
+        let x = load(x_row + cols, mask, 0.0).to::<f32>();
+        let x_hat = (x - mean) * rstd;
+        let y = x_hat * w + b;
+        store(y_row + cols, y.to::<f16>(), mask);
     }
 }
 
@@ -173,7 +235,7 @@ pub fn group_size_m(m: usize, n: usize) -> usize {
 #[cfg(not(target_arch = "nvptx64"))]
 /// `(rows, columns)` of a 2-D tensor whose columns are contiguous (rows may be strided), and
 /// its row stride.
-fn rows_of(t: &Tensor<f32>, arg: &'static str) -> Result<(usize, usize, i32), LaunchError> {
+fn rows_of<T: DType>(t: &Tensor<T>, arg: &'static str) -> Result<(usize, usize, i32), LaunchError> {
     let (m, n) = match t.shape() {
         [m, n] => (*m, *n),
         s => return Err(LaunchError::InvalidArgument { arg, expected: "a 2-D tensor [rows, columns]".into(), found: format!("shape {s:?}") }),
@@ -200,7 +262,7 @@ fn rows_i32(m: usize) -> Result<i32, LaunchError> {
 
 #[cfg(not(target_arch = "nvptx64"))]
 /// Checks that `t` is a contiguous 1-D tensor of `len` elements.
-fn vector_of(t: &Tensor<f32>, arg: &'static str, len: usize, what: &str) -> Result<(), LaunchError> {
+fn vector_of<T: DType>(t: &Tensor<T>, arg: &'static str, len: usize, what: &str) -> Result<(), LaunchError> {
     if t.shape() != [len] {
         return Err(LaunchError::InvalidArgument { arg, expected: format!("shape [{len}] ({what})"), found: format!("shape {:?}", t.shape()) });
     }
@@ -239,6 +301,68 @@ pub fn layer_norm(x: &Tensor<f32>, weight: &Tensor<f32>, bias: &Tensor<f32>, eps
     let stride_y = y.strides_i32("y")?[0];
     layer_norm_fwd_fused::launch((rows_i32(m)?,), x, &y, weight, bias, &mean, &rstd, stride_x, stride_y, n as i32, eps, block_size(n) as i32)?;
     Ok((y, mean, rstd))
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+/// The `BLOCK_SIZE` of each config of [`layer_norm_fwd_fused_f16`], in order.
+const F16_BLOCK_SIZES: [usize; 6] = [256, 512, 1024, 2048, 4096, 8192];
+
+#[cfg(not(target_arch = "nvptx64"))]
+/// The config of [`layer_norm_fwd_fused_f16`] for rows of `n` columns: the smallest block that
+/// holds a row, else the largest (which loops over it).
+pub fn f16_block_config(n: usize) -> usize {
+    F16_BLOCK_SIZES.iter().position(|&b| b >= n).unwrap_or(F16_BLOCK_SIZES.len() - 1)
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+/// [`layer_norm`] for f16 `x`, `weight` and `bias`: `y` is f16, `mean` and `rstd` f32, all
+/// computed in f32 (Triton's tutorial 05 forward pass with its f16 inputs).
+///
+/// # Errors
+/// As [`layer_norm_f16_into`]; [`LaunchError::Tensor`] when an output cannot be allocated.
+#[allow(clippy::type_complexity)]
+pub fn layer_norm_f16(x: &Tensor<f16>, weight: &Tensor<f16>, bias: &Tensor<f16>, eps: f32) -> Result<(Tensor<f16>, Tensor<f32>, Tensor<f32>), LaunchError> {
+    let (m, n, _) = rows_of(x, "x")?;
+    let dev = x.device();
+    let y = Tensor::<f16>::zeros(dev, &[m, n])?;
+    let mean = Tensor::<f32>::zeros(dev, &[m])?;
+    let rstd = Tensor::<f32>::zeros(dev, &[m])?;
+    layer_norm_f16_into(x, weight, bias, eps, &y, &mean, &rstd)?;
+    Ok((y, mean, rstd))
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+/// [`layer_norm_f16`] into `y` (x's shape, columns contiguous, rows of any stride), `mean` and
+/// `rstd` (contiguous `[M]`).
+///
+/// # Errors
+/// [`LaunchError::InvalidArgument`] for an `x` that is not 2-D, has no columns or strided
+/// columns, a `weight` or `bias` not a contiguous `[N]`, a `y`, `mean` or `rstd` of the wrong
+/// shape or layout, an `eps` negative or not finite, or offsets beyond 2^31 - 1; the launch's
+/// errors otherwise.
+pub fn layer_norm_f16_into(
+    x: &Tensor<f16>, weight: &Tensor<f16>, bias: &Tensor<f16>, eps: f32,
+    y: &Tensor<f16>, mean: &Tensor<f32>, rstd: &Tensor<f32>,
+) -> Result<(), LaunchError> {
+    let (m, n, stride_x) = rows_of(x, "x")?;
+    if n == 0 {
+        return Err(LaunchError::InvalidArgument { arg: "x", expected: "at least one column".into(), found: format!("shape {:?}", x.shape()) });
+    }
+    vector_of(weight, "weight", n, "x's columns")?;
+    vector_of(bias, "bias", n, "x's columns")?;
+    if !(eps.is_finite() && eps >= 0.0) {
+        return Err(LaunchError::InvalidArgument { arg: "eps", expected: "a finite eps >= 0".into(), found: format!("{eps}") });
+    }
+    let (ym, yn, stride_y) = rows_of(y, "y")?;
+    if (ym, yn) != (m, n) {
+        return Err(LaunchError::InvalidArgument { arg: "y", expected: format!("x's shape [{m}, {n}]"), found: format!("shape {:?}", y.shape()) });
+    }
+    vector_of(mean, "mean", m, "x's rows")?;
+    vector_of(rstd, "rstd", m, "x's rows")?;
+    if m == 0 {
+        return Ok(());
+    }
+    layer_norm_fwd_fused_f16::launch_config(f16_block_config(n), (rows_i32(m)?,), x, y, weight, bias, mean, rstd, stride_x, stride_y, n as i32, eps)
 }
 
 #[cfg(not(target_arch = "nvptx64"))]

@@ -13,14 +13,14 @@ const SUITE: &str = "suite";
 /// Its subjects (modules) that run on a GPU (`KERNEL_TEST_DEVICE=cuda`), listed one a line in
 /// `tests/suite.subjects` for `scripts/gpu-check.sh`, which runs each as a step of its own
 /// (`suite <subject>::`).
-const GPU_SUBJECTS: &[&str] = &["matmul", "batched_matmul", "kernels", "language", "numerics", "launch_errors", "tensors", "math", "atomics", "random", "scans", "layer_norm", "matmul_split_k", "debug", "types"];
+const GPU_SUBJECTS: &[&str] = &["matmul", "batched_matmul", "kernels", "language", "numerics", "launch_errors", "tensors", "math", "atomics", "random", "scans", "layer_norm", "softmax", "matmul_split_k", "debug", "types"];
 /// kernel-runtime's own GPU tests (`tests/cuda.rs`, also run by `KERNEL_TEST_DEVICE=cuda`), bundled as
 /// `tests/runtime_cuda`.
 const RUNTIME_TEST: &str = "cuda";
 /// The examples (`examples/examples/`, run by `scripts/gpu-check.sh`), copied to `bin/`.
 const EXAMPLES: &[&str] = &["matmul", "vector_add"];
 /// The benchmark examples, in `target/gpu-bundle/bench/` (not run by `gpu-check.sh`).
-const BENCHES: &[&str] = &["bench_matmul", "bench_bmm"];
+const BENCHES: &[&str] = &["bench_matmul", "bench_bmm", "bench_memory"];
 
 pub fn gpu_bundle(root: &Path) -> Result<()> {
     let out = root.join("target/gpu-bundle");

@@ -1,5 +1,5 @@
 //! This repository's kernels as candle custom ops, running on candle's own storage without a
-//! copy: a row-wise softmax (`CustomOp1`, `examples::softmax`'s kernel, writing into memory
+//! copy: a row-wise softmax (`CustomOp1`, `examples::softmax::softmax_into`, writing into memory
 //! candle allocates) and an in-place leaky ReLU (`InplaceOp1`, `examples::activation`).
 //!
 //! On a GPU (feature `cuda`) the ops view candle's `CudaSlice`s ([`Tensor::from_cuda_view`])
@@ -14,8 +14,8 @@ use std::sync::Mutex;
 
 use candle_core::{CpuStorage, CustomOp1, DType, InplaceOp1, Layout, Shape, Storage};
 use examples::activation::leaky_relu_inplace;
-use examples::softmax::softmax_kernel;
-use kernel_runtime::{f16, LaunchError, Tensor};
+use examples::softmax::softmax_into;
+use kernel_runtime::{f16, Tensor};
 
 /// Addresses the ops saw (input, output), to check that they are candle's.
 static SEEN: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
@@ -23,23 +23,6 @@ static SEEN: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
 /// A candle error carrying `e`.
 fn wrap(e: impl std::error::Error + Send + Sync + 'static) -> candle_core::Error {
     candle_core::Error::wrap(e)
-}
-
-/// Softmax of each row of `x` (2-D, at most 1024 columns, any strides) into `out` (contiguous
-/// rows of the same shape): `examples::softmax::softmax` with the output given.
-fn softmax_into(x: &Tensor<f32>, out: &Tensor<f32>) -> Result<(), LaunchError> {
-    let &[rows, cols] = x.shape() else {
-        return Err(LaunchError::InvalidArgument { arg: "x", expected: "a 2-D tensor".into(), found: format!("{:?}", x.shape()) });
-    };
-    if cols > 1024 {
-        return Err(LaunchError::InvalidArgument { arg: "x", expected: "at most 1024 columns".into(), found: cols.to_string() });
-    }
-    let (xs, os) = (x.strides_i32("x")?, out.strides_i32("out")?);
-    if rows * cols == 0 {
-        return Ok(());
-    }
-    let block = if cols <= 128 { 128 } else { 1024 };
-    softmax_kernel::launch((rows as u32,), out, x, xs[0], xs[1], os[0], cols as i32, block)
 }
 
 /// Row-wise softmax of a 2-D f32 tensor.

@@ -1,7 +1,6 @@
-//! Vector add and softmax on the CPU backend against float64 references, on contiguous
-//! tensors and on views (transposed, narrowed with a storage offset, strided).
+//! Vector add on the CPU backend against float64 references, on contiguous tensors and on
+//! views (transposed, narrowed with a storage offset, strided). Softmax is in `softmax.rs`.
 
-use examples::softmax::softmax;
 use examples::vector_add::{add, add_kernel};
 use kernel_runtime::{LaunchError, Tensor};
 use tests::worst_ratio;
@@ -73,75 +72,6 @@ fn vector_add_shape_mismatch_is_an_error() {
     let x = Tensor::<f32>::zeros(&dev, &[8]).unwrap();
     let y = Tensor::<f32>::zeros(&dev, &[9]).unwrap();
     assert!(matches!(add(&x, &y), Err(LaunchError::InvalidArgument { arg: "y", .. })));
-}
-
-#[test]
-fn softmax_rows_match_reference() {
-    let dev = tests::test_device();
-    for &(rows, cols) in &[(1usize, 1usize), (7, 100), (33, 781), (4, 1024)] {
-        let x = Tensor::<f32>::randn(&dev, &[rows, cols], 5).unwrap();
-        check_softmax(&x, &format!("{rows}x{cols}"));
-    }
-}
-
-/// Row-wise softmax of the logical elements of `x` (a `[rows, cols]` view) in float64.
-fn softmax_ref(x: &Tensor<f32>) -> Vec<f64> {
-    let (rows, cols) = (x.shape()[0], x.shape()[1]);
-    let xv = x.to_f64_vec();
-    let mut want = Vec::with_capacity(rows * cols);
-    for r in 0..rows {
-        let row = &xv[r * cols..(r + 1) * cols];
-        let mx = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-        let s: f64 = row.iter().map(|v| (v - mx).exp()).sum();
-        want.extend(row.iter().map(|v| (v - mx).exp() / s));
-    }
-    want
-}
-
-fn check_softmax(x: &Tensor<f32>, what: &str) {
-    let out = softmax(x).unwrap();
-    assert_eq!(out.shape(), x.shape(), "{what}");
-    assert!(out.is_contiguous(), "{what}");
-    let r = worst_ratio(&out.to_f64_vec(), &softmax_ref(x), 1e-7, 1e-5);
-    assert!(r <= 1.0, "{what}: ratio {r}");
-}
-
-/// Softmax reads views through their strides and storage offset: a transposed matrix (column
-/// stride = rows), a column-narrowed one (offset, row stride wider than the row), a row-narrowed
-/// one (contiguous, offset), and a transposed view narrowed on both dimensions.
-#[test]
-fn softmax_of_views_matches_reference() {
-    let dev = tests::test_device();
-    for &(rows, cols) in &[(33usize, 100usize), (9, 781)] {
-        let tall = Tensor::<f32>::randn(&dev, &[cols, rows], 6).unwrap();
-        check_softmax(&tall.t(), &format!("transposed {rows}x{cols}"));
-        let wide = Tensor::<f32>::randn(&dev, &[rows, cols + 7], 7).unwrap();
-        let x = wide.narrow(1, 3, cols).unwrap();
-        assert_eq!(x.storage_offset(), 3);
-        check_softmax(&x, &format!("column-narrowed {rows}x{cols}"));
-        let long = Tensor::<f32>::randn(&dev, &[rows + 2, cols], 8).unwrap();
-        check_softmax(&long.narrow(0, 2, rows).unwrap(), &format!("row-narrowed {rows}x{cols}"));
-        let big = Tensor::<f32>::randn(&dev, &[cols + 2, rows + 3], 9).unwrap();
-        let x = big.t().narrow(0, 1, rows).unwrap().narrow(1, 2, cols).unwrap();
-        assert_eq!((x.strides(), x.storage_offset()), (&[1, rows + 3][..], 2 * (rows + 3) + 1));
-        check_softmax(&x, &format!("transposed and narrowed {rows}x{cols}"));
-    }
-    // The case: a transposed 2x3 matrix gives the softmax of its columns.
-    let x = Tensor::from_vec(&dev, &[2, 3], vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
-    let got = softmax(&x.t()).unwrap().to_f64_vec();
-    let (a, b) = (1.0 / (1.0 + 3f64.exp()), 1.0 / (1.0 + (-3f64).exp()));
-    assert!(worst_ratio(&got, &[a, b, a, b, a, b], 1e-7, 1e-5) <= 1.0, "{got:?}");
-}
-
-#[test]
-fn softmax_refuses_what_it_cannot_do() {
-    let dev = tests::test_device();
-    let x = Tensor::<f32>::zeros(&dev, &[2, 3, 4]).unwrap();
-    let err = softmax(&x).unwrap_err();
-    assert_eq!(err.to_string(), "invalid argument `x`: expected a 2-D tensor, found shape [2, 3, 4]");
-    let x = Tensor::<f32>::zeros(&dev, &[2, 1025]).unwrap();
-    assert!(matches!(softmax(&x), Err(LaunchError::InvalidArgument { arg: "x", .. })));
-    assert_eq!(softmax(&Tensor::<f32>::zeros(&dev, &[0, 5]).unwrap()).unwrap().shape(), &[0, 5]);
 }
 
 /// `x + y` in float64 over the logical elements of two views of one shape.

@@ -1,10 +1,14 @@
 //! Layer norm (Triton's tutorial 05) against float64 references: the forward pass (rows
 //! shorter than, equal to and longer than a block, so that it loops), the backward pass (its
 //! lock-protected partial sums with several rows per group, M not a multiple of the group
-//! count), row-strided views, and the wrappers' typed errors.
+//! count), row-strided views, the f16 forward pass at each of its block sizes, and the
+//! wrappers' typed errors.
 
-use examples::layer_norm::{group_size_m, layer_norm, layer_norm_backward, MAX_BACKWARD_COLUMNS};
-use kernel_runtime::{Device, LaunchError, Tensor};
+use examples::layer_norm::{
+    f16_block_config, group_size_m, layer_norm, layer_norm_backward, layer_norm_f16, layer_norm_f16_into, layer_norm_fwd_fused_f16,
+    MAX_BACKWARD_COLUMNS,
+};
+use kernel_runtime::{f16, Device, LaunchError, MetaValue, Tensor};
 use tests::worst_ratio;
 
 /// A `[rows, cols]` f32 tensor of `scale * normal + shift` values.
@@ -176,4 +180,88 @@ fn wrong_shapes_and_layouts_are_typed_errors() {
     let (wide, wn, one) = (t(&[1, n]), t(&[n]), t(&[1]));
     let (arg, msg) = invalid(layer_norm_backward(&wide, &wide, &wn, &one, &one));
     assert!(arg == "x" && msg.contains("4096 columns"), "{arg}: {msg}");
+}
+
+/// A `[rows, cols]` f16 tensor of `scale * normal + shift` values.
+fn randn_f16(dev: &Device, shape: &[usize], seed: u64, scale: f32, shift: f32) -> Tensor<f16> {
+    let v = Tensor::<f32>::randn(dev, shape, seed).unwrap().to_vec();
+    Tensor::from_vec(dev, shape, v.into_iter().map(|x| f16::from_f32(scale * x + shift)).collect()).unwrap()
+}
+
+/// The f16 forward pass on `x` (a `[m, n]` view) against float64 from the f16 inputs: `mean`
+/// and `rstd` in f32 as in the f32 pass, `y` within its f16 rounding (2^-11 relative, and
+/// absolute for values near 0, whose error comes from the f32 terms of magnitude about 1).
+fn check_f16(x: &Tensor<f16>, seed: u64, what: &str) {
+    let dev = x.device().clone();
+    let (m, n) = (x.shape()[0], x.shape()[1]);
+    let eps = 1e-5f32;
+    let w = randn_f16(&dev, &[n], seed + 1, 1.0, 1.0);
+    let b = randn_f16(&dev, &[n], seed + 2, 1.0, 0.0);
+    let (y, mean, rstd) = layer_norm_f16(x, &w, &b, eps).unwrap();
+    assert_eq!((y.shape(), mean.shape(), rstd.shape()), (&[m, n][..], &[m][..], &[m][..]), "{what}");
+    let (want_y, want_mean, want_rstd) = forward_ref(&x.to_f64_vec(), &w.to_f64_vec(), &b.to_f64_vec(), m, n, eps as f64);
+    assert_close(&mean, &want_mean, 1e-5, 1e-5, &format!("{what}: mean"));
+    assert_close(&rstd, &want_rstd, 0.0, 1e-5, &format!("{what}: rstd"));
+    let r = worst_ratio(&y.to_f64_vec(), &want_y, 2e-3, 1e-3);
+    assert!(r <= 1.0, "{what}: y: worst error ratio {r}");
+}
+
+/// Every block size of the f16 forward pass (256 to 8192, one warp to eight), ragged and exact
+/// rows, and rows longer than the largest block (it loops).
+#[test]
+fn f16_forward_at_every_block_size() {
+    let dev = tests::test_device();
+    for (i, &(m, n)) in [(3usize, 1usize), (5, 200), (7, 512), (4, 1000), (3, 2048), (3, 3000), (2, 8192), (2, 9000)].iter().enumerate() {
+        let x = randn_f16(&dev, &[m, n], 50 + i as u64, 2.0, 0.5);
+        check_f16(&x, 500 + 10 * i as u64, &format!("f16 {m}x{n}"));
+    }
+    // The configs are the tutorial's: next power of two (at most 8192), BLOCK_SIZE / 256 warps
+    // between 1 and 8.
+    for (n, block, warps) in [(1, 256, 1), (300, 512, 2), (1024, 1024, 4), (2000, 2048, 8), (8192, 8192, 8), (20000, 8192, 8)] {
+        let c = &layer_norm_fwd_fused_f16::CONFIGS[f16_block_config(n)];
+        assert_eq!((c.get("BLOCK_SIZE"), c.num_warps), (Some(MetaValue::Int(block)), warps), "{n} columns");
+    }
+}
+
+/// f16 views with strided rows, and outputs given by the caller (`y` with strided rows).
+#[test]
+fn f16_row_strided_views_and_outputs() {
+    let dev = tests::test_device();
+    let (m, n) = (40usize, 1500usize);
+    let wide = randn_f16(&dev, &[m, n + 9], 60, 1.0, 0.25);
+    check_f16(&wide.narrow(1, 5, n).unwrap(), 600, "f16 column-narrowed");
+    let x = randn_f16(&dev, &[m, n], 61, 1.0, -1.0);
+    let w = randn_f16(&dev, &[n], 62, 1.0, 1.0);
+    let b = randn_f16(&dev, &[n], 63, 1.0, 0.0);
+    let y_wide = Tensor::<f16>::full(&dev, &[m, n + 4], f16::from_f32(-7.0)).unwrap();
+    let y = y_wide.narrow(1, 4, n).unwrap();
+    let (mean, rstd) = (Tensor::<f32>::zeros(&dev, &[m]).unwrap(), Tensor::<f32>::zeros(&dev, &[m]).unwrap());
+    layer_norm_f16_into(&x, &w, &b, 1e-5, &y, &mean, &rstd).unwrap();
+    let (want_y, _, _) = forward_ref(&x.to_f64_vec(), &w.to_f64_vec(), &b.to_f64_vec(), m, n, 1e-5);
+    assert!(worst_ratio(&y.to_f64_vec(), &want_y, 2e-3, 1e-3) <= 1.0);
+    assert!(y_wide.to_vec().chunks(n + 4).all(|r| r[..4] == [f16::from_f32(-7.0); 4]));
+}
+
+#[test]
+fn f16_wrong_shapes_and_layouts_are_typed_errors() {
+    let dev = tests::test_device();
+    let h = |shape: &[usize]| Tensor::<f16>::zeros(&dev, shape).unwrap();
+    let f = |shape: &[usize]| Tensor::<f32>::zeros(&dev, shape).unwrap();
+    let arg = |r: Result<(), LaunchError>| match r {
+        Err(LaunchError::InvalidArgument { arg, .. }) => arg,
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    };
+    let (x, w, y, mean) = (h(&[4, 6]), h(&[6]), h(&[4, 6]), f(&[4]));
+    assert_eq!(arg(layer_norm_f16(&h(&[2, 3, 6]), &w, &w, 1e-5).map(drop)), "x");
+    assert_eq!(arg(layer_norm_f16(&h(&[4, 0]), &h(&[0]), &h(&[0]), 1e-5).map(drop)), "x");
+    assert_eq!(arg(layer_norm_f16(&h(&[6, 4]).t(), &w, &w, 1e-5).map(drop)), "x");
+    assert_eq!(arg(layer_norm_f16(&x, &h(&[5]), &w, 1e-5).map(drop)), "weight");
+    assert_eq!(arg(layer_norm_f16(&x, &w, &h(&[6, 1]), 1e-5).map(drop)), "bias");
+    assert_eq!(arg(layer_norm_f16(&x, &w, &w, f32::INFINITY).map(drop)), "eps");
+    assert_eq!(arg(layer_norm_f16_into(&x, &w, &w, 1e-5, &h(&[4, 5]), &mean, &mean)), "y");
+    assert_eq!(arg(layer_norm_f16_into(&x, &w, &w, 1e-5, &h(&[6, 4]).t(), &mean, &mean)), "y");
+    assert_eq!(arg(layer_norm_f16_into(&x, &w, &w, 1e-5, &y, &f(&[3]), &mean)), "mean");
+    assert_eq!(arg(layer_norm_f16_into(&x, &w, &w, 1e-5, &y, &mean, &f(&[4, 1]))), "rstd");
+    let (y, mean, rstd) = layer_norm_f16(&h(&[0, 5]), &h(&[5]), &h(&[5]), 1e-5).unwrap();
+    assert_eq!((y.shape(), mean.shape(), rstd.shape()), (&[0, 5][..], &[0][..], &[0][..]));
 }

@@ -19,5 +19,6 @@ mod numerics;
 mod random;
 mod reductions;
 mod scans;
+mod softmax;
 mod tensors;
 mod types;
