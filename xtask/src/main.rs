@@ -7,7 +7,7 @@ mod downstream;
 mod package;
 mod ptx;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use std::io::{BufRead, BufReader, IsTerminal};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -32,6 +32,13 @@ commands:
                [--square-only | --nonsquare-only] [--sizes 512,1024] [--warmup-ms MS]
                [--rep-ms MS] [--no-flush] [--progress]
                Triton's numbers on the same shapes: python3 scripts/triton_matmul_bench.py
+  bench memory the memory-bound kernels (vector add, softmax f32/f16 with the online
+               kernel for long rows, layer norm forward f16) in GB/s against the copy
+               bandwidth measured in the same run; with Triton and PyTorch importable, their
+               tutorial kernels and PyTorch on the same shapes and a table of ratios
+               (`bench vector_add`, `bench softmax`, `bench layer_norm`: one kernel)
+               [--out DIR] (default target/bench: memory.csv, triton-memory.csv,
+               memory-compare.md)
   build-ptx    build device crates to PTX, check them with ptxas, write manifests
                [--arch sm_80|sm_90|sm_90a|all]... (default sm_90a)
                [--crate PATH]... (default: xtask/ptx-smoke) [--release] (always release)
@@ -216,9 +223,42 @@ fn bench(rest: &[String]) -> Result<()> {
             }
             cargo(&["run", "--release", "--quiet", "-p", "examples", "--example", "bench_matmul", "--"], &rest[1..])
         }
-        Some(other) => bail!("unknown benchmark `{other}` (available: matmul)\n\n{HELP}"),
+        Some(kernel @ ("memory" | "vector_add" | "softmax" | "layer_norm")) => bench_memory(kernel, &rest[1..]),
+        Some(other) => bail!("unknown benchmark `{other}` (available: matmul, memory, vector_add, softmax, layer_norm)\n\n{HELP}"),
         None => bail!("which benchmark? `cargo xtask bench matmul [--quick]`\n\n{HELP}"),
     }
+}
+
+/// `cargo xtask bench memory|vector_add|softmax|layer_norm [--out DIR]`: the memory-bound
+/// kernels (`memory`: all three) against the copy bandwidth (`bench_memory`), then, when
+/// `python3` can import Triton, Triton's tutorial kernels and PyTorch on the same shapes
+/// (`scripts/triton_memory_bench.py`) and the table of ratios (`scripts/memory_compare.py`).
+fn bench_memory(kernel: &str, rest: &[String]) -> Result<()> {
+    let out = match rest {
+        [] => root().join("target/bench"),
+        [flag, dir] if flag == "--out" => PathBuf::from(dir),
+        _ => bail!("usage: cargo xtask bench {kernel} [--out DIR]"),
+    };
+    let only = if kernel == "memory" { "vector_add,softmax,layer_norm" } else { kernel };
+    let Some(arch) = gpu_arch() else {
+        bail!("`cargo xtask bench {kernel}` needs a GPU (nvidia-smi found none)");
+    };
+    ptx::build_ptx(&root(), &ptx::Options::parse(&root(), &["--arch".to_string(), arch])?)?;
+    let out_s = out.to_string_lossy().to_string();
+    let args = ["--only".to_string(), only.to_string(), "--out".to_string(), out_s.clone()];
+    cargo(&["run", "--release", "--quiet", "-p", "examples", "--example", "bench_memory", "--"], &args)?;
+    let has_triton = Command::new("python3").args(["-c", "import triton, torch"]).status().is_ok_and(|s| s.success());
+    if !has_triton {
+        println!("bench {kernel}: python3 cannot import triton and torch; Triton's and PyTorch's numbers are left out");
+        return Ok(());
+    }
+    let script = |name: &str| root().join("scripts").join(name).to_string_lossy().to_string();
+    let status = Command::new("python3").args([script("triton_memory_bench.py"), "--only".into(), only.into(), "--out".into(), out_s.clone()]).status()?;
+    ensure!(status.success(), "scripts/triton_memory_bench.py failed ({status})");
+    let md = out.join("memory-compare.md").to_string_lossy().to_string();
+    let status = Command::new("python3").args([script("memory_compare.py"), out_s.clone(), out_s, "--out".into(), md]).status()?;
+    ensure!(status.success(), "scripts/memory_compare.py failed ({status})");
+    Ok(())
 }
 
 /// The PTX architecture of the first GPU, when `nvidia-smi` reports one.
