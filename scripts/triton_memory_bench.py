@@ -214,7 +214,9 @@ def layer_norm(x, weight, bias, eps, y, mean, rstd):
 
 
 def median_ms(fn):
-    return triton.testing.do_bench(fn, warmup=25, rep=100, quantiles=[0.5])[0]
+    # Triton 3.6 returns a float for a single quantile, older versions a list.
+    r = triton.testing.do_bench(fn, warmup=25, rep=100, quantiles=[0.5])
+    return r[0] if isinstance(r, (list, tuple)) else r
 
 
 def gbps(nbytes, ms):

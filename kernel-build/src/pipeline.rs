@@ -517,17 +517,18 @@ fn print_table(ptx: &Path, arch: &str, rows: &[(&PtxEntry, &FunctionReport)]) {
     let _ = writeln!(s, "{} ({arch}):", ptx.display());
     let _ = writeln!(
         s,
-        "  {:width$}  {:>5}  {:>10}  {:>8}  {:>12}",
-        "entry", "regs", "smem (B)", "barriers", "spills st/ld"
+        "  {:width$}  {:>5}  {:>10}  {:>8}  {:>9}  {:>12}",
+        "entry", "regs", "smem (B)", "barriers", "stack (B)", "spills st/ld"
     );
     for (e, r) in rows {
         let _ = writeln!(
             s,
-            "  {:width$}  {:>5}  {:>10}  {:>8}  {:>12}",
+            "  {:width$}  {:>5}  {:>10}  {:>8}  {:>9}  {:>12}",
             e.name,
             r.registers,
             r.shared_bytes,
             r.barriers,
+            r.stack_frame_bytes,
             format!("{}/{}", r.spill_store_bytes, r.spill_load_bytes)
         );
     }

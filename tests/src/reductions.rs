@@ -36,8 +36,21 @@ pub fn reduce_3d<const B: i32>(x: Ptr<f16>, out: Ptr<f32>) {
 
 /// Row and column reductions of an `[M, N]` f16 `dot` result (K = 32) in its tensor-core layout,
 /// as flash attention reduces its scores: `rmax` = row maxima, `rsum` = row sums of
-/// `exp(s - rmax)`, `csum` = column sums.
-#[kernel(M = [64, 128], N = [64, 128], num_warps = [4, 8])]
+/// `exp(s - rmax)`, `csum` = column sums. The configs cover one and two warpgroups, warps side by
+/// side along N, and a block too large for the accumulator budget (off the tensor cores). Not
+/// among them: 128 rows on one warpgroup, where ptxas serializes this kernel's lone `wgmma`s.
+#[kernel]
+#[autotune(
+    configs = [
+        config(M = 64, N = 64, num_warps = 4),
+        config(M = 64, N = 128, num_warps = 4),
+        config(M = 64, N = 64, num_warps = 8),
+        config(M = 128, N = 64, num_warps = 8),
+        config(M = 128, N = 128, num_warps = 8),
+        config(M = 128, N = 128, num_warps = 4),
+    ],
+    key = [],
+)]
 pub fn dot_reductions<const M: i32, const N: i32>(a: Ptr<f16>, b: Ptr<f16>, rmax: Ptr<f32>, rsum: Ptr<f32>, csum: Ptr<f32>) {
     let m = arange(0, M);
     let n = arange(0, N);

@@ -36,6 +36,11 @@ mod reduce;
 mod split;
 mod vector;
 
+/// The most elements of a block per thread for which cyclic slot loops are unrolled (see
+/// `DevGen::slot_loop`): 64 values of 32 bits leave room for a second such block and the
+/// kernel's other values in 255 registers.
+const MAX_UNROLLED_SLOTS: usize = 64;
+
 #[derive(Clone, Debug)]
 enum LocalKind {
     Scalar,
@@ -226,6 +231,8 @@ struct DevGen<'a> {
     tail: RefCell<Option<(LocalId, TokenStream)>>,
     /// The loop a launch may split over several blocks per program (`split.rs`).
     split: Option<split::SplitLoop>,
+    /// Whether cyclic slot loops are unrolled (`slot_loop`).
+    unroll_slots: bool,
 }
 
 fn elem_size(e: &Elem) -> usize {
@@ -285,7 +292,9 @@ impl<'a> DevGen<'a> {
             last: Cell::new(false),
             tail: RefCell::new(None),
             split: None,
+            unroll_slots: false,
         };
+        g.unroll_slots = g.shapes.iter().all(|s| g.per_thread(s.iter().product()) <= MAX_UNROLLED_SLOTS);
         g.kinds = g.classify_locals();
         g.layouts = g.assign_layouts();
         g.ptr_roots = g.pointer_roots();
@@ -613,6 +622,18 @@ impl<'a> DevGen<'a> {
     fn unrolled(&self, n: usize, var: TokenStream, body: TokenStream) -> TokenStream {
         let d = &self.d;
         quote!(#d::unroll::<#n, _>(#[inline(always)] |#var: usize| { #body });)
+    }
+
+    /// `body` for `var` in `0..n` over the register slots (or chunks) of a cyclic block: unrolled
+    /// ([`Self::unrolled`]) when every block of the kernel holds at most [`MAX_UNROLLED_SLOTS`]
+    /// elements per thread, so that the slot indices are constants and the per-thread arrays
+    /// stay in registers; a loop otherwise (a block too large for registers lives in local
+    /// memory, and unrolling the code around it only adds register pressure).
+    fn slot_loop(&self, n: usize, var: TokenStream, body: TokenStream) -> TokenStream {
+        if self.unroll_slots {
+            return self.unrolled(n, var, body);
+        }
+        quote!(for #var in 0..#n { #body })
     }
 
     /// Flat index of register slot `j` of this thread in an `mma` layout.
@@ -977,8 +998,8 @@ impl<'a> DevGen<'a> {
         (quote!(#(#stage_code)* #d::bar_sync();), quote!(#d::bar_sync();))
     }
 
-    /// `body` for every register slot of this thread: a loop in the cyclic layout, unrolled
-    /// in the `mma` layout (so accumulator arrays stay in registers).
+    /// `body` for every register slot of this thread, unrolled in the `mma` layout (so accumulator
+    /// arrays stay in registers) and in the cyclic layout as [`Self::slot_loop`] decides.
     fn for_each_slot(&self, numel: usize, layout: Layout, body: TokenStream) -> TokenStream {
         match layout {
             Layout::Cyclic if self.vec_width(numel) > 1 => {
@@ -986,22 +1007,18 @@ impl<'a> DevGen<'a> {
                 let chunks = self.per_thread(numel) / v;
                 // Every chunk is whole and in range (see `vec_width`).
                 let copies = self.unrolled(v, quote!(__v), quote!(let __j: usize = __jc * #v + __v; let __f: usize = __f0 + __v; #body));
-                quote! {
-                    for __jc in 0..#chunks {
-                        let __f0: usize = (__jc * #threads + __tid) * #v;
-                        #copies
-                    }
-                }
+                self.slot_loop(chunks, quote!(__jc), quote! {
+                    let __f0: usize = (__jc * #threads + __tid) * #v;
+                    #copies
+                })
             }
             Layout::Cyclic => {
                 let threads = self.threads;
                 let pt = self.per_thread(numel);
-                quote! {
-                    for __j in 0..#pt {
-                        let __f = __tid + __j * #threads;
-                        if __f < #numel { #body }
-                    }
-                }
+                self.slot_loop(pt, quote!(__j), quote! {
+                    let __f = __tid + __j * #threads;
+                    if __f < #numel { #body }
+                })
             }
             Layout::Mma { .. } => {
                 let f = Self::mma_flat_at(layout, &quote!(__j));

@@ -95,15 +95,16 @@ impl DevGen<'_> {
         }
         let chunks = self.per_thread(numel) / v;
         let copies = self.unrolled(v, quote!(__v), quote!(let __j: usize = __jc * #v + __v; let __f: usize = __f0 + __v; #b));
+        let chunk = self.slot_loop(chunks, quote!(__jc), quote! {
+            let __f0: usize = (__jc * #threads + __tid) * #v;
+            #decls
+            #(#load_code)*
+            #copies
+            #after
+        });
         quote! {
             #pre
-            for __jc in 0..#chunks {
-                let __f0: usize = (__jc * #threads + __tid) * #v;
-                #decls
-                #(#load_code)*
-                #copies
-                #after
-            }
+            #chunk
             #post
         }
     }

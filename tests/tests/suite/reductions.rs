@@ -50,23 +50,28 @@ fn three_axes_of_a_3d_block() {
 
 #[test]
 fn rows_and_columns_of_a_dot_result() {
+    use kernel_runtime::MetaValue;
     let dev = tests::test_device();
-    for (m, n) in [(64usize, 64usize), (64, 128), (128, 64), (128, 128)] {
+    for (config, c) in dot_reductions::CONFIGS.iter().enumerate() {
+        let meta = |name: &str| match c.meta.iter().find(|(n, _)| *n == name) {
+            Some((_, MetaValue::Int(v))) => *v as usize,
+            other => panic!("config {config}: {name} is {other:?}"),
+        };
+        let (m, n) = (meta("M"), meta("N"));
         let (a, av) = tests::randn_f16(&dev, m, 32, 60 + m as u64);
         let (b, bv) = tests::randn_f16(&dev, 32, n, 61 + n as u64);
         let s = tests::matmul_ref(&av, &bv, m, n, 32, tests::identity);
         let rmax_want: Vec<f64> = (0..m).map(|i| s[i * n..(i + 1) * n].iter().copied().fold(f64::NEG_INFINITY, f64::max)).collect();
         let rsum_want: Vec<f64> = (0..m).map(|i| s[i * n..(i + 1) * n].iter().map(|v| (v - rmax_want[i]).exp()).sum()).collect();
         let csum_want: Vec<f64> = (0..n).map(|j| (0..m).map(|i| s[i * n + j]).sum()).collect();
-        for config in 0..dot_reductions::CONFIGS.len() {
-            let rmax = Tensor::<f32>::full(&dev, &[m], f32::NAN).unwrap();
-            let rsum = Tensor::<f32>::full(&dev, &[m], f32::NAN).unwrap();
-            let csum = Tensor::<f32>::full(&dev, &[n], f32::NAN).unwrap();
-            dot_reductions::launch_config(config, (1,), &a, &b, &rmax, &rsum, &csum, m as i32, n as i32).unwrap();
-            // f32 accumulation of 32 products of f16 values, then sums of up to 128 terms.
-            assert!(worst_ratio(&rmax.to_f64_vec(), &rmax_want, 1e-3, 1e-4) <= 1.0, "[{m}, {n}] config {config}: row maxima");
-            assert!(worst_ratio(&rsum.to_f64_vec(), &rsum_want, 1e-3, 1e-4) <= 1.0, "[{m}, {n}] config {config}: row sums of exp");
-            assert!(worst_ratio(&csum.to_f64_vec(), &csum_want, 1e-2, 1e-4) <= 1.0, "[{m}, {n}] config {config}: column sums");
-        }
+        let rmax = Tensor::<f32>::full(&dev, &[m], f32::NAN).unwrap();
+        let rsum = Tensor::<f32>::full(&dev, &[m], f32::NAN).unwrap();
+        let csum = Tensor::<f32>::full(&dev, &[n], f32::NAN).unwrap();
+        dot_reductions::launch_config(config, (1,), &a, &b, &rmax, &rsum, &csum).unwrap();
+        // f32 accumulation of 32 products of f16 values, then sums of up to 128 terms.
+        let what = format!("[{m}, {n}], {} warps", c.num_warps);
+        assert!(worst_ratio(&rmax.to_f64_vec(), &rmax_want, 1e-3, 1e-4) <= 1.0, "{what}: row maxima");
+        assert!(worst_ratio(&rsum.to_f64_vec(), &rsum_want, 1e-3, 1e-4) <= 1.0, "{what}: row sums of exp");
+        assert!(worst_ratio(&csum.to_f64_vec(), &csum_want, 1e-2, 1e-4) <= 1.0, "{what}: column sums");
     }
 }

@@ -46,14 +46,20 @@ pub unsafe extern "ptx-kernel" fn control_flow__BLOCK_128(
       return;
     } else {}
     let mut acc_3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 128usize {
-        acc_3[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0i64,
-        );
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          acc_3[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+            0i64,
+          );
+        }
+      },
+    );
     {
       let __start: i32 = (0i32);
       let __end: i32 = __p_reps;
@@ -63,59 +69,65 @@ pub unsafe extern "ptx-kernel" fn control_flow__BLOCK_128(
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
         let i_4: i32 = __i;
-        for __j in 0..1usize {
-          let __f = __tid + __j * 128usize;
-          if __f < 128usize {
-            acc_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-              acc_3[__j],
-              <f32 as ::kernel_std::__private::device::Num>::mul(
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                    __p_n,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_x,
-                      __len_x,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f = __tid + __j * 128usize;
+            if __f < 128usize {
+              acc_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                acc_3[__j],
+                <f32 as ::kernel_std::__private::device::Num>::mul(
                   {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      __p_x,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                      __p_n,
                     )
-                  }
-                },
-                ::kernel_std::__private::device::cast::<i32, f32>(i_4),
-              ),
-            );
-          }
-        }
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_x,
+                        __len_x,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    }
+                  },
+                  ::kernel_std::__private::device::cast::<i32, f32>(i_4),
+                ),
+              );
+            }
+          },
+        );
         __i = match __i.checked_add(__step) {
           Some(n) => n,
           None => break,
@@ -144,93 +156,113 @@ pub unsafe extern "ptx-kernel" fn control_flow__BLOCK_128(
       scale_5,
       <f32 as ::kernel_std::__private::device::Elem>::from_f64(0f64),
     ) {
-      for __j in 0..1usize {
-        let __f = __tid + __j * 128usize;
-        if __f < 128usize {
-          acc_3[__j] = <f32 as ::kernel_std::__private::device::Float>::exp(
-            <f32 as ::kernel_std::__private::device::Num>::mul(
-              acc_3[__j],
-              scale_5,
-            ),
-          );
-        }
-      }
-    } else {
-      for __j in 0..1usize {
-        let __f = __tid + __j * 128usize;
-        if __f < 128usize {
-          acc_3[__j] = if <i32 as ::kernel_std::__private::device::Num>::eq(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32).wrapping_add((__f) as i32),
-              ),
-              (2i32),
-            ),
-            (0i32),
-          ) {
-            acc_3[__j]
-          } else {
-            <f32 as ::kernel_std::__private::device::Num>::neg(acc_3[__j])
-          };
-        }
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 128usize {
-        if <i32 as ::kernel_std::__private::device::Num>::lt(
-          <i32 as ::kernel_std::__private::device::Num>::add(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              pid_0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                128i64,
-              ),
-            ),
-            (0i32).wrapping_add((__f) as i32),
-          ),
-          __p_n,
-        ) {
-          {
-            let __a = ::kernel_std::__private::device::ptr_add(
-              __p_out,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32).wrapping_add((__f) as i32),
+      ::kernel_std::__private::device::unroll::<
+        1usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f = __tid + __j * 128usize;
+          if __f < 128usize {
+            acc_3[__j] = <f32 as ::kernel_std::__private::device::Float>::exp(
+              <f32 as ::kernel_std::__private::device::Num>::mul(
+                acc_3[__j],
+                scale_5,
               ),
             );
-            if ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_out,
-              __len_out,
-              __fault,
-              __tag,
-              1u32,
-              ::core::line!(),
+          }
+        },
+      );
+    } else {
+      ::kernel_std::__private::device::unroll::<
+        1usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f = __tid + __j * 128usize;
+          if __f < 128usize {
+            acc_3[__j] = if <i32 as ::kernel_std::__private::device::Num>::eq(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                ),
+                (2i32),
+              ),
+              (0i32),
             ) {
-              ::kernel_std::__private::device::store(
-                __a,
-                ::kernel_std::__private::device::cast::<
-                  f32,
-                  ::kernel_std::__private::device::F16,
-                >(acc_3[__j]),
+              acc_3[__j]
+            } else {
+              <f32 as ::kernel_std::__private::device::Num>::neg(
+                acc_3[__j],
+              )
+            };
+          }
+        },
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                pid_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  128i64,
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            ),
+            __p_n,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                ),
               );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_out,
+                __len_out,
+                __fault,
+                __tag,
+                1u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  ::kernel_std::__private::device::cast::<
+                    f32,
+                    ::kernel_std::__private::device::F16,
+                  >(acc_3[__j]),
+                );
+              }
             }
           }
         }
-      }
-    }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
     if __tid == 0 {
       {

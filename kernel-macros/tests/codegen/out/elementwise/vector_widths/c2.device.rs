@@ -29,133 +29,139 @@ pub unsafe extern "ptx-kernel" fn vector_widths__c2(
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 64usize;
-      if __f < 32usize {
-        if <i32 as ::kernel_std::__private::device::Num>::lt(
-          <i32 as ::kernel_std::__private::device::Num>::add(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              ::kernel_std::__private::device::program_id(0u32),
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                32i64,
-              ),
-            ),
-            (0i32).wrapping_add((__f) as i32),
-          ),
-          __p_n,
-        ) {
-          {
-            let __a = ::kernel_std::__private::device::ptr_add(
-              __p_out,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 64usize;
+        if __f < 32usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(0u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
                 ),
-                (0i32).wrapping_add((__f) as i32),
               ),
-            );
-            if ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_out,
-              __len_out,
-              __fault,
-              __tag,
-              2u32,
-              ::core::line!(),
-            ) {
-              ::kernel_std::__private::device::store(
-                __a,
-                <f32 as ::kernel_std::__private::device::Num>::add(
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      __p_x,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add((__f) as i32),
-                      ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add((__f) as i32),
-                      ),
-                      __p_n,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_x,
-                        __len_x,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    }
-                  },
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      __p_y,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add((__f) as i32),
-                      ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add((__f) as i32),
-                      ),
-                      __p_n,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_y,
-                        __len_y,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    }
-                  },
+              (0i32).wrapping_add((__f) as i32),
+            ),
+            __p_n,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
                 ),
               );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_out,
+                __len_out,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  <f32 as ::kernel_std::__private::device::Num>::add(
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        __p_x,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(0u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(0u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_n,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_x,
+                          __len_x,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <f32 as ::core::default::Default>::default()
+                      }
+                    },
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        __p_y,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(0u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(0u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_n,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_y,
+                          __len_y,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <f32 as ::core::default::Default>::default()
+                      }
+                    },
+                  ),
+                );
+              }
             }
           }
         }
-      }
-    }
+      },
+    );
   }
 }
 #[no_mangle]

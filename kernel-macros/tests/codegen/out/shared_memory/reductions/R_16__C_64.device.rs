@@ -34,223 +34,235 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut v_2: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
-    for __jc in 0..2usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-      let __ld0: [f32; 4usize] = {
-        let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_x,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 0usize);
-                    0usize + ((__pf / 64usize) % 16usize) * 1usize
-                  }) as i32,
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let __ld0: [f32; 4usize] = {
+          let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 64usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
                 ),
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                64i64,
               ),
             ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 0usize);
-                0usize + ((__pf / 1usize) % 64usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_x,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 1usize);
-                    0usize + ((__pf / 64usize) % 16usize) * 1usize
-                  }) as i32,
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 1usize);
+                      0usize + ((__pf / 64usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
                 ),
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                64i64,
               ),
             ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 1usize);
-                0usize + ((__pf / 1usize) % 64usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_x,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 2usize);
-                    0usize + ((__pf / 64usize) % 16usize) * 1usize
-                  }) as i32,
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 1usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 2usize);
+                      0usize + ((__pf / 64usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
                 ),
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                64i64,
               ),
             ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 2usize);
-                0usize + ((__pf / 1usize) % 64usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_x,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 3usize);
-                    0usize + ((__pf / 64usize) % 16usize) * 1usize
-                  }) as i32,
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 2usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 3usize);
+                      0usize + ((__pf / 64usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
                 ),
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                64i64,
               ),
             ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 3usize);
-                0usize + ((__pf / 1usize) % 64usize) * 1usize
-              }) as i32,
-            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 3usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          if true && (__q0 as usize) % 16usize == 0
+            && (__q1 as usize) == (__q0 as usize) + 4usize
+            && (__q2 as usize) == (__q0 as usize) + 8usize
+            && (__q3 as usize) == (__q0 as usize) + 12usize
+            && ::kernel_std::__private::device::fits(
+              __q0,
+              __p_x,
+              __len_x,
+              4usize,
+            )
+          {
+            ::kernel_std::__private::device::load_vec::<f32, 4usize>(__q0)
+          } else {
+            [
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q0,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q0)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q1,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q1)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q2,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q2)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q3,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q3)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+            ]
+          }
+        };
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            v_2[__j] = __ld0[__v];
+          },
         );
-        if true && (__q0 as usize) % 16usize == 0
-          && (__q1 as usize) == (__q0 as usize) + 4usize
-          && (__q2 as usize) == (__q0 as usize) + 8usize
-          && (__q3 as usize) == (__q0 as usize) + 12usize
-          && ::kernel_std::__private::device::fits(
-            __q0,
-            __p_x,
-            __len_x,
-            4usize,
-          )
-        {
-          ::kernel_std::__private::device::load_vec::<f32, 4usize>(__q0)
-        } else {
-          [
-            if true
-              && ::kernel_std::__private::device::in_bounds(
-                __q0,
-                __p_x,
-                __len_x,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q0)
-            } else {
-              <f32 as ::core::default::Default>::default()
-            },
-            if true
-              && ::kernel_std::__private::device::in_bounds(
-                __q1,
-                __p_x,
-                __len_x,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q1)
-            } else {
-              <f32 as ::core::default::Default>::default()
-            },
-            if true
-              && ::kernel_std::__private::device::in_bounds(
-                __q2,
-                __p_x,
-                __len_x,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q2)
-            } else {
-              <f32 as ::core::default::Default>::default()
-            },
-            if true
-              && ::kernel_std::__private::device::in_bounds(
-                __q3,
-                __p_x,
-                __len_x,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q3)
-            } else {
-              <f32 as ::core::default::Default>::default()
-            },
-          ]
-        }
-      };
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          v_2[__j] = __ld0[__v];
-        },
-      );
-    }
+      },
+    );
     let mut __red1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
     let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 4usize];
-    for __jc in 0..2usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          let __x = v_2[__j];
-          let __i: usize = {
-            const __L: [usize; 8usize] = [
-              0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
-              3usize,
-            ];
-            __L[__j]
-          };
-          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-            __p[__i],
-            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-          );
-        },
-      );
-    }
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = v_2[__j];
+            let __i: usize = {
+              const __L: [usize; 8usize] = [
+                0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
+                3usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       4usize,
       _,
@@ -308,49 +320,61 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 64usize {
-        __red1[__j] = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = (__f) * 4usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-        };
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          __red1[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 4usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+            );
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 1usize];
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 64usize {
-        let __x = __red1[__j];
-        let __i: usize = {
-          const __L: [usize; 1usize] = [0usize];
-          __L[__j]
-        };
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-        );
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          let __x = __red1[__j];
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        }
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -441,31 +465,37 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
     let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 2usize];
-    for __jc in 0..2usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          let __x = v_2[__j];
-          let __i: usize = {
-            const __L: [usize; 8usize] = [
-              0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
-              1usize,
-            ];
-            __L[__j]
-          };
-          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-            __p[__i],
-            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-          );
-        },
-      );
-    }
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = v_2[__j];
+            let __i: usize = {
+              const __L: [usize; 8usize] = [
+                0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
+                1usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       2usize,
       _,
@@ -525,70 +555,88 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 16usize {
-        __red3[__j] = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = (__f) * 1usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-        };
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          __red3[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 1usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 16usize {
-        {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(__p_out, (1i32)),
-            (0i32).wrapping_add((__f) as i32),
-          );
-          if ::kernel_std::__private::device::in_bounds(
-            __a,
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            3u32,
-            ::core::line!(),
-          ) {
-            ::kernel_std::__private::device::store(__a, __red3[__j]);
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(__p_out, (1i32)),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __red3[__j]);
+            }
           }
         }
-      }
-    }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
     let mut __red4: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
     let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
-    for __jc in 0..2usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          let __x = v_2[__j];
-          let __i: usize = {
-            const __L: [usize; 8usize] = [
-              0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
-              3usize,
-            ];
-            __L[__j]
-          };
-          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-            __p[__i],
-            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-          );
-        },
-      );
-    }
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = v_2[__j];
+            let __i: usize = {
+              const __L: [usize; 8usize] = [
+                0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
+                3usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       4usize,
       _,
@@ -646,127 +694,145 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 64usize {
-        __red4[__j] = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = (__f) * 4usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-        };
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          __red4[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 4usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::max(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::max(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::max(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+            );
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 64usize {
-        {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(__p_out, (1i32)),
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                16i64,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(__p_out, (1i32)),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
               ),
-            ),
-            (0i32).wrapping_add((__f) as i32),
-          );
-          if ::kernel_std::__private::device::in_bounds(
-            __a,
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            3u32,
-            ::core::line!(),
-          ) {
-            ::kernel_std::__private::device::store(__a, __red4[__j]);
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __red4[__j]);
+            }
           }
         }
-      }
-    }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
     let mut __red5: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
     let mut __p: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Bounds>::highest(); 2usize];
-    for __jc in 0..2usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          let __x = {
-            let __a = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_i,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 16usize) * 1usize
-                      }) as i32,
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_i,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 64usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
                     ),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
                   ),
                 ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_i,
+                  __len_i,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <i32 as ::core::default::Default>::default()
+              }
+            };
+            let __i: usize = {
+              const __L: [usize; 8usize] = [
+                0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
+                1usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+              __p[__i],
+              (__x),
             );
-            if true
-              && ::kernel_std::__private::device::in_bounds(
-                __a,
-                __p_i,
-                __len_i,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__a)
-            } else {
-              <i32 as ::core::default::Default>::default()
-            }
-          };
-          let __i: usize = {
-            const __L: [usize; 8usize] = [
-              0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
-              1usize,
-            ];
-            __L[__j]
-          };
-          __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-            __p[__i],
-            (__x),
-          );
-        },
-      );
-    }
+          },
+        );
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       2usize,
       _,
@@ -826,115 +892,133 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 16usize {
-        __red5[__j] = {
-          let __po = __smem.add(0usize) as *mut i32;
-          let __o: usize = (__f) * 1usize;
-          let mut __a: i32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          (__a)
-        };
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          __red5[__j] = {
+            let __po = __smem.add(0usize) as *mut i32;
+            let __o: usize = (__f) * 1usize;
+            let mut __a: i32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            (__a)
+          };
+        }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 16usize {
-        {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            __p_out_i,
-            (0i32).wrapping_add((__f) as i32),
-          );
-          if ::kernel_std::__private::device::in_bounds(
-            __a,
-            __p_out_i,
-            __len_out_i,
-            __fault,
-            __tag,
-            4u32,
-            ::core::line!(),
-          ) {
-            ::kernel_std::__private::device::store(__a, __red5[__j]);
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_out_i,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_out_i,
+              __len_out_i,
+              __fault,
+              __tag,
+              4u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __red5[__j]);
+            }
           }
         }
-      }
-    }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
     let mut __red6: [::kernel_std::__private::device::F16; 1usize] = unsafe {
       ::core::mem::zeroed()
     };
     let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
-    for __jc in 0..2usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          let __x = {
-            let __a = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_h,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 16usize) * 1usize
-                      }) as i32,
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_h,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 64usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
                     ),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
                   ),
                 ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_h,
+                  __len_h,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            };
+            let __i: usize = {
+              const __L: [usize; 8usize] = [
+                0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
+                3usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+              __p[__i],
+              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
+                __x,
               ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
             );
-            if true
-              && ::kernel_std::__private::device::in_bounds(
-                __a,
-                __p_h,
-                __len_h,
-                __fault,
-                __tag,
-                1u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__a)
-            } else {
-              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-            }
-          };
-          let __i: usize = {
-            const __L: [usize; 8usize] = [
-              0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
-              3usize,
-            ];
-            __L[__j]
-          };
-          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-            __p[__i],
-            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
-              __x,
-            ),
-          );
-        },
-      );
-    }
+          },
+        );
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       4usize,
       _,
@@ -992,57 +1076,69 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 64usize {
-        __red6[__j] = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = (__f) * 4usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-            __a,
-          )
-        };
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          __red6[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 4usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::max(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::max(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::max(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+            );
+            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+              __a,
+            )
+          };
+        }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 64usize {
-        {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            __p_out_h,
-            (0i32).wrapping_add((__f) as i32),
-          );
-          if ::kernel_std::__private::device::in_bounds(
-            __a,
-            __p_out_h,
-            __len_out_h,
-            __fault,
-            __tag,
-            5u32,
-            ::core::line!(),
-          ) {
-            ::kernel_std::__private::device::store(__a, __red6[__j]);
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_out_h,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_out_h,
+              __len_out_h,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __red6[__j]);
+            }
           }
         }
-      }
-    }
+      },
+    );
   }
 }
 #[no_mangle]

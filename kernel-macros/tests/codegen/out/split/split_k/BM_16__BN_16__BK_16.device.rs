@@ -2257,132 +2257,150 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
       a_ptrs_3_off += __n * __st3;
       b_ptrs_4_off += __n * __st4;
     }
-    for __jc in 0..2usize {
-      let __f0: usize = (__jc * 32usize + __tid) * 4usize;
-      let mut __sp: [*mut ::kernel_std::__private::device::F16; 4usize] = [::core::ptr::null_mut(); 4usize];
-      let mut __sv: [::kernel_std::__private::device::F16; 4usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 4usize];
-      let mut __sm: [bool; 4usize] = [false; 4usize];
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_a_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 32usize + __tid) * 4usize;
+        let mut __sp: [*mut ::kernel_std::__private::device::F16; 4usize] = [::core::ptr::null_mut(); 4usize];
+        let mut __sv: [::kernel_std::__private::device::F16; 4usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 4usize];
+        let mut __sm: [bool; 4usize] = [false; 4usize];
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_a_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
                         ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
                       ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
+                      __p_M,
                     ),
-                    __p_M,
+                    __p_K,
                   ),
-                  __p_K,
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
               ),
-            ),
-            a_ptrs_3_off,
-          );
-          __sv[__v] = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_i64(
-            0i64,
-          );
-          __sm[__v] = true;
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
-        && (__sp[0] as usize) % 8usize == 0
-        && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-        && (__sp[2usize] as usize) == (__sp[0] as usize) + 4usize
-        && (__sp[3usize] as usize) == (__sp[0] as usize) + 6usize
-        && ::kernel_std::__private::device::fits(
-          __sp[0],
-          __p_a_ptr,
-          __len_a_ptr,
-          4usize,
-        )
-      {
-        ::kernel_std::__private::device::store_vec::<
-          ::kernel_std::__private::device::F16,
-          4usize,
-        >(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
+              a_ptrs_3_off,
+            );
+            __sv[__v] = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_i64(
+              0i64,
+            );
+            __sm[__v] = true;
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
+          && (__sp[0] as usize) % 8usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && (__sp[2usize] as usize) == (__sp[0] as usize) + 4usize
+          && (__sp[3usize] as usize) == (__sp[0] as usize) + 6usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
             __p_a_ptr,
             __len_a_ptr,
-            __fault,
-            __tag,
-            0u32,
-            ::core::line!(),
+            4usize,
           )
         {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+          ::kernel_std::__private::device::store_vec::<
+            ::kernel_std::__private::device::F16,
+            4usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_a_ptr,
+              __len_a_ptr,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_a_ptr,
+              __len_a_ptr,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+          if __sm[2usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[2usize],
+              __p_a_ptr,
+              __len_a_ptr,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[2usize],
+              __sv[2usize],
+            );
+          }
+          if __sm[3usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[3usize],
+              __p_a_ptr,
+              __len_a_ptr,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[3usize],
+              __sv[3usize],
+            );
+          }
         }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_a_ptr,
-            __len_a_ptr,
-            __fault,
-            __tag,
-            0u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
-        }
-        if __sm[2usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[2usize],
-            __p_a_ptr,
-            __len_a_ptr,
-            __fault,
-            __tag,
-            0u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[2usize], __sv[2usize]);
-        }
-        if __sm[3usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[3usize],
-            __p_a_ptr,
-            __len_a_ptr,
-            __fault,
-            __tag,
-            0u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[3usize], __sv[3usize]);
-        }
-      }
-    }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::unroll::<
       8usize,
@@ -2426,145 +2444,163 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
       },
     );
     ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..2usize {
-      let __f0: usize = (__jc * 32usize + __tid) * 4usize;
-      let mut __sp: [*mut ::kernel_std::__private::device::F16; 4usize] = [::core::ptr::null_mut(); 4usize];
-      let mut __sv: [::kernel_std::__private::device::F16; 4usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 4usize];
-      let mut __sm: [bool; 4usize] = [false; 4usize];
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_c_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::rem(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 32usize + __tid) * 4usize;
+        let mut __sp: [*mut ::kernel_std::__private::device::F16; 4usize] = [::core::ptr::null_mut(); 4usize];
+        let mut __sv: [::kernel_std::__private::device::F16; 4usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 4usize];
+        let mut __sm: [bool; 4usize] = [false; 4usize];
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
                       ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
+                    __p_M,
                   ),
-                  __p_M,
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
                 __p_N,
               ),
-            ),
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    16i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
+            );
+            __sv[__v] = ::kernel_std::__private::device::cast::<
+              f32,
+              ::kernel_std::__private::device::F16,
+            >(
+              ::kernel_std::__private::device::load(
+                (__smem.add(0usize) as *mut f32).add(__f),
               ),
-              __p_N,
-            ),
-          );
-          __sv[__v] = ::kernel_std::__private::device::cast::<
-            f32,
+            );
+            __sm[__v] = true;
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
+          && (__sp[0] as usize) % 8usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && (__sp[2usize] as usize) == (__sp[0] as usize) + 4usize
+          && (__sp[3usize] as usize) == (__sp[0] as usize) + 6usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_c_ptr,
+            __len_c_ptr,
+            4usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
             ::kernel_std::__private::device::F16,
-          >(
-            ::kernel_std::__private::device::load(
-              (__smem.add(0usize) as *mut f32).add(__f),
-            ),
-          );
-          __sm[__v] = true;
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
-        && (__sp[0] as usize) % 8usize == 0
-        && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-        && (__sp[2usize] as usize) == (__sp[0] as usize) + 4usize
-        && (__sp[3usize] as usize) == (__sp[0] as usize) + 6usize
-        && ::kernel_std::__private::device::fits(
-          __sp[0],
-          __p_c_ptr,
-          __len_c_ptr,
-          4usize,
-        )
-      {
-        ::kernel_std::__private::device::store_vec::<
-          ::kernel_std::__private::device::F16,
-          4usize,
-        >(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
-            __p_c_ptr,
-            __len_c_ptr,
-            __fault,
-            __tag,
-            2u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+            4usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_c_ptr,
+              __len_c_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_c_ptr,
+              __len_c_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+          if __sm[2usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[2usize],
+              __p_c_ptr,
+              __len_c_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[2usize],
+              __sv[2usize],
+            );
+          }
+          if __sm[3usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[3usize],
+              __p_c_ptr,
+              __len_c_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[3usize],
+              __sv[3usize],
+            );
+          }
         }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_c_ptr,
-            __len_c_ptr,
-            __fault,
-            __tag,
-            2u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
-        }
-        if __sm[2usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[2usize],
-            __p_c_ptr,
-            __len_c_ptr,
-            __fault,
-            __tag,
-            2u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[2usize], __sv[2usize]);
-        }
-        if __sm[3usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[3usize],
-            __p_c_ptr,
-            __len_c_ptr,
-            __fault,
-            __tag,
-            2u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[3usize], __sv[3usize]);
-        }
-      }
-    }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
   }
 }

@@ -1290,112 +1290,138 @@ pub unsafe extern "ptx-kernel" fn wgmma__BM_64__BN_32__BK_32(
       },
     );
     ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..4usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-      let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-      let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-      let mut __sm: [bool; 4usize] = [false; 4usize];
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_c,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                    }) as i32,
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+        let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+        let mut __sm: [bool; 4usize] = [false; 4usize];
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
                   ),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
                 ),
               ),
-            ),
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = __f;
-                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                }) as i32,
-              ),
-          );
-          __sv[__v] = ::kernel_std::__private::device::load(
-            (__smem.add(6144usize) as *mut f32).add(__f),
-          );
-          __sm[__v] = true;
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
-        && (__sp[0] as usize) % 16usize == 0
-        && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-        && (__sp[2usize] as usize) == (__sp[0] as usize) + 8usize
-        && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize
-        && ::kernel_std::__private::device::fits(__sp[0], __p_c, __len_c, 4usize)
-      {
-        ::kernel_std::__private::device::store_vec::<f32, 4usize>(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = ::kernel_std::__private::device::load(
+              (__smem.add(6144usize) as *mut f32).add(__f),
+            );
+            __sm[__v] = true;
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
+          && (__sp[0] as usize) % 16usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+          && (__sp[2usize] as usize) == (__sp[0] as usize) + 8usize
+          && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
             __p_c,
             __len_c,
-            __fault,
-            __tag,
-            2u32,
-            ::core::line!(),
+            4usize,
           )
         {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+          ::kernel_std::__private::device::store_vec::<
+            f32,
+            4usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+          if __sm[2usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[2usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[2usize],
+              __sv[2usize],
+            );
+          }
+          if __sm[3usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[3usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[3usize],
+              __sv[3usize],
+            );
+          }
         }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_c,
-            __len_c,
-            __fault,
-            __tag,
-            2u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
-        }
-        if __sm[2usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[2usize],
-            __p_c,
-            __len_c,
-            __fault,
-            __tag,
-            2u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[2usize], __sv[2usize]);
-        }
-        if __sm[3usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[3usize],
-            __p_c,
-            __len_c,
-            __fault,
-            __tag,
-            2u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[3usize], __sv[3usize]);
-        }
-      }
-    }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
   }
 }

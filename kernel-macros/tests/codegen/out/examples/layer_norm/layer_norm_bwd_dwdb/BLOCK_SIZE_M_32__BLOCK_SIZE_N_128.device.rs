@@ -33,39 +33,51 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut pid_0: i32 = ::kernel_std::__private::device::program_id(0u32);
     let mut dw_2: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-    for __jc in 0..8usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          dw_2[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-            0i64,
-          );
-        },
-      );
-    }
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            dw_2[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+              0i64,
+            );
+          },
+        );
+      },
+    );
     let mut db_3: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-    for __jc in 0..8usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          db_3[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-            0i64,
-          );
-        },
-      );
-    }
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            db_3[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+              0i64,
+            );
+          },
+        );
+      },
+    );
     {
       let __start: i32 = (0i32);
       let __end: i32 = __p_M;
@@ -77,213 +89,18 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
         let i_4: i32 = __i;
-        for __jc in 0..8usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-          let __ld0: [f32; 4usize] = {
-            let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-              __p_dw_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    i_4,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 128usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-              __p_dw_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    i_4,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 128usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 1usize);
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-              __p_dw_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    i_4,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 128usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 2usize);
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-              __p_dw_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    i_4,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 128usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 3usize);
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            if (<i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                i_4,
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0);
-                      0usize + ((__pf / 128usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            )
-              && {
-                let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0);
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 3usize);
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __c3 = __p_N;
-                <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x2,
-                  __x1,
-                )
-                  && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x2,
-                    __c3,
-                  )
-              }) && (__q0 as usize) % 16usize == 0
-              && (__q1 as usize) == (__q0 as usize) + 4usize
-              && (__q2 as usize) == (__q0 as usize) + 8usize
-              && (__q3 as usize) == (__q0 as usize) + 12usize
-              && ::kernel_std::__private::device::fits(
-                __q0,
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+            let __ld0: [f32; 4usize] = {
+              let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                 __p_dw_ptr,
-                __len_dw_ptr,
-                4usize,
-              )
-            {
-              ::kernel_std::__private::device::load_vec::<
-                f32,
-                4usize,
-              >(__q0)
-            } else {
-              [
-                if <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       i_4,
                       (0i32)
@@ -294,627 +111,834 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                           }) as i32,
                         ),
                     ),
-                    __p_M,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
                     __p_N,
                   ),
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q0,
-                    __p_dw_ptr,
-                    __len_dw_ptr,
-                    __fault,
-                    __tag,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q0)
-                } else {
-                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  )
-                },
-                if <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      i_4,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 128usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q1,
-                    __p_dw_ptr,
-                    __len_dw_ptr,
-                    __fault,
-                    __tag,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q1)
-                } else {
-                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  )
-                },
-                if <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      i_4,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 128usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q2,
-                    __p_dw_ptr,
-                    __len_dw_ptr,
-                    __fault,
-                    __tag,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q2)
-                } else {
-                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  )
-                },
-                if <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      i_4,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 128usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q3,
-                    __p_dw_ptr,
-                    __len_dw_ptr,
-                    __fault,
-                    __tag,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q3)
-                } else {
-                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  )
-                },
-              ]
-            }
-          };
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 4usize + __v;
-              let __f: usize = __f0 + __v;
-              dw_2[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                dw_2[__j],
-                __ld0[__v],
-              );
-            },
-          );
-        }
-        for __jc in 0..8usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-          let __ld4: [f32; 4usize] = {
-            let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-              __p_db_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    i_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 128usize) % 32usize) * 1usize
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   ),
-                  __p_N,
                 ),
+              );
+              let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                __p_dw_ptr,
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      i_4,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 1usize);
+                            0usize + ((__pf / 128usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
+                    __p_N,
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-              __p_db_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    i_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 128usize) % 32usize) * 1usize
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   ),
-                  __p_N,
                 ),
+              );
+              let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                __p_dw_ptr,
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      i_4,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 128usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
+                    __p_N,
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 1usize);
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-              __p_db_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    i_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 128usize) % 32usize) * 1usize
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   ),
-                  __p_N,
                 ),
+              );
+              let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                __p_dw_ptr,
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      i_4,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 128usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
+                    __p_N,
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 2usize);
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-              __p_db_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    i_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 128usize) % 32usize) * 1usize
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   ),
-                  __p_N,
                 ),
+              );
+              if (<i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 3usize);
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            if (<i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                i_4,
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0);
-                      0usize + ((__pf / 128usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            )
-              && {
-                let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
+                  i_4,
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0);
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 32usize) * 1usize
                       }) as i32,
                     ),
-                );
-                let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                ),
+                __p_M,
+              )
+                && {
+                  let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
                     ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __c3 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x2,
+                    __x1,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x2,
+                      __c3,
+                    )
+                }) && (__q0 as usize) % 16usize == 0
+                && (__q1 as usize) == (__q0 as usize) + 4usize
+                && (__q2 as usize) == (__q0 as usize) + 8usize
+                && (__q3 as usize) == (__q0 as usize) + 12usize
+                && ::kernel_std::__private::device::fits(
+                  __q0,
+                  __p_dw_ptr,
+                  __len_dw_ptr,
+                  4usize,
+                )
+              {
+                ::kernel_std::__private::device::load_vec::<
+                  f32,
+                  4usize,
+                >(__q0)
+              } else {
+                [
+                  if <bool as ::kernel_std::__private::device::Int>::and(
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        i_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q0,
+                      __p_dw_ptr,
+                      __len_dw_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q0)
+                  } else {
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <bool as ::kernel_std::__private::device::Int>::and(
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        i_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q1,
+                      __p_dw_ptr,
+                      __len_dw_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q1)
+                  } else {
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <bool as ::kernel_std::__private::device::Int>::and(
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        i_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q2,
+                      __p_dw_ptr,
+                      __len_dw_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q2)
+                  } else {
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <bool as ::kernel_std::__private::device::Int>::and(
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        i_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q3,
+                      __p_dw_ptr,
+                      __len_dw_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q3)
+                  } else {
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                ]
+              }
+            };
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                dw_2[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  dw_2[__j],
+                  __ld0[__v],
+                );
+              },
+            );
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+            let __ld4: [f32; 4usize] = {
+              let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                __p_db_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      i_4,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 128usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
                   ),
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              );
+              let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                __p_db_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      i_4,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 1usize);
+                            0usize + ((__pf / 128usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              );
+              let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                __p_db_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      i_4,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 128usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              );
+              let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                __p_db_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      i_4,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 128usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              );
+              if (<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  i_4,
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = (__f0 + 3usize);
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 128usize) % 32usize) * 1usize
                       }) as i32,
                     ),
-                );
-                let __c7 = __p_N;
-                <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x6,
-                  __x5,
-                )
-                  && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x6,
-                    __c7,
-                  )
-              }) && (__q0 as usize) % 16usize == 0
-              && (__q1 as usize) == (__q0 as usize) + 4usize
-              && (__q2 as usize) == (__q0 as usize) + 8usize
-              && (__q3 as usize) == (__q0 as usize) + 12usize
-              && ::kernel_std::__private::device::fits(
-                __q0,
-                __p_db_ptr,
-                __len_db_ptr,
-                4usize,
+                ),
+                __p_M,
               )
-            {
-              ::kernel_std::__private::device::load_vec::<
-                f32,
-                4usize,
-              >(__q0)
-            } else {
-              [
-                if <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      i_4,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 128usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
+                && {
+                  let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
                       ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
                     ),
-                    __p_N,
-                  ),
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q0,
-                    __p_db_ptr,
-                    __len_db_ptr,
-                    __fault,
-                    __tag,
-                    1u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q0)
-                } else {
-                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  )
-                },
-                if <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      i_4,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 128usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
                       ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q1,
-                    __p_db_ptr,
-                    __len_db_ptr,
-                    __fault,
-                    __tag,
-                    1u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q1)
-                } else {
-                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  )
-                },
-                if <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      i_4,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 128usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
+                  );
+                  let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
                       ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
                     ),
-                    __p_N,
-                  ),
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q2,
-                    __p_db_ptr,
-                    __len_db_ptr,
-                    __fault,
-                    __tag,
-                    1u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q2)
-                } else {
-                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  )
-                },
-                if <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      i_4,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 128usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
                       ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
+                  );
+                  let __c7 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x6,
+                    __x5,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x6,
+                      __c7,
+                    )
+                }) && (__q0 as usize) % 16usize == 0
+                && (__q1 as usize) == (__q0 as usize) + 4usize
+                && (__q2 as usize) == (__q0 as usize) + 8usize
+                && (__q3 as usize) == (__q0 as usize) + 12usize
+                && ::kernel_std::__private::device::fits(
+                  __q0,
+                  __p_db_ptr,
+                  __len_db_ptr,
+                  4usize,
                 )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q3,
-                    __p_db_ptr,
-                    __len_db_ptr,
-                    __fault,
-                    __tag,
-                    1u32,
-                    ::core::line!(),
+              {
+                ::kernel_std::__private::device::load_vec::<
+                  f32,
+                  4usize,
+                >(__q0)
+              } else {
+                [
+                  if <bool as ::kernel_std::__private::device::Int>::and(
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        i_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
                   )
-                {
-                  ::kernel_std::__private::device::load(__q3)
-                } else {
-                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q0,
+                      __p_db_ptr,
+                      __len_db_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q0)
+                  } else {
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <bool as ::kernel_std::__private::device::Int>::and(
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        i_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
                   )
-                },
-              ]
-            }
-          };
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 4usize + __v;
-              let __f: usize = __f0 + __v;
-              db_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                db_3[__j],
-                __ld4[__v],
-              );
-            },
-          );
-        }
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q1,
+                      __p_db_ptr,
+                      __len_db_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q1)
+                  } else {
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <bool as ::kernel_std::__private::device::Int>::and(
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        i_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q2,
+                      __p_db_ptr,
+                      __len_db_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q2)
+                  } else {
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <bool as ::kernel_std::__private::device::Int>::and(
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        i_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q3,
+                      __p_db_ptr,
+                      __len_db_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q3)
+                  } else {
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                ]
+              }
+            };
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                db_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  db_3[__j],
+                  __ld4[__v],
+                );
+              },
+            );
+          },
+        );
         __i = match __i.checked_add(__step) {
           Some(n) => n,
           None => break,
@@ -925,34 +949,40 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
     let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 4usize];
-    for __jc in 0..8usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          let __x = dw_2[__j];
-          let __i: usize = {
-            const __L: [usize; 32usize] = [
-              0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
-              3usize, 0usize, 1usize, 2usize, 3usize, 0usize, 1usize,
-              2usize, 3usize, 0usize, 1usize, 2usize, 3usize, 0usize,
-              1usize, 2usize, 3usize, 0usize, 1usize, 2usize, 3usize,
-              0usize, 1usize, 2usize, 3usize,
-            ];
-            __L[__j]
-          };
-          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-            __p[__i],
-            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-          );
-        },
-      );
-    }
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = dw_2[__j];
+            let __i: usize = {
+              const __L: [usize; 32usize] = [
+                0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
+                3usize, 0usize, 1usize, 2usize, 3usize, 0usize, 1usize,
+                2usize, 3usize, 0usize, 1usize, 2usize, 3usize, 0usize,
+                1usize, 2usize, 3usize, 0usize, 1usize, 2usize, 3usize,
+                0usize, 1usize, 2usize, 3usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
     if ((__lane as u32) & 0u32) == 0 {
       let __po = __smem.add(0usize) as *mut f32;
       let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
@@ -995,71 +1025,89 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 128usize {
-        __red8[__j] = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = (__f) * 4usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-        };
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          __red8[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 4usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+            );
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
     let mut sum_dw_8: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 128usize {
-        sum_dw_8[__j] = __red8[__j];
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          sum_dw_8[__j] = __red8[__j];
+        }
+      },
+    );
     let mut __red9: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
     let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 4usize];
-    for __jc in 0..8usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          let __x = db_3[__j];
-          let __i: usize = {
-            const __L: [usize; 32usize] = [
-              0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
-              3usize, 0usize, 1usize, 2usize, 3usize, 0usize, 1usize,
-              2usize, 3usize, 0usize, 1usize, 2usize, 3usize, 0usize,
-              1usize, 2usize, 3usize, 0usize, 1usize, 2usize, 3usize,
-              0usize, 1usize, 2usize, 3usize,
-            ];
-            __L[__j]
-          };
-          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-            __p[__i],
-            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-          );
-        },
-      );
-    }
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = db_3[__j];
+            let __i: usize = {
+              const __L: [usize; 32usize] = [
+                0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
+                3usize, 0usize, 1usize, 2usize, 3usize, 0usize, 1usize,
+                2usize, 3usize, 0usize, 1usize, 2usize, 3usize, 0usize,
+                1usize, 2usize, 3usize, 0usize, 1usize, 2usize, 3usize,
+                0usize, 1usize, 2usize, 3usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
     if ((__lane as u32) & 0u32) == 0 {
       let __po = __smem.add(0usize) as *mut f32;
       let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
@@ -1102,127 +1150,151 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 128usize {
-        __red9[__j] = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = (__f) * 4usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-        };
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          __red9[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 4usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+            );
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
     let mut sum_db_9: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 128usize {
-        sum_db_9[__j] = __red9[__j];
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          sum_db_9[__j] = __red9[__j];
+        }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 128usize {
-        if <i32 as ::kernel_std::__private::device::Num>::lt(
-          <i32 as ::kernel_std::__private::device::Num>::add(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              pid_0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                128i64,
-              ),
-            ),
-            (0i32).wrapping_add((__f) as i32),
-          ),
-          __p_N,
-        ) {
-          {
-            let __a = ::kernel_std::__private::device::ptr_add(
-              __p_final_dw_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                pid_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  128i64,
                 ),
-                (0i32).wrapping_add((__f) as i32),
               ),
-            );
-            if ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_final_dw_ptr,
-              __len_final_dw_ptr,
-              __fault,
-              __tag,
-              2u32,
-              ::core::line!(),
-            ) {
-              ::kernel_std::__private::device::store(__a, sum_dw_8[__j]);
+              (0i32).wrapping_add((__f) as i32),
+            ),
+            __p_N,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_final_dw_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                ),
+              );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_final_dw_ptr,
+                __len_final_dw_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(__a, sum_dw_8[__j]);
+              }
             }
           }
         }
-      }
-    }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 128usize {
-        if <i32 as ::kernel_std::__private::device::Num>::lt(
-          <i32 as ::kernel_std::__private::device::Num>::add(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              pid_0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                128i64,
-              ),
-            ),
-            (0i32).wrapping_add((__f) as i32),
-          ),
-          __p_N,
-        ) {
-          {
-            let __a = ::kernel_std::__private::device::ptr_add(
-              __p_final_db_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                pid_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  128i64,
                 ),
-                (0i32).wrapping_add((__f) as i32),
               ),
-            );
-            if ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_final_db_ptr,
-              __len_final_db_ptr,
-              __fault,
-              __tag,
-              3u32,
-              ::core::line!(),
-            ) {
-              ::kernel_std::__private::device::store(__a, sum_db_9[__j]);
+              (0i32).wrapping_add((__f) as i32),
+            ),
+            __p_N,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_final_db_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                ),
+              );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_final_db_ptr,
+                __len_final_db_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(__a, sum_db_9[__j]);
+              }
             }
           }
         }
-      }
-    }
+      },
+    );
   }
 }
 #[no_mangle]

@@ -70,35 +70,43 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_256(
       __p_group_size_m,
     );
     let mut dy_12: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    for __j in 0..1usize {
-      let __f = __tid + __j * 256usize;
-      if __f < 256usize {
-        dy_12[__j] = {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            dy_row_4,
-            (0i32).wrapping_add((__f) as i32),
-          );
-          if <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_N,
-          )
-            && ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_dy_ptr,
-              __len_dy_ptr,
-              __fault,
-              __tag,
-              1u32,
-              ::core::line!(),
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          dy_12[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              dy_row_4,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_N,
             )
-          {
-            ::kernel_std::__private::device::load(__a)
-          } else {
-            <f32 as ::kernel_std::__private::device::Elem>::from_f64(0f64)
-          }
-        };
-      }
-    }
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_dy_ptr,
+                __len_dy_ptr,
+                __fault,
+                __tag,
+                1u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                0f64,
+              )
+            }
+          };
+        }
+      },
+    );
     let mut mean_14: f32 = {
       let __a = ::kernel_std::__private::device::ptr_add(__p_mean_ptr, row_0);
       if true
@@ -136,14 +144,62 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_256(
       }
     };
     let mut xhat_16: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    for __j in 0..1usize {
-      let __f = __tid + __j * 256usize;
-      if __f < 256usize {
-        xhat_16[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-          <f32 as ::kernel_std::__private::device::Num>::sub(
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          xhat_16[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+            <f32 as ::kernel_std::__private::device::Num>::sub(
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  x_row_3,
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_N,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_x_ptr,
+                    __len_x_ptr,
+                    __fault,
+                    __tag,
+                    4u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+              mean_14,
+            ),
+            rstd_15,
+          );
+        }
+      },
+    );
+    let mut wdy_17: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          wdy_17[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
             {
               let __a = ::kernel_std::__private::device::ptr_add(
-                x_row_3,
+                __p_w_ptr,
                 (0i32).wrapping_add((__f) as i32),
               );
               if <i32 as ::kernel_std::__private::device::Num>::lt(
@@ -152,94 +208,68 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_256(
               )
                 && ::kernel_std::__private::device::in_bounds(
                   __a,
-                  __p_x_ptr,
-                  __len_x_ptr,
+                  __p_w_ptr,
+                  __len_w_ptr,
                   __fault,
                   __tag,
-                  4u32,
+                  5u32,
                   ::core::line!(),
                 )
               {
                 ::kernel_std::__private::device::load(__a)
               } else {
-                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  0f64,
-                )
+                <f32 as ::core::default::Default>::default()
               }
             },
-            mean_14,
-          ),
-          rstd_15,
-        );
-      }
-    }
-    let mut wdy_17: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    for __j in 0..1usize {
-      let __f = __tid + __j * 256usize;
-      if __f < 256usize {
-        wdy_17[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-          {
-            let __a = ::kernel_std::__private::device::ptr_add(
-              __p_w_ptr,
-              (0i32).wrapping_add((__f) as i32),
-            );
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add((__f) as i32),
-              __p_N,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __a,
-                __p_w_ptr,
-                __len_w_ptr,
-                __fault,
-                __tag,
-                5u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__a)
-            } else {
-              <f32 as ::core::default::Default>::default()
-            }
-          },
-          dy_12[__j],
-        );
-      }
-    }
+            dy_12[__j],
+          );
+        }
+      },
+    );
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 1usize];
-    for __j in 0..1usize {
-      let __f = __tid + __j * 256usize;
-      if __f < 256usize {
-        let __x = <f32 as ::kernel_std::__private::device::Num>::mul(
-          if <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_N,
-          ) {
-            xhat_16[__j]
-          } else {
-            <f32 as ::kernel_std::__private::device::Elem>::from_f64(0f64)
-          },
-          if <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_N,
-          ) {
-            wdy_17[__j]
-          } else {
-            <f32 as ::kernel_std::__private::device::Elem>::from_f64(0f64)
-          },
-        );
-        let __i: usize = {
-          const __L: [usize; 1usize] = [0usize];
-          __L[__j]
-        };
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-        );
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          let __x = <f32 as ::kernel_std::__private::device::Num>::mul(
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_N,
+            ) {
+              xhat_16[__j]
+            } else {
+              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                0f64,
+              )
+            },
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_N,
+            ) {
+              wdy_17[__j]
+            } else {
+              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                0f64,
+              )
+            },
+          );
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        }
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -340,27 +370,33 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_256(
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 1usize];
-    for __j in 0..1usize {
-      let __f = __tid + __j * 256usize;
-      if __f < 256usize {
-        let __x = if <i32 as ::kernel_std::__private::device::Num>::lt(
-          (0i32).wrapping_add((__f) as i32),
-          __p_N,
-        ) {
-          wdy_17[__j]
-        } else {
-          <f32 as ::kernel_std::__private::device::Elem>::from_f64(0f64)
-        };
-        let __i: usize = {
-          const __L: [usize; 1usize] = [0usize];
-          __L[__j]
-        };
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-        );
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          let __x = if <i32 as ::kernel_std::__private::device::Num>::lt(
+            (0i32).wrapping_add((__f) as i32),
+            __p_N,
+          ) {
+            wdy_17[__j]
+          } else {
+            <f32 as ::kernel_std::__private::device::Elem>::from_f64(0f64)
+          };
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        }
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -459,91 +495,111 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_256(
       ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
     );
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 256usize;
-      if __f < 256usize {
-        if <i32 as ::kernel_std::__private::device::Num>::lt(
-          (0i32).wrapping_add((__f) as i32),
-          __p_N,
-        ) {
-          {
-            let __a = ::kernel_std::__private::device::ptr_add(
-              dx_row_5,
-              (0i32).wrapping_add((__f) as i32),
-            );
-            if ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_dx_ptr,
-              __len_dx_ptr,
-              __fault,
-              __tag,
-              0u32,
-              ::core::line!(),
-            ) {
-              ::kernel_std::__private::device::store(
-                __a,
-                <f32 as ::kernel_std::__private::device::Num>::mul(
-                  <f32 as ::kernel_std::__private::device::Num>::sub(
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add((__f) as i32),
-                      __p_N,
-                    ) {
-                      wdy_17[__j]
-                    } else {
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                    <f32 as ::kernel_std::__private::device::Num>::add(
-                      <f32 as ::kernel_std::__private::device::Num>::mul(
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32).wrapping_add((__f) as i32),
-                          __p_N,
-                        ) {
-                          xhat_16[__j]
-                        } else {
-                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        c1_20,
-                      ),
-                      c2_21,
-                    ),
-                  ),
-                  rstd_15,
-                ),
-              );
-            }
-          }
-        }
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    let mut partial_dw_23: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    for __j in 0..1usize {
-      let __f = __tid + __j * 256usize;
-      if __f < 256usize {
-        partial_dw_23[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-          dy_12[__j],
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
           if <i32 as ::kernel_std::__private::device::Num>::lt(
             (0i32).wrapping_add((__f) as i32),
             __p_N,
           ) {
-            xhat_16[__j]
-          } else {
-            <f32 as ::kernel_std::__private::device::Elem>::from_f64(0f64)
-          },
-        );
-      }
-    }
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                dx_row_5,
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_dx_ptr,
+                __len_dx_ptr,
+                __fault,
+                __tag,
+                0u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    <f32 as ::kernel_std::__private::device::Num>::sub(
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32).wrapping_add((__f) as i32),
+                        __p_N,
+                      ) {
+                        wdy_17[__j]
+                      } else {
+                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                      <f32 as ::kernel_std::__private::device::Num>::add(
+                        <f32 as ::kernel_std::__private::device::Num>::mul(
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32).wrapping_add((__f) as i32),
+                            __p_N,
+                          ) {
+                            xhat_16[__j]
+                          } else {
+                            <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                          c1_20,
+                        ),
+                        c2_21,
+                      ),
+                    ),
+                    rstd_15,
+                  ),
+                );
+              }
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut partial_dw_23: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          partial_dw_23[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+            dy_12[__j],
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_N,
+            ) {
+              xhat_16[__j]
+            } else {
+              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                0f64,
+              )
+            },
+          );
+        }
+      },
+    );
     let mut partial_db_24: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    for __j in 0..1usize {
-      let __f = __tid + __j * 256usize;
-      if __f < 256usize {
-        partial_db_24[__j] = dy_12[__j];
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          partial_db_24[__j] = dy_12[__j];
+        }
+      },
+    );
     loop {
       ::kernel_std::__private::device::bar_sync();
       if __tid == 0 {
@@ -639,157 +695,181 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_256(
       );
       ::kernel_std::__private::device::bar_sync();
     } else {
-      for __j in 0..1usize {
-        let __f = __tid + __j * 256usize;
-        if __f < 256usize {
-          partial_dw_23[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-            partial_dw_23[__j],
-            {
-              let __a = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_dw_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    lock_id_6,
-                    __p_N,
-                  ),
-                ),
-                (0i32).wrapping_add((__f) as i32),
-              );
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add((__f) as i32),
-                __p_N,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_dw_ptr,
-                  __len_dw_ptr,
-                  __fault,
-                  __tag,
-                  2u32,
-                  ::core::line!(),
-                )
+      ::kernel_std::__private::device::unroll::<
+        1usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f = __tid + __j * 256usize;
+          if __f < 256usize {
+            partial_dw_23[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+              partial_dw_23[__j],
               {
-                ::kernel_std::__private::device::load(__a)
-              } else {
-                <f32 as ::core::default::Default>::default()
-              }
-            },
-          );
-        }
-      }
-      for __j in 0..1usize {
-        let __f = __tid + __j * 256usize;
-        if __f < 256usize {
-          partial_db_24[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-            partial_db_24[__j],
-            {
-              let __a = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_db_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    lock_id_6,
-                    __p_N,
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_dw_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      lock_id_6,
+                      __p_N,
+                    ),
                   ),
-                ),
-                (0i32).wrapping_add((__f) as i32),
-              );
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add((__f) as i32),
-                __p_N,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_db_ptr,
-                  __len_db_ptr,
-                  __fault,
-                  __tag,
-                  3u32,
-                  ::core::line!(),
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_N,
                 )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_dw_ptr,
+                    __len_dw_ptr,
+                    __fault,
+                    __tag,
+                    2u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                }
+              },
+            );
+          }
+        },
+      );
+      ::kernel_std::__private::device::unroll::<
+        1usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f = __tid + __j * 256usize;
+          if __f < 256usize {
+            partial_db_24[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+              partial_db_24[__j],
               {
-                ::kernel_std::__private::device::load(__a)
-              } else {
-                <f32 as ::core::default::Default>::default()
-              }
-            },
-          );
-        }
-      }
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_db_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      lock_id_6,
+                      __p_N,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_N,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_db_ptr,
+                    __len_db_ptr,
+                    __fault,
+                    __tag,
+                    3u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                }
+              },
+            );
+          }
+        },
+      );
     }
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 256usize;
-      if __f < 256usize {
-        if <i32 as ::kernel_std::__private::device::Num>::lt(
-          (0i32).wrapping_add((__f) as i32),
-          __p_N,
-        ) {
-          {
-            let __a = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            (0i32).wrapping_add((__f) as i32),
+            __p_N,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_dw_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
                 __p_dw_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  lock_id_6,
-                  __p_N,
-                ),
-              ),
-              (0i32).wrapping_add((__f) as i32),
-            );
-            if ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_dw_ptr,
-              __len_dw_ptr,
-              __fault,
-              __tag,
-              2u32,
-              ::core::line!(),
-            ) {
-              ::kernel_std::__private::device::store(
-                __a,
-                partial_dw_23[__j],
-              );
+                __len_dw_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  partial_dw_23[__j],
+                );
+              }
             }
           }
         }
-      }
-    }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 256usize;
-      if __f < 256usize {
-        if <i32 as ::kernel_std::__private::device::Num>::lt(
-          (0i32).wrapping_add((__f) as i32),
-          __p_N,
-        ) {
-          {
-            let __a = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_db_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  lock_id_6,
-                  __p_N,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            (0i32).wrapping_add((__f) as i32),
+            __p_N,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_db_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
                 ),
-              ),
-              (0i32).wrapping_add((__f) as i32),
-            );
-            if ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_db_ptr,
-              __len_db_ptr,
-              __fault,
-              __tag,
-              3u32,
-              ::core::line!(),
-            ) {
-              ::kernel_std::__private::device::store(
-                __a,
-                partial_db_24[__j],
+                (0i32).wrapping_add((__f) as i32),
               );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_db_ptr,
+                __len_db_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  partial_db_24[__j],
+                );
+              }
             }
           }
         }
-      }
-    }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::bar_sync();
     if __tid == 0 {

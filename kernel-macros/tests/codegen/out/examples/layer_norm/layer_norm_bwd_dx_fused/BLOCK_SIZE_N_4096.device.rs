@@ -70,140 +70,149 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
       __p_group_size_m,
     );
     let mut dy_12: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-    for __jc in 0..4usize {
-      let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-      let __ld0: [f32; 4usize] = {
-        let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          dy_row_4,
-          (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-        );
-        let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          dy_row_4,
-          (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-        );
-        let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          dy_row_4,
-          (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-        );
-        let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          dy_row_4,
-          (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-        );
-        if {
-          let __x1 = (0i32).wrapping_add(((__f0)) as i32);
-          let __x2 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-          let __c3 = __p_N;
-          <i32 as ::kernel_std::__private::device::Num>::ge(__x2, __x1)
-            && <i32 as ::kernel_std::__private::device::Num>::lt(__x2, __c3)
-        } && (__q0 as usize) % 16usize == 0
-          && (__q1 as usize) == (__q0 as usize) + 4usize
-          && (__q2 as usize) == (__q0 as usize) + 8usize
-          && (__q3 as usize) == (__q0 as usize) + 12usize
-          && ::kernel_std::__private::device::fits(
-            __q0,
-            __p_dy_ptr,
-            __len_dy_ptr,
-            4usize,
-          )
-        {
-          ::kernel_std::__private::device::load_vec::<f32, 4usize>(__q0)
-        } else {
-          [
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-              __p_N,
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        let __ld0: [f32; 4usize] = {
+          let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            dy_row_4,
+            (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+          );
+          let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            dy_row_4,
+            (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+          );
+          let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            dy_row_4,
+            (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+          );
+          let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            dy_row_4,
+            (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+          );
+          if {
+            let __x1 = (0i32).wrapping_add(((__f0)) as i32);
+            let __x2 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+            let __c3 = __p_N;
+            <i32 as ::kernel_std::__private::device::Num>::ge(__x2, __x1)
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                __x2,
+                __c3,
+              )
+          } && (__q0 as usize) % 16usize == 0
+            && (__q1 as usize) == (__q0 as usize) + 4usize
+            && (__q2 as usize) == (__q0 as usize) + 8usize
+            && (__q3 as usize) == (__q0 as usize) + 12usize
+            && ::kernel_std::__private::device::fits(
+              __q0,
+              __p_dy_ptr,
+              __len_dy_ptr,
+              4usize,
             )
-              && ::kernel_std::__private::device::in_bounds(
-                __q0,
-                __p_dy_ptr,
-                __len_dy_ptr,
-                __fault,
-                __tag,
-                1u32,
-                ::core::line!(),
+          {
+            ::kernel_std::__private::device::load_vec::<f32, 4usize>(__q0)
+          } else {
+            [
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                __p_N,
               )
-            {
-              ::kernel_std::__private::device::load(__q0)
-            } else {
-              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                0f64,
+                && ::kernel_std::__private::device::in_bounds(
+                  __q0,
+                  __p_dy_ptr,
+                  __len_dy_ptr,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q0)
+              } else {
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                __p_N,
               )
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-              __p_N,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q1,
-                __p_dy_ptr,
-                __len_dy_ptr,
-                __fault,
-                __tag,
-                1u32,
-                ::core::line!(),
+                && ::kernel_std::__private::device::in_bounds(
+                  __q1,
+                  __p_dy_ptr,
+                  __len_dy_ptr,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q1)
+              } else {
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                __p_N,
               )
-            {
-              ::kernel_std::__private::device::load(__q1)
-            } else {
-              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                0f64,
+                && ::kernel_std::__private::device::in_bounds(
+                  __q2,
+                  __p_dy_ptr,
+                  __len_dy_ptr,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q2)
+              } else {
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                __p_N,
               )
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-              __p_N,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q2,
-                __p_dy_ptr,
-                __len_dy_ptr,
-                __fault,
-                __tag,
-                1u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q2)
-            } else {
-              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                0f64,
-              )
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              __p_N,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q3,
-                __p_dy_ptr,
-                __len_dy_ptr,
-                __fault,
-                __tag,
-                1u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q3)
-            } else {
-              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                0f64,
-              )
-            },
-          ]
-        }
-      };
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          dy_12[__j] = __ld0[__v];
-        },
-      );
-    }
+                && ::kernel_std::__private::device::in_bounds(
+                  __q3,
+                  __p_dy_ptr,
+                  __len_dy_ptr,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q3)
+              } else {
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+            ]
+          }
+        };
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            dy_12[__j] = __ld0[__v];
+          },
+        );
+      },
+    );
     let mut mean_14: f32 = {
       let __a = ::kernel_std::__private::device::ptr_add(__p_mean_ptr, row_0);
       if true
@@ -241,329 +250,350 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
       }
     };
     let mut xhat_16: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-    for __jc in 0..4usize {
-      let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-      let __ld4: [f32; 4usize] = {
-        let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          x_row_3,
-          (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-        );
-        let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          x_row_3,
-          (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-        );
-        let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          x_row_3,
-          (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-        );
-        let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          x_row_3,
-          (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-        );
-        if {
-          let __x5 = (0i32).wrapping_add(((__f0)) as i32);
-          let __x6 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-          let __c7 = __p_N;
-          <i32 as ::kernel_std::__private::device::Num>::ge(__x6, __x5)
-            && <i32 as ::kernel_std::__private::device::Num>::lt(__x6, __c7)
-        } && (__q0 as usize) % 16usize == 0
-          && (__q1 as usize) == (__q0 as usize) + 4usize
-          && (__q2 as usize) == (__q0 as usize) + 8usize
-          && (__q3 as usize) == (__q0 as usize) + 12usize
-          && ::kernel_std::__private::device::fits(
-            __q0,
-            __p_x_ptr,
-            __len_x_ptr,
-            4usize,
-          )
-        {
-          ::kernel_std::__private::device::load_vec::<f32, 4usize>(__q0)
-        } else {
-          [
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-              __p_N,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q0,
-                __p_x_ptr,
-                __len_x_ptr,
-                __fault,
-                __tag,
-                4u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q0)
-            } else {
-              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                0f64,
-              )
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-              __p_N,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q1,
-                __p_x_ptr,
-                __len_x_ptr,
-                __fault,
-                __tag,
-                4u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q1)
-            } else {
-              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                0f64,
-              )
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-              __p_N,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q2,
-                __p_x_ptr,
-                __len_x_ptr,
-                __fault,
-                __tag,
-                4u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q2)
-            } else {
-              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                0f64,
-              )
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              __p_N,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q3,
-                __p_x_ptr,
-                __len_x_ptr,
-                __fault,
-                __tag,
-                4u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q3)
-            } else {
-              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                0f64,
-              )
-            },
-          ]
-        }
-      };
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          xhat_16[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-            <f32 as ::kernel_std::__private::device::Num>::sub(
-              __ld4[__v],
-              mean_14,
-            ),
-            rstd_15,
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        let __ld4: [f32; 4usize] = {
+          let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            x_row_3,
+            (0i32).wrapping_add(((__f0 + 0usize)) as i32),
           );
-        },
-      );
-    }
+          let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            x_row_3,
+            (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+          );
+          let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            x_row_3,
+            (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+          );
+          let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            x_row_3,
+            (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+          );
+          if {
+            let __x5 = (0i32).wrapping_add(((__f0)) as i32);
+            let __x6 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+            let __c7 = __p_N;
+            <i32 as ::kernel_std::__private::device::Num>::ge(__x6, __x5)
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                __x6,
+                __c7,
+              )
+          } && (__q0 as usize) % 16usize == 0
+            && (__q1 as usize) == (__q0 as usize) + 4usize
+            && (__q2 as usize) == (__q0 as usize) + 8usize
+            && (__q3 as usize) == (__q0 as usize) + 12usize
+            && ::kernel_std::__private::device::fits(
+              __q0,
+              __p_x_ptr,
+              __len_x_ptr,
+              4usize,
+            )
+          {
+            ::kernel_std::__private::device::load_vec::<f32, 4usize>(__q0)
+          } else {
+            [
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                __p_N,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q0,
+                  __p_x_ptr,
+                  __len_x_ptr,
+                  __fault,
+                  __tag,
+                  4u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q0)
+              } else {
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                __p_N,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q1,
+                  __p_x_ptr,
+                  __len_x_ptr,
+                  __fault,
+                  __tag,
+                  4u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q1)
+              } else {
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                __p_N,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q2,
+                  __p_x_ptr,
+                  __len_x_ptr,
+                  __fault,
+                  __tag,
+                  4u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q2)
+              } else {
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                __p_N,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q3,
+                  __p_x_ptr,
+                  __len_x_ptr,
+                  __fault,
+                  __tag,
+                  4u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q3)
+              } else {
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+            ]
+          }
+        };
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            xhat_16[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+              <f32 as ::kernel_std::__private::device::Num>::sub(
+                __ld4[__v],
+                mean_14,
+              ),
+              rstd_15,
+            );
+          },
+        );
+      },
+    );
     let mut wdy_17: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-    for __jc in 0..4usize {
-      let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-      let __ld8: [f32; 4usize] = {
-        let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          __p_w_ptr,
-          (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-        );
-        let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          __p_w_ptr,
-          (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-        );
-        let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          __p_w_ptr,
-          (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-        );
-        let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          __p_w_ptr,
-          (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-        );
-        if {
-          let __x9 = (0i32).wrapping_add(((__f0)) as i32);
-          let __x10 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-          let __c11 = __p_N;
-          <i32 as ::kernel_std::__private::device::Num>::ge(__x10, __x9)
-            && <i32 as ::kernel_std::__private::device::Num>::lt(
-              __x10,
-              __c11,
-            )
-        } && (__q0 as usize) % 16usize == 0
-          && (__q1 as usize) == (__q0 as usize) + 4usize
-          && (__q2 as usize) == (__q0 as usize) + 8usize
-          && (__q3 as usize) == (__q0 as usize) + 12usize
-          && ::kernel_std::__private::device::fits(
-            __q0,
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        let __ld8: [f32; 4usize] = {
+          let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
             __p_w_ptr,
-            __len_w_ptr,
-            4usize,
-          )
-        {
-          ::kernel_std::__private::device::load_vec::<f32, 4usize>(__q0)
-        } else {
-          [
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-              __p_N,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q0,
-                __p_w_ptr,
-                __len_w_ptr,
-                __fault,
-                __tag,
-                5u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q0)
-            } else {
-              <f32 as ::core::default::Default>::default()
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-              __p_N,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q1,
-                __p_w_ptr,
-                __len_w_ptr,
-                __fault,
-                __tag,
-                5u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q1)
-            } else {
-              <f32 as ::core::default::Default>::default()
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-              __p_N,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q2,
-                __p_w_ptr,
-                __len_w_ptr,
-                __fault,
-                __tag,
-                5u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q2)
-            } else {
-              <f32 as ::core::default::Default>::default()
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              __p_N,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q3,
-                __p_w_ptr,
-                __len_w_ptr,
-                __fault,
-                __tag,
-                5u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q3)
-            } else {
-              <f32 as ::core::default::Default>::default()
-            },
-          ]
-        }
-      };
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          wdy_17[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-            __ld8[__v],
-            dy_12[__j],
+            (0i32).wrapping_add(((__f0 + 0usize)) as i32),
           );
-        },
-      );
-    }
+          let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            __p_w_ptr,
+            (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+          );
+          let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            __p_w_ptr,
+            (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+          );
+          let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            __p_w_ptr,
+            (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+          );
+          if {
+            let __x9 = (0i32).wrapping_add(((__f0)) as i32);
+            let __x10 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+            let __c11 = __p_N;
+            <i32 as ::kernel_std::__private::device::Num>::ge(__x10, __x9)
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                __x10,
+                __c11,
+              )
+          } && (__q0 as usize) % 16usize == 0
+            && (__q1 as usize) == (__q0 as usize) + 4usize
+            && (__q2 as usize) == (__q0 as usize) + 8usize
+            && (__q3 as usize) == (__q0 as usize) + 12usize
+            && ::kernel_std::__private::device::fits(
+              __q0,
+              __p_w_ptr,
+              __len_w_ptr,
+              4usize,
+            )
+          {
+            ::kernel_std::__private::device::load_vec::<f32, 4usize>(__q0)
+          } else {
+            [
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                __p_N,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q0,
+                  __p_w_ptr,
+                  __len_w_ptr,
+                  __fault,
+                  __tag,
+                  5u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q0)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                __p_N,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q1,
+                  __p_w_ptr,
+                  __len_w_ptr,
+                  __fault,
+                  __tag,
+                  5u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q1)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                __p_N,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q2,
+                  __p_w_ptr,
+                  __len_w_ptr,
+                  __fault,
+                  __tag,
+                  5u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q2)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                __p_N,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q3,
+                  __p_w_ptr,
+                  __len_w_ptr,
+                  __fault,
+                  __tag,
+                  5u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q3)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+            ]
+          }
+        };
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            wdy_17[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+              __ld8[__v],
+              dy_12[__j],
+            );
+          },
+        );
+      },
+    );
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 1usize];
-    for __jc in 0..4usize {
-      let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          let __x = <f32 as ::kernel_std::__private::device::Num>::mul(
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add((__f) as i32),
-              __p_N,
-            ) {
-              xhat_16[__j]
-            } else {
-              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                0f64,
-              )
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add((__f) as i32),
-              __p_N,
-            ) {
-              wdy_17[__j]
-            } else {
-              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                0f64,
-              )
-            },
-          );
-          let __i: usize = {
-            const __L: [usize; 16usize] = [
-              0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-              0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-              0usize, 0usize,
-            ];
-            __L[__j]
-          };
-          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-            __p[__i],
-            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-          );
-        },
-      );
-    }
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = <f32 as ::kernel_std::__private::device::Num>::mul(
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_N,
+              ) {
+                xhat_16[__j]
+              } else {
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_N,
+              ) {
+                wdy_17[__j]
+              } else {
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+            );
+            let __i: usize = {
+              const __L: [usize; 16usize] = [
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 0usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -664,39 +694,47 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 1usize];
-    for __jc in 0..4usize {
-      let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          let __x = if <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_N,
-          ) {
-            wdy_17[__j]
-          } else {
-            <f32 as ::kernel_std::__private::device::Elem>::from_f64(0f64)
-          };
-          let __i: usize = {
-            const __L: [usize; 16usize] = [
-              0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-              0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-              0usize, 0usize,
-            ];
-            __L[__j]
-          };
-          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-            __p[__i],
-            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-          );
-        },
-      );
-    }
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = if <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_N,
+            ) {
+              wdy_17[__j]
+            } else {
+              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                0f64,
+              )
+            };
+            let __i: usize = {
+              const __L: [usize; 16usize] = [
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 0usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -795,171 +833,204 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
       ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
     );
     ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..4usize {
-      let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-      let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-      let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-      let mut __sm: [bool; 4usize] = [false; 4usize];
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            dx_row_5,
-            (0i32).wrapping_add((__f) as i32),
-          );
-          __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::mul(
-            <f32 as ::kernel_std::__private::device::Num>::sub(
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+        let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+        let mut __sm: [bool; 4usize] = [false; 4usize];
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              dx_row_5,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::mul(
+              <f32 as ::kernel_std::__private::device::Num>::sub(
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_N,
+                ) {
+                  wdy_17[__j]
+                } else {
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                },
+                <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32).wrapping_add((__f) as i32),
+                      __p_N,
+                    ) {
+                      xhat_16[__j]
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    c1_20,
+                  ),
+                  c2_21,
+                ),
+              ),
+              rstd_15,
+            );
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_N,
+            );
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
+          && (__sp[0] as usize) % 16usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+          && (__sp[2usize] as usize) == (__sp[0] as usize) + 8usize
+          && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_dx_ptr,
+            __len_dx_ptr,
+            4usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            f32,
+            4usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_dx_ptr,
+              __len_dx_ptr,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_dx_ptr,
+              __len_dx_ptr,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+          if __sm[2usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[2usize],
+              __p_dx_ptr,
+              __len_dx_ptr,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[2usize],
+              __sv[2usize],
+            );
+          }
+          if __sm[3usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[3usize],
+              __p_dx_ptr,
+              __len_dx_ptr,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[3usize],
+              __sv[3usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut partial_dw_23: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            partial_dw_23[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+              dy_12[__j],
               if <i32 as ::kernel_std::__private::device::Num>::lt(
                 (0i32).wrapping_add((__f) as i32),
                 __p_N,
               ) {
-                wdy_17[__j]
+                xhat_16[__j]
               } else {
                 <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                   0f64,
                 )
               },
-              <f32 as ::kernel_std::__private::device::Num>::add(
-                <f32 as ::kernel_std::__private::device::Num>::mul(
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_N,
-                  ) {
-                    xhat_16[__j]
-                  } else {
-                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  c1_20,
-                ),
-                c2_21,
-              ),
-            ),
-            rstd_15,
-          );
-          __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_N,
-          );
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
-        && (__sp[0] as usize) % 16usize == 0
-        && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-        && (__sp[2usize] as usize) == (__sp[0] as usize) + 8usize
-        && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize
-        && ::kernel_std::__private::device::fits(
-          __sp[0],
-          __p_dx_ptr,
-          __len_dx_ptr,
-          4usize,
-        )
-      {
-        ::kernel_std::__private::device::store_vec::<f32, 4usize>(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
-            __p_dx_ptr,
-            __len_dx_ptr,
-            __fault,
-            __tag,
-            0u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
-        }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_dx_ptr,
-            __len_dx_ptr,
-            __fault,
-            __tag,
-            0u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
-        }
-        if __sm[2usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[2usize],
-            __p_dx_ptr,
-            __len_dx_ptr,
-            __fault,
-            __tag,
-            0u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[2usize], __sv[2usize]);
-        }
-        if __sm[3usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[3usize],
-            __p_dx_ptr,
-            __len_dx_ptr,
-            __fault,
-            __tag,
-            0u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[3usize], __sv[3usize]);
-        }
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    let mut partial_dw_23: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-    for __jc in 0..4usize {
-      let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          partial_dw_23[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-            dy_12[__j],
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add((__f) as i32),
-              __p_N,
-            ) {
-              xhat_16[__j]
-            } else {
-              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                0f64,
-              )
-            },
-          );
-        },
-      );
-    }
+            );
+          },
+        );
+      },
+    );
     let mut partial_db_24: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-    for __jc in 0..4usize {
-      let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          partial_db_24[__j] = dy_12[__j];
-        },
-      );
-    }
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            partial_db_24[__j] = dy_12[__j];
+          },
+        );
+      },
+    );
     loop {
       ::kernel_std::__private::device::bar_sync();
       if __tid == 0 {
@@ -1055,147 +1126,474 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
       );
       ::kernel_std::__private::device::bar_sync();
     } else {
-      for __jc in 0..4usize {
-        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-        let __ld14: [f32; 4usize] = {
-          let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_dw_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                lock_id_6,
-                __p_N,
+      ::kernel_std::__private::device::unroll::<
+        4usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+          let __ld14: [f32; 4usize] = {
+            let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_dw_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  lock_id_6,
+                  __p_N,
+                ),
               ),
-            ),
-            (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-          );
-          let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_dw_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                lock_id_6,
-                __p_N,
+              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+            );
+            let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_dw_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  lock_id_6,
+                  __p_N,
+                ),
               ),
-            ),
-            (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-          );
-          let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_dw_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                lock_id_6,
-                __p_N,
+              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+            );
+            let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_dw_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  lock_id_6,
+                  __p_N,
+                ),
               ),
-            ),
-            (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-          );
-          let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_dw_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                lock_id_6,
-                __p_N,
+              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+            );
+            let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_dw_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  lock_id_6,
+                  __p_N,
+                ),
               ),
-            ),
-            (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-          );
-          if {
-            let __x15 = (0i32).wrapping_add(((__f0)) as i32);
-            let __x16 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-            let __c17 = __p_N;
-            <i32 as ::kernel_std::__private::device::Num>::ge(__x16, __x15)
-              && <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+            );
+            if {
+              let __x15 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x16 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c17 = __p_N;
+              <i32 as ::kernel_std::__private::device::Num>::ge(
                 __x16,
-                __c17,
+                __x15,
               )
-          } && (__q0 as usize) % 16usize == 0
-            && (__q1 as usize) == (__q0 as usize) + 4usize
-            && (__q2 as usize) == (__q0 as usize) + 8usize
-            && (__q3 as usize) == (__q0 as usize) + 12usize
-            && ::kernel_std::__private::device::fits(
-              __q0,
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __x16,
+                  __c17,
+                )
+            } && (__q0 as usize) % 16usize == 0
+              && (__q1 as usize) == (__q0 as usize) + 4usize
+              && (__q2 as usize) == (__q0 as usize) + 8usize
+              && (__q3 as usize) == (__q0 as usize) + 12usize
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_dw_ptr,
+                __len_dw_ptr,
+                4usize,
+              )
+            {
+              ::kernel_std::__private::device::load_vec::<
+                f32,
+                4usize,
+              >(__q0)
+            } else {
+              [
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  __p_N,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q0,
+                    __p_dw_ptr,
+                    __len_dw_ptr,
+                    __fault,
+                    __tag,
+                    2u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q0)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  __p_N,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q1,
+                    __p_dw_ptr,
+                    __len_dw_ptr,
+                    __fault,
+                    __tag,
+                    2u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q1)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  __p_N,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q2,
+                    __p_dw_ptr,
+                    __len_dw_ptr,
+                    __fault,
+                    __tag,
+                    2u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q2)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  __p_N,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q3,
+                    __p_dw_ptr,
+                    __len_dw_ptr,
+                    __fault,
+                    __tag,
+                    2u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q3)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+              ]
+            }
+          };
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__v: usize| {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              partial_dw_23[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                partial_dw_23[__j],
+                __ld14[__v],
+              );
+            },
+          );
+        },
+      );
+      ::kernel_std::__private::device::unroll::<
+        4usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+          let __ld18: [f32; 4usize] = {
+            let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_db_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  lock_id_6,
+                  __p_N,
+                ),
+              ),
+              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+            );
+            let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_db_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  lock_id_6,
+                  __p_N,
+                ),
+              ),
+              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+            );
+            let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_db_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  lock_id_6,
+                  __p_N,
+                ),
+              ),
+              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+            );
+            let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_db_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  lock_id_6,
+                  __p_N,
+                ),
+              ),
+              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+            );
+            if {
+              let __x19 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x20 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c21 = __p_N;
+              <i32 as ::kernel_std::__private::device::Num>::ge(
+                __x20,
+                __x19,
+              )
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __x20,
+                  __c21,
+                )
+            } && (__q0 as usize) % 16usize == 0
+              && (__q1 as usize) == (__q0 as usize) + 4usize
+              && (__q2 as usize) == (__q0 as usize) + 8usize
+              && (__q3 as usize) == (__q0 as usize) + 12usize
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_db_ptr,
+                __len_db_ptr,
+                4usize,
+              )
+            {
+              ::kernel_std::__private::device::load_vec::<
+                f32,
+                4usize,
+              >(__q0)
+            } else {
+              [
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  __p_N,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q0,
+                    __p_db_ptr,
+                    __len_db_ptr,
+                    __fault,
+                    __tag,
+                    3u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q0)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  __p_N,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q1,
+                    __p_db_ptr,
+                    __len_db_ptr,
+                    __fault,
+                    __tag,
+                    3u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q1)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  __p_N,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q2,
+                    __p_db_ptr,
+                    __len_db_ptr,
+                    __fault,
+                    __tag,
+                    3u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q2)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  __p_N,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q3,
+                    __p_db_ptr,
+                    __len_db_ptr,
+                    __fault,
+                    __tag,
+                    3u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q3)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+              ]
+            }
+          };
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__v: usize| {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              partial_db_24[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                partial_db_24[__j],
+                __ld18[__v],
+              );
+            },
+          );
+        },
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+        let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+        let mut __sm: [bool; 4usize] = [false; 4usize];
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_dw_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  lock_id_6,
+                  __p_N,
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = partial_dw_23[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_N,
+            );
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
+          && (__sp[0] as usize) % 16usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+          && (__sp[2usize] as usize) == (__sp[0] as usize) + 8usize
+          && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_dw_ptr,
+            __len_dw_ptr,
+            4usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            f32,
+            4usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
               __p_dw_ptr,
               __len_dw_ptr,
-              4usize,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
             )
           {
-            ::kernel_std::__private::device::load_vec::<f32, 4usize>(__q0)
-          } else {
-            [
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                __p_N,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q0,
-                  __p_dw_ptr,
-                  __len_dw_ptr,
-                  __fault,
-                  __tag,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q0)
-              } else {
-                <f32 as ::core::default::Default>::default()
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                __p_N,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q1,
-                  __p_dw_ptr,
-                  __len_dw_ptr,
-                  __fault,
-                  __tag,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q1)
-              } else {
-                <f32 as ::core::default::Default>::default()
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                __p_N,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q2,
-                  __p_dw_ptr,
-                  __len_dw_ptr,
-                  __fault,
-                  __tag,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q2)
-              } else {
-                <f32 as ::core::default::Default>::default()
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                __p_N,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q3,
-                  __p_dw_ptr,
-                  __len_dw_ptr,
-                  __fault,
-                  __tag,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q3)
-              } else {
-                <f32 as ::core::default::Default>::default()
-              },
-            ]
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
           }
-        };
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_dw_ptr,
+              __len_dw_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+          if __sm[2usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[2usize],
+              __p_dw_ptr,
+              __len_dw_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[2usize],
+              __sv[2usize],
+            );
+          }
+          if __sm[3usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[3usize],
+              __p_dw_ptr,
+              __len_dw_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[3usize],
+              __sv[3usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+        let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+        let mut __sm: [bool; 4usize] = [false; 4usize];
         ::kernel_std::__private::device::unroll::<
           4usize,
           _,
@@ -1204,368 +1602,107 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
           |__v: usize| {
             let __j: usize = __jc * 4usize + __v;
             let __f: usize = __f0 + __v;
-            partial_dw_23[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-              partial_dw_23[__j],
-              __ld14[__v],
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_db_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  lock_id_6,
+                  __p_N,
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = partial_db_24[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_N,
             );
           },
         );
-      }
-      for __jc in 0..4usize {
-        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-        let __ld18: [f32; 4usize] = {
-          let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_db_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                lock_id_6,
-                __p_N,
-              ),
-            ),
-            (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-          );
-          let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_db_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                lock_id_6,
-                __p_N,
-              ),
-            ),
-            (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-          );
-          let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_db_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                lock_id_6,
-                __p_N,
-              ),
-            ),
-            (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-          );
-          let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_db_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                lock_id_6,
-                __p_N,
-              ),
-            ),
-            (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-          );
-          if {
-            let __x19 = (0i32).wrapping_add(((__f0)) as i32);
-            let __x20 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-            let __c21 = __p_N;
-            <i32 as ::kernel_std::__private::device::Num>::ge(__x20, __x19)
-              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                __x20,
-                __c21,
-              )
-          } && (__q0 as usize) % 16usize == 0
-            && (__q1 as usize) == (__q0 as usize) + 4usize
-            && (__q2 as usize) == (__q0 as usize) + 8usize
-            && (__q3 as usize) == (__q0 as usize) + 12usize
-            && ::kernel_std::__private::device::fits(
-              __q0,
+        if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
+          && (__sp[0] as usize) % 16usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+          && (__sp[2usize] as usize) == (__sp[0] as usize) + 8usize
+          && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_db_ptr,
+            __len_db_ptr,
+            4usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            f32,
+            4usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
               __p_db_ptr,
               __len_db_ptr,
-              4usize,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
             )
           {
-            ::kernel_std::__private::device::load_vec::<f32, 4usize>(__q0)
-          } else {
-            [
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                __p_N,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q0,
-                  __p_db_ptr,
-                  __len_db_ptr,
-                  __fault,
-                  __tag,
-                  3u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q0)
-              } else {
-                <f32 as ::core::default::Default>::default()
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                __p_N,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q1,
-                  __p_db_ptr,
-                  __len_db_ptr,
-                  __fault,
-                  __tag,
-                  3u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q1)
-              } else {
-                <f32 as ::core::default::Default>::default()
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                __p_N,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q2,
-                  __p_db_ptr,
-                  __len_db_ptr,
-                  __fault,
-                  __tag,
-                  3u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q2)
-              } else {
-                <f32 as ::core::default::Default>::default()
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                __p_N,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q3,
-                  __p_db_ptr,
-                  __len_db_ptr,
-                  __fault,
-                  __tag,
-                  3u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q3)
-              } else {
-                <f32 as ::core::default::Default>::default()
-              },
-            ]
-          }
-        };
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
-            let __f: usize = __f0 + __v;
-            partial_db_24[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-              partial_db_24[__j],
-              __ld18[__v],
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
             );
-          },
-        );
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..4usize {
-      let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-      let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-      let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-      let mut __sm: [bool; 4usize] = [false; 4usize];
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_dw_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                lock_id_6,
-                __p_N,
-              ),
-            ),
-            (0i32).wrapping_add((__f) as i32),
-          );
-          __sv[__v] = partial_dw_23[__j];
-          __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_N,
-          );
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
-        && (__sp[0] as usize) % 16usize == 0
-        && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-        && (__sp[2usize] as usize) == (__sp[0] as usize) + 8usize
-        && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize
-        && ::kernel_std::__private::device::fits(
-          __sp[0],
-          __p_dw_ptr,
-          __len_dw_ptr,
-          4usize,
-        )
-      {
-        ::kernel_std::__private::device::store_vec::<f32, 4usize>(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
-            __p_dw_ptr,
-            __len_dw_ptr,
-            __fault,
-            __tag,
-            2u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
-        }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_dw_ptr,
-            __len_dw_ptr,
-            __fault,
-            __tag,
-            2u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
-        }
-        if __sm[2usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[2usize],
-            __p_dw_ptr,
-            __len_dw_ptr,
-            __fault,
-            __tag,
-            2u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[2usize], __sv[2usize]);
-        }
-        if __sm[3usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[3usize],
-            __p_dw_ptr,
-            __len_dw_ptr,
-            __fault,
-            __tag,
-            2u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[3usize], __sv[3usize]);
-        }
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..4usize {
-      let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-      let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-      let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-      let mut __sm: [bool; 4usize] = [false; 4usize];
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
               __p_db_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                lock_id_6,
-                __p_N,
-              ),
-            ),
-            (0i32).wrapping_add((__f) as i32),
-          );
-          __sv[__v] = partial_db_24[__j];
-          __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_N,
-          );
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
-        && (__sp[0] as usize) % 16usize == 0
-        && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-        && (__sp[2usize] as usize) == (__sp[0] as usize) + 8usize
-        && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize
-        && ::kernel_std::__private::device::fits(
-          __sp[0],
-          __p_db_ptr,
-          __len_db_ptr,
-          4usize,
-        )
-      {
-        ::kernel_std::__private::device::store_vec::<f32, 4usize>(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
-            __p_db_ptr,
-            __len_db_ptr,
-            __fault,
-            __tag,
-            3u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+              __len_db_ptr,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+          if __sm[2usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[2usize],
+              __p_db_ptr,
+              __len_db_ptr,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[2usize],
+              __sv[2usize],
+            );
+          }
+          if __sm[3usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[3usize],
+              __p_db_ptr,
+              __len_db_ptr,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[3usize],
+              __sv[3usize],
+            );
+          }
         }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_db_ptr,
-            __len_db_ptr,
-            __fault,
-            __tag,
-            3u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
-        }
-        if __sm[2usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[2usize],
-            __p_db_ptr,
-            __len_db_ptr,
-            __fault,
-            __tag,
-            3u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[2usize], __sv[2usize]);
-        }
-        if __sm[3usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[3usize],
-            __p_db_ptr,
-            __len_db_ptr,
-            __fault,
-            __tag,
-            3u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[3usize], __sv[3usize]);
-        }
-      }
-    }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::bar_sync();
     if __tid == 0 {

@@ -47,14 +47,20 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_256(
       <i32 as ::kernel_std::__private::device::Num>::mul(row_0, __p_stride_y),
     );
     let mut _mean_3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    for __j in 0..1usize {
-      let __f = __tid + __j * 256usize;
-      if __f < 256usize {
-        _mean_3[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0i64,
-        );
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          _mean_3[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+            0i64,
+          );
+        }
+      },
+    );
     {
       let __start: i32 = (0i32);
       let __end: i32 = __p_N;
@@ -66,46 +72,52 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_256(
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
         let off_4: i32 = __i;
-        for __j in 0..1usize {
-          let __f = __tid + __j * 256usize;
-          if __f < 256usize {
-            _mean_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-              _mean_3[__j],
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_4,
-                    (0i32).wrapping_add((__f) as i32),
-                  ),
-                );
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_4,
-                    (0i32).wrapping_add((__f) as i32),
-                  ),
-                  __p_N,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    __fault,
-                    __tag,
-                    0u32,
-                    ::core::line!(),
-                  )
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f = __tid + __j * 256usize;
+            if __f < 256usize {
+              _mean_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                _mean_3[__j],
                 {
-                  ::kernel_std::__private::device::load(__a)
-                } else {
-                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_4,
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_4,
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                    __p_N,
                   )
-                }
-              },
-            );
-          }
-        }
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  }
+                },
+              );
+            }
+          },
+        );
         __i = match __i.checked_add(__step) {
           Some(n) => n,
           None => break,
@@ -115,20 +127,26 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_256(
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 1usize];
-    for __j in 0..1usize {
-      let __f = __tid + __j * 256usize;
-      if __f < 256usize {
-        let __x = _mean_3[__j];
-        let __i: usize = {
-          const __L: [usize; 1usize] = [0usize];
-          __L[__j]
-        };
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-        );
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          let __x = _mean_3[__j];
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        }
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -227,14 +245,20 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_256(
       ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
     );
     let mut _var_8: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    for __j in 0..1usize {
-      let __f = __tid + __j * 256usize;
-      if __f < 256usize {
-        _var_8[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0i64,
-        );
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          _var_8[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+            0i64,
+          );
+        }
+      },
+    );
     {
       let __start: i32 = (0i32);
       let __end: i32 = __p_N;
@@ -247,70 +271,82 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_256(
       {
         let off_9: i32 = __i;
         let mut x_12: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        for __j in 0..1usize {
-          let __f = __tid + __j * 256usize;
-          if __f < 256usize {
-            x_12[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                off_9,
-                (0i32).wrapping_add((__f) as i32),
-              ),
-              __p_N,
-            ) {
-              <f32 as ::kernel_std::__private::device::Num>::sub(
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    x_row_1,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_9,
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_9,
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f = __tid + __j * 256usize;
+            if __f < 256usize {
+              x_12[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_9,
+                  (0i32).wrapping_add((__f) as i32),
+                ),
+                __p_N,
+              ) {
+                <f32 as ::kernel_std::__private::device::Num>::sub(
                   {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      x_row_1,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_9,
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_9,
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                      __p_N,
                     )
-                  }
-                },
-                mean_7,
-              )
-            } else {
-              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                0f64,
-              )
-            };
-          }
-        }
-        for __j in 0..1usize {
-          let __f = __tid + __j * 256usize;
-          if __f < 256usize {
-            _var_8[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-              _var_8[__j],
-              <f32 as ::kernel_std::__private::device::Num>::mul(
-                x_12[__j],
-                x_12[__j],
-              ),
-            );
-          }
-        }
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    }
+                  },
+                  mean_7,
+                )
+              } else {
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              };
+            }
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f = __tid + __j * 256usize;
+            if __f < 256usize {
+              _var_8[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                _var_8[__j],
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  x_12[__j],
+                  x_12[__j],
+                ),
+              );
+            }
+          },
+        );
         __i = match __i.checked_add(__step) {
           Some(n) => n,
           None => break,
@@ -320,20 +356,26 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_256(
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 1usize];
-    for __j in 0..1usize {
-      let __f = __tid + __j * 256usize;
-      if __f < 256usize {
-        let __x = _var_8[__j];
-        let __i: usize = {
-          const __L: [usize; 1usize] = [0usize];
-          __L[__j]
-        };
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-        );
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          let __x = _var_8[__j];
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        }
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -484,59 +526,101 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_256(
       {
         let off_15: i32 = __i;
         let mut x_hat_21: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        for __j in 0..1usize {
-          let __f = __tid + __j * 256usize;
-          if __f < 256usize {
-            x_hat_21[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-              <f32 as ::kernel_std::__private::device::Num>::sub(
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    x_row_1,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f = __tid + __j * 256usize;
+            if __f < 256usize {
+              x_hat_21[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                <f32 as ::kernel_std::__private::device::Num>::sub(
                   {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      x_row_1,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                      __p_N,
                     )
-                  }
-                },
-                mean_7,
-              ),
-              rstd_14,
-            );
-          }
-        }
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    }
+                  },
+                  mean_7,
+                ),
+                rstd_14,
+              );
+            }
+          },
+        );
         let mut y_22: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        for __j in 0..1usize {
-          let __f = __tid + __j * 256usize;
-          if __f < 256usize {
-            y_22[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-              <f32 as ::kernel_std::__private::device::Num>::mul(
-                x_hat_21[__j],
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f = __tid + __j * 256usize;
+            if __f < 256usize {
+              y_22[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  x_hat_21[__j],
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      __p_w_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_w_ptr,
+                        __len_w_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <f32 as ::core::default::Default>::default()
+                    }
+                  },
+                ),
                 {
                   let __a = ::kernel_std::__private::device::ptr_add(
-                    __p_w_ptr,
+                    __p_b_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add((__f) as i32),
@@ -551,11 +635,11 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_256(
                   )
                     && ::kernel_std::__private::device::in_bounds(
                       __a,
-                      __p_w_ptr,
-                      __len_w_ptr,
+                      __p_b_ptr,
+                      __len_b_ptr,
                       __fault,
                       __tag,
-                      2u32,
+                      3u32,
                       ::core::line!(),
                     )
                   {
@@ -564,74 +648,50 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_256(
                     <f32 as ::core::default::Default>::default()
                   }
                 },
-              ),
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_b_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add((__f) as i32),
-                  ),
-                );
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add((__f) as i32),
-                  ),
-                  __p_N,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
+              );
+            }
+          },
+        );
+        ::kernel_std::__private::device::bar_sync();
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f = __tid + __j * 256usize;
+            if __f < 256usize {
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add((__f) as i32),
+                ),
+                __p_N,
+              ) {
+                {
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    y_row_2,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                  );
+                  if ::kernel_std::__private::device::in_bounds(
                     __a,
-                    __p_b_ptr,
-                    __len_b_ptr,
+                    __p_y_ptr,
+                    __len_y_ptr,
                     __fault,
                     __tag,
-                    3u32,
+                    1u32,
                     ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__a)
-                } else {
-                  <f32 as ::core::default::Default>::default()
-                }
-              },
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        for __j in 0..1usize {
-          let __f = __tid + __j * 256usize;
-          if __f < 256usize {
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                off_15,
-                (0i32).wrapping_add((__f) as i32),
-              ),
-              __p_N,
-            ) {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  y_row_2,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add((__f) as i32),
-                  ),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_y_ptr,
-                  __len_y_ptr,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, y_22[__j]);
+                  ) {
+                    ::kernel_std::__private::device::store(__a, y_22[__j]);
+                  }
                 }
               }
             }
-          }
-        }
+          },
+        );
         ::kernel_std::__private::device::bar_sync();
         __i = match __i.checked_add(__step) {
           Some(n) => n,

@@ -47,22 +47,28 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c2(
       <i32 as ::kernel_std::__private::device::Num>::mul(row_0, __p_stride_y),
     );
     let mut _mean_3: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
-    for __jc in 0..2usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          _mean_3[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-            0i64,
-          );
-        },
-      );
-    }
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            _mean_3[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+              0i64,
+            );
+          },
+        );
+      },
+    );
     {
       let __start: i32 = (0i32);
       let __end: i32 = __p_N;
@@ -75,196 +81,211 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c2(
       {
         let off_4: i32 = __i;
         let mut a_6: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
-        for __jc in 0..2usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-          let __ld0: [::kernel_std::__private::device::F16; 4usize] = {
-            let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              x_row_1,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                off_4,
-                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-              ),
-            );
-            let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              x_row_1,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                off_4,
-                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-              ),
-            );
-            let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              x_row_1,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                off_4,
-                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-              ),
-            );
-            let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              x_row_1,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                off_4,
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              ),
-            );
-            if {
-              let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                off_4,
-                (0i32).wrapping_add(((__f0)) as i32),
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+            let __ld0: [::kernel_std::__private::device::F16; 4usize] = {
+              let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_4,
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                ),
               );
-              let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
-                off_4,
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+              let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_4,
+                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                ),
               );
-              let __c3 = __p_N;
-              <i32 as ::kernel_std::__private::device::Num>::ge(__x2, __x1)
-                && <i32 as ::kernel_std::__private::device::Num>::lt(
+              let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_4,
+                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                ),
+              );
+              let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_4,
+                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                ),
+              );
+              if {
+                let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_4,
+                  (0i32).wrapping_add(((__f0)) as i32),
+                );
+                let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_4,
+                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                );
+                let __c3 = __p_N;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
                   __x2,
-                  __c3,
+                  __x1,
                 )
-            } && (__q0 as usize) % 8usize == 0
-              && (__q1 as usize) == (__q0 as usize) + 2usize
-              && (__q2 as usize) == (__q0 as usize) + 4usize
-              && (__q3 as usize) == (__q0 as usize) + 6usize
-              && ::kernel_std::__private::device::fits(
-                __q0,
-                __p_x_ptr,
-                __len_x_ptr,
-                4usize,
-              )
-            {
-              ::kernel_std::__private::device::load_vec::<
-                ::kernel_std::__private::device::F16,
-                4usize,
-              >(__q0)
-            } else {
-              [
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_4,
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  ),
-                  __p_N,
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x2,
+                    __c3,
+                  )
+              } && (__q0 as usize) % 8usize == 0
+                && (__q1 as usize) == (__q0 as usize) + 2usize
+                && (__q2 as usize) == (__q0 as usize) + 4usize
+                && (__q3 as usize) == (__q0 as usize) + 6usize
+                && ::kernel_std::__private::device::fits(
+                  __q0,
+                  __p_x_ptr,
+                  __len_x_ptr,
+                  4usize,
                 )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q0,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    __fault,
-                    __tag,
-                    0u32,
-                    ::core::line!(),
+              {
+                ::kernel_std::__private::device::load_vec::<
+                  ::kernel_std::__private::device::F16,
+                  4usize,
+                >(__q0)
+              } else {
+                [
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_4,
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    ),
+                    __p_N,
                   )
-                {
-                  ::kernel_std::__private::device::load(__q0)
-                } else {
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q0,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q0)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_4,
+                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    ),
+                    __p_N,
                   )
-                },
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_4,
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  ),
-                  __p_N,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q1,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    __fault,
-                    __tag,
-                    0u32,
-                    ::core::line!(),
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q1,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q1)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_4,
+                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                    ),
+                    __p_N,
                   )
-                {
-                  ::kernel_std::__private::device::load(__q1)
-                } else {
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q2,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q2)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_4,
+                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                    ),
+                    __p_N,
                   )
-                },
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_4,
-                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                  ),
-                  __p_N,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q2,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    __fault,
-                    __tag,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q2)
-                } else {
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  )
-                },
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_4,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  ),
-                  __p_N,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q3,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    __fault,
-                    __tag,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q3)
-                } else {
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  )
-                },
-              ]
-            }
-          };
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 4usize + __v;
-              let __f: usize = __f0 + __v;
-              a_6[__j] = ::kernel_std::__private::device::cast::<
-                ::kernel_std::__private::device::F16,
-                f32,
-              >(__ld0[__v]);
-            },
-          );
-        }
-        for __jc in 0..2usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 4usize + __v;
-              let __f: usize = __f0 + __v;
-              _mean_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                _mean_3[__j],
-                a_6[__j],
-              );
-            },
-          );
-        }
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q3,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q3)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                ]
+              }
+            };
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                a_6[__j] = ::kernel_std::__private::device::cast::<
+                  ::kernel_std::__private::device::F16,
+                  f32,
+                >(__ld0[__v]);
+              },
+            );
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                _mean_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  _mean_3[__j],
+                  a_6[__j],
+                );
+              },
+            );
+          },
+        );
         __i = match __i.checked_add(__step) {
           Some(n) => n,
           None => break,
@@ -274,31 +295,37 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c2(
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 1usize];
-    for __jc in 0..2usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          let __x = _mean_3[__j];
-          let __i: usize = {
-            const __L: [usize; 8usize] = [
-              0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-              0usize,
-            ];
-            __L[__j]
-          };
-          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-            __p[__i],
-            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-          );
-        },
-      );
-    }
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = _mean_3[__j];
+            let __i: usize = {
+              const __L: [usize; 8usize] = [
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -381,22 +408,28 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c2(
       ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
     );
     let mut _var_8: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
-    for __jc in 0..2usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          _var_8[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-            0i64,
-          );
-        },
-      );
-    }
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            _var_8[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+              0i64,
+            );
+          },
+        );
+      },
+    );
     {
       let __start: i32 = (0i32);
       let __end: i32 = __p_N;
@@ -409,229 +442,244 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c2(
       {
         let off_9: i32 = __i;
         let mut x_11: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
-        for __jc in 0..2usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-          let __ld5: [::kernel_std::__private::device::F16; 4usize] = {
-            let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              x_row_1,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                off_9,
-                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-              ),
-            );
-            let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              x_row_1,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                off_9,
-                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-              ),
-            );
-            let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              x_row_1,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                off_9,
-                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-              ),
-            );
-            let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              x_row_1,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                off_9,
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              ),
-            );
-            if {
-              let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
-                off_9,
-                (0i32).wrapping_add(((__f0)) as i32),
-              );
-              let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
-                off_9,
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              );
-              let __c8 = __p_N;
-              <i32 as ::kernel_std::__private::device::Num>::ge(__x7, __x6)
-                && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x7,
-                  __c8,
-                )
-            } && (__q0 as usize) % 8usize == 0
-              && (__q1 as usize) == (__q0 as usize) + 2usize
-              && (__q2 as usize) == (__q0 as usize) + 4usize
-              && (__q3 as usize) == (__q0 as usize) + 6usize
-              && ::kernel_std::__private::device::fits(
-                __q0,
-                __p_x_ptr,
-                __len_x_ptr,
-                4usize,
-              )
-            {
-              ::kernel_std::__private::device::load_vec::<
-                ::kernel_std::__private::device::F16,
-                4usize,
-              >(__q0)
-            } else {
-              [
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_9,
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  ),
-                  __p_N,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q0,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    __fault,
-                    __tag,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q0)
-                } else {
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  )
-                },
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_9,
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  ),
-                  __p_N,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q1,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    __fault,
-                    __tag,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q1)
-                } else {
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  )
-                },
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_9,
-                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                  ),
-                  __p_N,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q2,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    __fault,
-                    __tag,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q2)
-                } else {
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  )
-                },
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_9,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  ),
-                  __p_N,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q3,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    __fault,
-                    __tag,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q3)
-                } else {
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  )
-                },
-              ]
-            }
-          };
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 4usize + __v;
-              let __f: usize = __f0 + __v;
-              x_11[__j] = ::kernel_std::__private::device::cast::<
-                ::kernel_std::__private::device::F16,
-                f32,
-              >(__ld5[__v]);
-            },
-          );
-        }
-        for __jc in 0..2usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 4usize + __v;
-              let __f: usize = __f0 + __v;
-              _var_8[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                _var_8[__j],
-                <f32 as ::kernel_std::__private::device::Num>::mul(
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_9,
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                    __p_N,
-                  ) {
-                    <f32 as ::kernel_std::__private::device::Num>::sub(
-                      x_11[__j],
-                      mean_7,
-                    )
-                  } else {
-                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_9,
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                    __p_N,
-                  ) {
-                    <f32 as ::kernel_std::__private::device::Num>::sub(
-                      x_11[__j],
-                      mean_7,
-                    )
-                  } else {
-                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+            let __ld5: [::kernel_std::__private::device::F16; 4usize] = {
+              let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_9,
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
                 ),
               );
-            },
-          );
-        }
+              let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_9,
+                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                ),
+              );
+              let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_9,
+                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                ),
+              );
+              let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_9,
+                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                ),
+              );
+              if {
+                let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_9,
+                  (0i32).wrapping_add(((__f0)) as i32),
+                );
+                let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_9,
+                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                );
+                let __c8 = __p_N;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x7,
+                  __x6,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x7,
+                    __c8,
+                  )
+              } && (__q0 as usize) % 8usize == 0
+                && (__q1 as usize) == (__q0 as usize) + 2usize
+                && (__q2 as usize) == (__q0 as usize) + 4usize
+                && (__q3 as usize) == (__q0 as usize) + 6usize
+                && ::kernel_std::__private::device::fits(
+                  __q0,
+                  __p_x_ptr,
+                  __len_x_ptr,
+                  4usize,
+                )
+              {
+                ::kernel_std::__private::device::load_vec::<
+                  ::kernel_std::__private::device::F16,
+                  4usize,
+                >(__q0)
+              } else {
+                [
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_9,
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q0,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q0)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_9,
+                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q1,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q1)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_9,
+                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q2,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q2)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_9,
+                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q3,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q3)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                ]
+              }
+            };
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                x_11[__j] = ::kernel_std::__private::device::cast::<
+                  ::kernel_std::__private::device::F16,
+                  f32,
+                >(__ld5[__v]);
+              },
+            );
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                _var_8[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  _var_8[__j],
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_9,
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                      __p_N,
+                    ) {
+                      <f32 as ::kernel_std::__private::device::Num>::sub(
+                        x_11[__j],
+                        mean_7,
+                      )
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_9,
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                      __p_N,
+                    ) {
+                      <f32 as ::kernel_std::__private::device::Num>::sub(
+                        x_11[__j],
+                        mean_7,
+                      )
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                  ),
+                );
+              },
+            );
+          },
+        );
         __i = match __i.checked_add(__step) {
           Some(n) => n,
           None => break,
@@ -641,31 +689,37 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c2(
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 1usize];
-    for __jc in 0..2usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          let __x = _var_8[__j];
-          let __i: usize = {
-            const __L: [usize; 8usize] = [
-              0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-              0usize,
-            ];
-            __L[__j]
-          };
-          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-            __p[__i],
-            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-          );
-        },
-      );
-    }
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = _var_8[__j];
+            let __i: usize = {
+              const __L: [usize; 8usize] = [
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -800,651 +854,675 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c2(
       {
         let off_15: i32 = __i;
         let mut w_18: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
-        for __jc in 0..2usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-          let __ld10: [::kernel_std::__private::device::F16; 4usize] = {
-            let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              __p_w_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                off_15,
-                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-              ),
-            );
-            let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              __p_w_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                off_15,
-                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-              ),
-            );
-            let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              __p_w_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                off_15,
-                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-              ),
-            );
-            let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              __p_w_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                off_15,
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              ),
-            );
-            if {
-              let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
-                off_15,
-                (0i32).wrapping_add(((__f0)) as i32),
-              );
-              let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
-                off_15,
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              );
-              let __c13 = __p_N;
-              <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x12,
-                __x11,
-              )
-                && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x12,
-                  __c13,
-                )
-            } && (__q0 as usize) % 8usize == 0
-              && (__q1 as usize) == (__q0 as usize) + 2usize
-              && (__q2 as usize) == (__q0 as usize) + 4usize
-              && (__q3 as usize) == (__q0 as usize) + 6usize
-              && ::kernel_std::__private::device::fits(
-                __q0,
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+            let __ld10: [::kernel_std::__private::device::F16; 4usize] = {
+              let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                 __p_w_ptr,
-                __len_w_ptr,
-                4usize,
-              )
-            {
-              ::kernel_std::__private::device::load_vec::<
-                ::kernel_std::__private::device::F16,
-                4usize,
-              >(__q0)
-            } else {
-              [
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  ),
-                  __p_N,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q0,
-                    __p_w_ptr,
-                    __len_w_ptr,
-                    __fault,
-                    __tag,
-                    2u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q0)
-                } else {
-                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                },
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  ),
-                  __p_N,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q1,
-                    __p_w_ptr,
-                    __len_w_ptr,
-                    __fault,
-                    __tag,
-                    2u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q1)
-                } else {
-                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                },
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                  ),
-                  __p_N,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q2,
-                    __p_w_ptr,
-                    __len_w_ptr,
-                    __fault,
-                    __tag,
-                    2u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q2)
-                } else {
-                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                },
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  ),
-                  __p_N,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q3,
-                    __p_w_ptr,
-                    __len_w_ptr,
-                    __fault,
-                    __tag,
-                    2u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q3)
-                } else {
-                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                },
-              ]
-            }
-          };
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 4usize + __v;
-              let __f: usize = __f0 + __v;
-              w_18[__j] = ::kernel_std::__private::device::cast::<
-                ::kernel_std::__private::device::F16,
-                f32,
-              >(__ld10[__v]);
-            },
-          );
-        }
-        let mut b_19: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
-        for __jc in 0..2usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-          let __ld14: [::kernel_std::__private::device::F16; 4usize] = {
-            let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              __p_b_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                off_15,
-                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-              ),
-            );
-            let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              __p_b_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                off_15,
-                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-              ),
-            );
-            let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              __p_b_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                off_15,
-                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-              ),
-            );
-            let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              __p_b_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                off_15,
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              ),
-            );
-            if {
-              let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
-                off_15,
-                (0i32).wrapping_add(((__f0)) as i32),
-              );
-              let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
-                off_15,
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              );
-              let __c17 = __p_N;
-              <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x16,
-                __x15,
-              )
-                && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x16,
-                  __c17,
-                )
-            } && (__q0 as usize) % 8usize == 0
-              && (__q1 as usize) == (__q0 as usize) + 2usize
-              && (__q2 as usize) == (__q0 as usize) + 4usize
-              && (__q3 as usize) == (__q0 as usize) + 6usize
-              && ::kernel_std::__private::device::fits(
-                __q0,
-                __p_b_ptr,
-                __len_b_ptr,
-                4usize,
-              )
-            {
-              ::kernel_std::__private::device::load_vec::<
-                ::kernel_std::__private::device::F16,
-                4usize,
-              >(__q0)
-            } else {
-              [
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  ),
-                  __p_N,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q0,
-                    __p_b_ptr,
-                    __len_b_ptr,
-                    __fault,
-                    __tag,
-                    3u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q0)
-                } else {
-                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                },
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  ),
-                  __p_N,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q1,
-                    __p_b_ptr,
-                    __len_b_ptr,
-                    __fault,
-                    __tag,
-                    3u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q1)
-                } else {
-                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                },
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                  ),
-                  __p_N,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q2,
-                    __p_b_ptr,
-                    __len_b_ptr,
-                    __fault,
-                    __tag,
-                    3u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q2)
-                } else {
-                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                },
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  ),
-                  __p_N,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q3,
-                    __p_b_ptr,
-                    __len_b_ptr,
-                    __fault,
-                    __tag,
-                    3u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q3)
-                } else {
-                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                },
-              ]
-            }
-          };
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 4usize + __v;
-              let __f: usize = __f0 + __v;
-              b_19[__j] = ::kernel_std::__private::device::cast::<
-                ::kernel_std::__private::device::F16,
-                f32,
-              >(__ld14[__v]);
-            },
-          );
-        }
-        let mut x_20: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
-        for __jc in 0..2usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-          let __ld18: [::kernel_std::__private::device::F16; 4usize] = {
-            let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              x_row_1,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                off_15,
-                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-              ),
-            );
-            let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              x_row_1,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                off_15,
-                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-              ),
-            );
-            let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              x_row_1,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                off_15,
-                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-              ),
-            );
-            let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              x_row_1,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                off_15,
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              ),
-            );
-            if {
-              let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
-                off_15,
-                (0i32).wrapping_add(((__f0)) as i32),
-              );
-              let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
-                off_15,
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              );
-              let __c21 = __p_N;
-              <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x20,
-                __x19,
-              )
-                && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x20,
-                  __c21,
-                )
-            } && (__q0 as usize) % 8usize == 0
-              && (__q1 as usize) == (__q0 as usize) + 2usize
-              && (__q2 as usize) == (__q0 as usize) + 4usize
-              && (__q3 as usize) == (__q0 as usize) + 6usize
-              && ::kernel_std::__private::device::fits(
-                __q0,
-                __p_x_ptr,
-                __len_x_ptr,
-                4usize,
-              )
-            {
-              ::kernel_std::__private::device::load_vec::<
-                ::kernel_std::__private::device::F16,
-                4usize,
-              >(__q0)
-            } else {
-              [
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  ),
-                  __p_N,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q0,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    __fault,
-                    __tag,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q0)
-                } else {
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  )
-                },
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  ),
-                  __p_N,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q1,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    __fault,
-                    __tag,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q1)
-                } else {
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  )
-                },
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                  ),
-                  __p_N,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q2,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    __fault,
-                    __tag,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q2)
-                } else {
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  )
-                },
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  ),
-                  __p_N,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q3,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    __fault,
-                    __tag,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q3)
-                } else {
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  )
-                },
-              ]
-            }
-          };
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 4usize + __v;
-              let __f: usize = __f0 + __v;
-              x_20[__j] = ::kernel_std::__private::device::cast::<
-                ::kernel_std::__private::device::F16,
-                f32,
-              >(__ld18[__v]);
-            },
-          );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        for __jc in 0..2usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 4usize] = [::core::ptr::null_mut(); 4usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 4usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 4usize];
-          let mut __sm: [bool; 4usize] = [false; 4usize];
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 4usize + __v;
-              let __f: usize = __f0 + __v;
-              __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                y_row_2,
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   off_15,
-                  (0i32).wrapping_add((__f) as i32),
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
                 ),
               );
-              __sv[__v] = ::kernel_std::__private::device::cast::<
-                f32,
-                ::kernel_std::__private::device::F16,
-              >(
-                <f32 as ::kernel_std::__private::device::Num>::add(
-                  <f32 as ::kernel_std::__private::device::Num>::mul(
-                    <f32 as ::kernel_std::__private::device::Num>::mul(
-                      <f32 as ::kernel_std::__private::device::Num>::sub(
-                        x_20[__j],
-                        mean_7,
-                      ),
-                      rstd_14,
+              let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_w_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                ),
+              );
+              let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_w_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                ),
+              );
+              let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_w_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                ),
+              );
+              if {
+                let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__f0)) as i32),
+                );
+                let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                );
+                let __c13 = __p_N;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x12,
+                  __x11,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x12,
+                    __c13,
+                  )
+              } && (__q0 as usize) % 8usize == 0
+                && (__q1 as usize) == (__q0 as usize) + 2usize
+                && (__q2 as usize) == (__q0 as usize) + 4usize
+                && (__q3 as usize) == (__q0 as usize) + 6usize
+                && ::kernel_std::__private::device::fits(
+                  __q0,
+                  __p_w_ptr,
+                  __len_w_ptr,
+                  4usize,
+                )
+              {
+                ::kernel_std::__private::device::load_vec::<
+                  ::kernel_std::__private::device::F16,
+                  4usize,
+                >(__q0)
+              } else {
+                [
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
                     ),
-                    w_18[__j],
-                  ),
-                  b_19[__j],
-                ),
-              );
-              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q0,
+                      __p_w_ptr,
+                      __len_w_ptr,
+                      __fault,
+                      __tag,
+                      2u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q0)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q1,
+                      __p_w_ptr,
+                      __len_w_ptr,
+                      __fault,
+                      __tag,
+                      2u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q1)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q2,
+                      __p_w_ptr,
+                      __len_w_ptr,
+                      __fault,
+                      __tag,
+                      2u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q2)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q3,
+                      __p_w_ptr,
+                      __len_w_ptr,
+                      __fault,
+                      __tag,
+                      2u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q3)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                ]
+              }
+            };
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                w_18[__j] = ::kernel_std::__private::device::cast::<
+                  ::kernel_std::__private::device::F16,
+                  f32,
+                >(__ld10[__v]);
+              },
+            );
+          },
+        );
+        let mut b_19: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+            let __ld14: [::kernel_std::__private::device::F16; 4usize] = {
+              let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_b_ptr,
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   off_15,
-                  (0i32).wrapping_add((__f) as i32),
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
                 ),
-                __p_N,
               );
-            },
-          );
-          if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-            && __sm[3usize] && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && (__sp[2usize] as usize) == (__sp[0] as usize) + 4usize
-            && (__sp[3usize] as usize) == (__sp[0] as usize) + 6usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_y_ptr,
-              __len_y_ptr,
+              let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_b_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                ),
+              );
+              let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_b_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                ),
+              );
+              let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_b_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                ),
+              );
+              if {
+                let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__f0)) as i32),
+                );
+                let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                );
+                let __c17 = __p_N;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x16,
+                  __x15,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x16,
+                    __c17,
+                  )
+              } && (__q0 as usize) % 8usize == 0
+                && (__q1 as usize) == (__q0 as usize) + 2usize
+                && (__q2 as usize) == (__q0 as usize) + 4usize
+                && (__q3 as usize) == (__q0 as usize) + 6usize
+                && ::kernel_std::__private::device::fits(
+                  __q0,
+                  __p_b_ptr,
+                  __len_b_ptr,
+                  4usize,
+                )
+              {
+                ::kernel_std::__private::device::load_vec::<
+                  ::kernel_std::__private::device::F16,
+                  4usize,
+                >(__q0)
+              } else {
+                [
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q0,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      3u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q0)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q1,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      3u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q1)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q2,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      3u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q2)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q3,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      3u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q3)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                ]
+              }
+            };
+            ::kernel_std::__private::device::unroll::<
               4usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                b_19[__j] = ::kernel_std::__private::device::cast::<
+                  ::kernel_std::__private::device::F16,
+                  f32,
+                >(__ld14[__v]);
+              },
+            );
+          },
+        );
+        let mut x_20: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+            let __ld18: [::kernel_std::__private::device::F16; 4usize] = {
+              let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                ),
+              );
+              let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                ),
+              );
+              let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                ),
+              );
+              let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                ),
+              );
+              if {
+                let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__f0)) as i32),
+                );
+                let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                );
+                let __c21 = __p_N;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x20,
+                  __x19,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x20,
+                    __c21,
+                  )
+              } && (__q0 as usize) % 8usize == 0
+                && (__q1 as usize) == (__q0 as usize) + 2usize
+                && (__q2 as usize) == (__q0 as usize) + 4usize
+                && (__q3 as usize) == (__q0 as usize) + 6usize
+                && ::kernel_std::__private::device::fits(
+                  __q0,
+                  __p_x_ptr,
+                  __len_x_ptr,
+                  4usize,
+                )
+              {
+                ::kernel_std::__private::device::load_vec::<
+                  ::kernel_std::__private::device::F16,
+                  4usize,
+                >(__q0)
+              } else {
+                [
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q0,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q0)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q1,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q1)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q2,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q2)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q3,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q3)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                ]
+              }
+            };
+            ::kernel_std::__private::device::unroll::<
               4usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                x_20[__j] = ::kernel_std::__private::device::cast::<
+                  ::kernel_std::__private::device::F16,
+                  f32,
+                >(__ld18[__v]);
+              },
+            );
+          },
+        );
+        ::kernel_std::__private::device::bar_sync();
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 4usize] = [::core::ptr::null_mut(); 4usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 4usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 4usize];
+            let mut __sm: [bool; 4usize] = [false; 4usize];
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  y_row_2,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add((__f) as i32),
+                  ),
+                );
+                __sv[__v] = ::kernel_std::__private::device::cast::<
+                  f32,
+                  ::kernel_std::__private::device::F16,
+                >(
+                  <f32 as ::kernel_std::__private::device::Num>::add(
+                    <f32 as ::kernel_std::__private::device::Num>::mul(
+                      <f32 as ::kernel_std::__private::device::Num>::mul(
+                        <f32 as ::kernel_std::__private::device::Num>::sub(
+                          x_20[__j],
+                          mean_7,
+                        ),
+                        rstd_14,
+                      ),
+                      w_18[__j],
+                    ),
+                    b_19[__j],
+                  ),
+                );
+                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add((__f) as i32),
+                  ),
+                  __p_N,
+                );
+              },
+            );
+            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+              && __sm[3usize] && (__sp[0] as usize) % 8usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && (__sp[2usize] as usize) == (__sp[0] as usize) + 4usize
+              && (__sp[3usize] as usize) == (__sp[0] as usize) + 6usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
                 __p_y_ptr,
                 __len_y_ptr,
-                __fault,
-                __tag,
-                1u32,
-                ::core::line!(),
+                4usize,
               )
             {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                4usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_y_ptr,
+                  __len_y_ptr,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_y_ptr,
+                  __len_y_ptr,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+              if __sm[2usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[2usize],
+                  __p_y_ptr,
+                  __len_y_ptr,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[2usize],
+                  __sv[2usize],
+                );
+              }
+              if __sm[3usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[3usize],
+                  __p_y_ptr,
+                  __len_y_ptr,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[3usize],
+                  __sv[3usize],
+                );
+              }
             }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_y_ptr,
-                __len_y_ptr,
-                __fault,
-                __tag,
-                1u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-            if __sm[2usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[2usize],
-                __p_y_ptr,
-                __len_y_ptr,
-                __fault,
-                __tag,
-                1u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[2usize],
-                __sv[2usize],
-              );
-            }
-            if __sm[3usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[3usize],
-                __p_y_ptr,
-                __len_y_ptr,
-                __fault,
-                __tag,
-                1u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[3usize],
-                __sv[3usize],
-              );
-            }
-          }
-        }
+          },
+        );
         ::kernel_std::__private::device::bar_sync();
         __i = match __i.checked_add(__step) {
           Some(n) => n,

@@ -5128,22 +5128,65 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
       },
     );
     ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..8usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          atomic_24[__j] = {
-            let __a = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            atomic_24[__j] = {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    __p_stride_cm,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_9,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                ),
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
+                  __p_stride_cn,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_10,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              );
+              if <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_m_9,
@@ -5159,91 +5202,54 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         }) as i32,
                       ),
                   ),
+                  __p_M,
                 ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_10,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_10,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
                     ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            if <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_10,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __a,
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              <f32 as ::kernel_std::__private::device::AtomicElem>::add::<
-                3u8,
-                0u8,
-              >(
-                __a,
-                ::kernel_std::__private::device::load(
-                  (__smem.add(0usize) as *mut f32).add(__f),
+                  __p_N,
                 ),
               )
-            } else {
-              <f32 as ::core::default::Default>::default()
-            }
-          };
-        },
-      );
-    }
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                <f32 as ::kernel_std::__private::device::AtomicElem>::add::<
+                  3u8,
+                  0u8,
+                >(
+                  __a,
+                  ::kernel_std::__private::device::load(
+                    (__smem.add(0usize) as *mut f32).add(__f),
+                  ),
+                )
+              } else {
+                <f32 as ::core::default::Default>::default()
+              }
+            };
+          },
+        );
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
   }
 }

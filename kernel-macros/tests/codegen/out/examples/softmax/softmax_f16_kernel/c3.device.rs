@@ -38,184 +38,199 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c3(
       ),
     );
     let mut x_4: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
-    for __jc in 0..2usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-      let __ld0: [::kernel_std::__private::device::F16; 4usize] = {
-        let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          row_ptr_3,
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-            __p_input_col_stride,
-          ),
-        );
-        let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          row_ptr_3,
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-            __p_input_col_stride,
-          ),
-        );
-        let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          row_ptr_3,
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-            __p_input_col_stride,
-          ),
-        );
-        let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          row_ptr_3,
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-            __p_input_col_stride,
-          ),
-        );
-        if {
-          let __x1 = (0i32).wrapping_add(((__f0)) as i32);
-          let __x2 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-          let __c3 = __p_n_cols;
-          <i32 as ::kernel_std::__private::device::Num>::ge(__x2, __x1)
-            && <i32 as ::kernel_std::__private::device::Num>::lt(__x2, __c3)
-        } && (__q0 as usize) % 8usize == 0
-          && (__q1 as usize) == (__q0 as usize) + 2usize
-          && (__q2 as usize) == (__q0 as usize) + 4usize
-          && (__q3 as usize) == (__q0 as usize) + 6usize
-          && ::kernel_std::__private::device::fits(
-            __q0,
-            __p_input_ptr,
-            __len_input_ptr,
-            4usize,
-          )
-        {
-          ::kernel_std::__private::device::load_vec::<
-            ::kernel_std::__private::device::F16,
-            4usize,
-          >(__q0)
-        } else {
-          [
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let __ld0: [::kernel_std::__private::device::F16; 4usize] = {
+          let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            row_ptr_3,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
               (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-              __p_n_cols,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q0,
-                __p_input_ptr,
-                __len_input_ptr,
-                __fault,
-                __tag,
-                1u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q0)
-            } else {
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                f64::NEG_INFINITY,
-              )
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-              __p_n_cols,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q1,
-                __p_input_ptr,
-                __len_input_ptr,
-                __fault,
-                __tag,
-                1u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q1)
-            } else {
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                f64::NEG_INFINITY,
-              )
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-              __p_n_cols,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q2,
-                __p_input_ptr,
-                __len_input_ptr,
-                __fault,
-                __tag,
-                1u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q2)
-            } else {
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                f64::NEG_INFINITY,
-              )
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              __p_n_cols,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q3,
-                __p_input_ptr,
-                __len_input_ptr,
-                __fault,
-                __tag,
-                1u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q3)
-            } else {
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                f64::NEG_INFINITY,
-              )
-            },
-          ]
-        }
-      };
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          x_4[__j] = ::kernel_std::__private::device::cast::<
-            ::kernel_std::__private::device::F16,
-            f32,
-          >(__ld0[__v]);
-        },
-      );
-    }
-    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
-    for __jc in 0..2usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          let __x = x_4[__j];
-          let __i: usize = {
-            const __L: [usize; 8usize] = [
-              0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-              0usize,
-            ];
-            __L[__j]
-          };
-          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-            __p[__i],
-            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+              __p_input_col_stride,
+            ),
           );
-        },
-      );
-    }
+          let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            row_ptr_3,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+              __p_input_col_stride,
+            ),
+          );
+          let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            row_ptr_3,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+              __p_input_col_stride,
+            ),
+          );
+          let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            row_ptr_3,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+              __p_input_col_stride,
+            ),
+          );
+          if {
+            let __x1 = (0i32).wrapping_add(((__f0)) as i32);
+            let __x2 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+            let __c3 = __p_n_cols;
+            <i32 as ::kernel_std::__private::device::Num>::ge(__x2, __x1)
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                __x2,
+                __c3,
+              )
+          } && (__q0 as usize) % 8usize == 0
+            && (__q1 as usize) == (__q0 as usize) + 2usize
+            && (__q2 as usize) == (__q0 as usize) + 4usize
+            && (__q3 as usize) == (__q0 as usize) + 6usize
+            && ::kernel_std::__private::device::fits(
+              __q0,
+              __p_input_ptr,
+              __len_input_ptr,
+              4usize,
+            )
+          {
+            ::kernel_std::__private::device::load_vec::<
+              ::kernel_std::__private::device::F16,
+              4usize,
+            >(__q0)
+          } else {
+            [
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                __p_n_cols,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q0,
+                  __p_input_ptr,
+                  __len_input_ptr,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q0)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  f64::NEG_INFINITY,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                __p_n_cols,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q1,
+                  __p_input_ptr,
+                  __len_input_ptr,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q1)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  f64::NEG_INFINITY,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                __p_n_cols,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q2,
+                  __p_input_ptr,
+                  __len_input_ptr,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q2)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  f64::NEG_INFINITY,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                __p_n_cols,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q3,
+                  __p_input_ptr,
+                  __len_input_ptr,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q3)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  f64::NEG_INFINITY,
+                )
+              },
+            ]
+          }
+        };
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            x_4[__j] = ::kernel_std::__private::device::cast::<
+              ::kernel_std::__private::device::F16,
+              f32,
+            >(__ld0[__v]);
+          },
+        );
+      },
+    );
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = x_4[__j];
+            let __i: usize = {
+              const __L: [usize; 8usize] = [
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -294,53 +309,65 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c3(
     };
     ::kernel_std::__private::device::bar_sync();
     let mut shifted_5: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
-    for __jc in 0..2usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          shifted_5[__j] = <f32 as ::kernel_std::__private::device::Num>::sub(
-            x_4[__j],
-            __red4,
-          );
-        },
-      );
-    }
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            shifted_5[__j] = <f32 as ::kernel_std::__private::device::Num>::sub(
+              x_4[__j],
+              __red4,
+            );
+          },
+        );
+      },
+    );
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 1usize];
-    for __jc in 0..2usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          let __x = <f32 as ::kernel_std::__private::device::Float>::exp(
-            shifted_5[__j],
-          );
-          let __i: usize = {
-            const __L: [usize; 8usize] = [
-              0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-              0usize,
-            ];
-            __L[__j]
-          };
-          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-            __p[__i],
-            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-          );
-        },
-      );
-    }
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = <f32 as ::kernel_std::__private::device::Float>::exp(
+              shifted_5[__j],
+            );
+            let __i: usize = {
+              const __L: [usize; 8usize] = [
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -427,111 +454,129 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c3(
       ),
     );
     ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..2usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-      let mut __sp: [*mut ::kernel_std::__private::device::F16; 4usize] = [::core::ptr::null_mut(); 4usize];
-      let mut __sv: [::kernel_std::__private::device::F16; 4usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 4usize];
-      let mut __sm: [bool; 4usize] = [false; 4usize];
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            out_ptr_8,
-            (0i32).wrapping_add((__f) as i32),
-          );
-          __sv[__v] = ::kernel_std::__private::device::cast::<
-            f32,
-            ::kernel_std::__private::device::F16,
-          >(
-            <f32 as ::kernel_std::__private::device::Num>::div(
-              <f32 as ::kernel_std::__private::device::Float>::exp(
-                shifted_5[__j],
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let mut __sp: [*mut ::kernel_std::__private::device::F16; 4usize] = [::core::ptr::null_mut(); 4usize];
+        let mut __sv: [::kernel_std::__private::device::F16; 4usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 4usize];
+        let mut __sm: [bool; 4usize] = [false; 4usize];
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              out_ptr_8,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = ::kernel_std::__private::device::cast::<
+              f32,
+              ::kernel_std::__private::device::F16,
+            >(
+              <f32 as ::kernel_std::__private::device::Num>::div(
+                <f32 as ::kernel_std::__private::device::Float>::exp(
+                  shifted_5[__j],
+                ),
+                denominator_7,
               ),
-              denominator_7,
-            ),
-          );
-          __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_n_cols,
-          );
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
-        && (__sp[0] as usize) % 8usize == 0
-        && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-        && (__sp[2usize] as usize) == (__sp[0] as usize) + 4usize
-        && (__sp[3usize] as usize) == (__sp[0] as usize) + 6usize
-        && ::kernel_std::__private::device::fits(
-          __sp[0],
-          __p_output_ptr,
-          __len_output_ptr,
-          4usize,
-        )
-      {
-        ::kernel_std::__private::device::store_vec::<
-          ::kernel_std::__private::device::F16,
-          4usize,
-        >(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
+            );
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n_cols,
+            );
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
+          && (__sp[0] as usize) % 8usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && (__sp[2usize] as usize) == (__sp[0] as usize) + 4usize
+          && (__sp[3usize] as usize) == (__sp[0] as usize) + 6usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
             __p_output_ptr,
             __len_output_ptr,
-            __fault,
-            __tag,
-            0u32,
-            ::core::line!(),
+            4usize,
           )
         {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+          ::kernel_std::__private::device::store_vec::<
+            ::kernel_std::__private::device::F16,
+            4usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_output_ptr,
+              __len_output_ptr,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_output_ptr,
+              __len_output_ptr,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+          if __sm[2usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[2usize],
+              __p_output_ptr,
+              __len_output_ptr,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[2usize],
+              __sv[2usize],
+            );
+          }
+          if __sm[3usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[3usize],
+              __p_output_ptr,
+              __len_output_ptr,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[3usize],
+              __sv[3usize],
+            );
+          }
         }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_output_ptr,
-            __len_output_ptr,
-            __fault,
-            __tag,
-            0u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
-        }
-        if __sm[2usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[2usize],
-            __p_output_ptr,
-            __len_output_ptr,
-            __fault,
-            __tag,
-            0u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[2usize], __sv[2usize]);
-        }
-        if __sm[3usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[3usize],
-            __p_output_ptr,
-            __len_output_ptr,
-            __fault,
-            __tag,
-            0u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[3usize], __sv[3usize]);
-        }
-      }
-    }
+      },
+    );
   }
 }
 #[no_mangle]

@@ -38,55 +38,67 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c0(
       ),
     );
     let mut x_4: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 128usize {
-        x_4[__j] = {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            row_ptr_3,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          x_4[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              row_ptr_3,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32).wrapping_add((__f) as i32),
+                __p_input_col_stride,
+              ),
+            );
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
               (0i32).wrapping_add((__f) as i32),
-              __p_input_col_stride,
-            ),
-          );
-          if <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_n_cols,
-          )
-            && ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_input_ptr,
-              __len_input_ptr,
-              __fault,
-              __tag,
-              1u32,
-              ::core::line!(),
+              __p_n_cols,
             )
-          {
-            ::kernel_std::__private::device::load(__a)
-          } else {
-            <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-              f64::NEG_INFINITY,
-            )
-          }
-        };
-      }
-    }
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_input_ptr,
+                __len_input_ptr,
+                __fault,
+                __tag,
+                1u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                f64::NEG_INFINITY,
+              )
+            }
+          };
+        }
+      },
+    );
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 128usize {
-        let __x = x_4[__j];
-        let __i: usize = {
-          const __L: [usize; 1usize] = [0usize];
-          __L[__j]
-        };
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-        );
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          let __x = x_4[__j];
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        }
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -165,34 +177,46 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c0(
     };
     ::kernel_std::__private::device::bar_sync();
     let mut shifted_5: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 128usize {
-        shifted_5[__j] = <f32 as ::kernel_std::__private::device::Num>::sub(
-          x_4[__j],
-          __red0,
-        );
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          shifted_5[__j] = <f32 as ::kernel_std::__private::device::Num>::sub(
+            x_4[__j],
+            __red0,
+          );
+        }
+      },
+    );
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 1usize];
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 128usize {
-        let __x = <f32 as ::kernel_std::__private::device::Float>::exp(
-          shifted_5[__j],
-        );
-        let __i: usize = {
-          const __L: [usize; 1usize] = [0usize];
-          __L[__j]
-        };
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-        );
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          let __x = <f32 as ::kernel_std::__private::device::Float>::exp(
+            shifted_5[__j],
+          );
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        }
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -279,41 +303,47 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c0(
       ),
     );
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 128usize {
-        if <i32 as ::kernel_std::__private::device::Num>::lt(
-          (0i32).wrapping_add((__f) as i32),
-          __p_n_cols,
-        ) {
-          {
-            let __a = ::kernel_std::__private::device::ptr_add(
-              out_ptr_8,
-              (0i32).wrapping_add((__f) as i32),
-            );
-            if ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_output_ptr,
-              __len_output_ptr,
-              __fault,
-              __tag,
-              0u32,
-              ::core::line!(),
-            ) {
-              ::kernel_std::__private::device::store(
-                __a,
-                <f32 as ::kernel_std::__private::device::Num>::div(
-                  <f32 as ::kernel_std::__private::device::Float>::exp(
-                    shifted_5[__j],
-                  ),
-                  denominator_7,
-                ),
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            (0i32).wrapping_add((__f) as i32),
+            __p_n_cols,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                out_ptr_8,
+                (0i32).wrapping_add((__f) as i32),
               );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_output_ptr,
+                __len_output_ptr,
+                __fault,
+                __tag,
+                0u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  <f32 as ::kernel_std::__private::device::Num>::div(
+                    <f32 as ::kernel_std::__private::device::Float>::exp(
+                      shifted_5[__j],
+                    ),
+                    denominator_7,
+                  ),
+                );
+              }
             }
           }
         }
-      }
-    }
+      },
+    );
   }
 }
 #[no_mangle]

@@ -45,39 +45,51 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
       ),
     );
     let mut m_3: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-    for __jc in 0..4usize {
-      let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          m_3[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-            f64::NEG_INFINITY,
-          );
-        },
-      );
-    }
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            m_3[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+              f64::NEG_INFINITY,
+            );
+          },
+        );
+      },
+    );
     let mut s_4: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-    for __jc in 0..4usize {
-      let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          s_4[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-            0i64,
-          );
-        },
-      );
-    }
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            s_4[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+              0i64,
+            );
+          },
+        );
+      },
+    );
     {
       let __start: i32 = (0i32);
       let __end: i32 = __p_n_cols;
@@ -90,275 +102,302 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
       {
         let off_5: i32 = __i;
         let mut x_8: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-        for __jc in 0..4usize {
-          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-          let __ld0: [::kernel_std::__private::device::F16; 4usize] = {
-            let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              row_ptr_1,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_5,
-                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                ),
-                __p_input_col_stride,
-              ),
-            );
-            let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              row_ptr_1,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_5,
-                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                ),
-                __p_input_col_stride,
-              ),
-            );
-            let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              row_ptr_1,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_5,
-                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                ),
-                __p_input_col_stride,
-              ),
-            );
-            let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              row_ptr_1,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_5,
-                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                ),
-                __p_input_col_stride,
-              ),
-            );
-            if {
-              let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                off_5,
-                (0i32).wrapping_add(((__f0)) as i32),
-              );
-              let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
-                off_5,
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              );
-              let __c3 = __p_n_cols;
-              <i32 as ::kernel_std::__private::device::Num>::ge(__x2, __x1)
-                && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x2,
-                  __c3,
-                )
-            } && (__q0 as usize) % 8usize == 0
-              && (__q1 as usize) == (__q0 as usize) + 2usize
-              && (__q2 as usize) == (__q0 as usize) + 4usize
-              && (__q3 as usize) == (__q0 as usize) + 6usize
-              && ::kernel_std::__private::device::fits(
-                __q0,
-                __p_input_ptr,
-                __len_input_ptr,
-                4usize,
-              )
-            {
-              ::kernel_std::__private::device::load_vec::<
-                ::kernel_std::__private::device::F16,
-                4usize,
-              >(__q0)
-            } else {
-              [
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld0: [::kernel_std::__private::device::F16; 4usize] = {
+              let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                row_ptr_1,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_5,
                     (0i32).wrapping_add(((__f0 + 0usize)) as i32),
                   ),
-                  __p_n_cols,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q0,
-                    __p_input_ptr,
-                    __len_input_ptr,
-                    __fault,
-                    __tag,
-                    1u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q0)
-                } else {
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                    f64::NEG_INFINITY,
-                  )
-                },
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __p_input_col_stride,
+                ),
+              );
+              let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                row_ptr_1,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_5,
                     (0i32).wrapping_add(((__f0 + 1usize)) as i32),
                   ),
-                  __p_n_cols,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q1,
-                    __p_input_ptr,
-                    __len_input_ptr,
-                    __fault,
-                    __tag,
-                    1u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q1)
-                } else {
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                    f64::NEG_INFINITY,
-                  )
-                },
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __p_input_col_stride,
+                ),
+              );
+              let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                row_ptr_1,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_5,
                     (0i32).wrapping_add(((__f0 + 2usize)) as i32),
                   ),
-                  __p_n_cols,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q2,
-                    __p_input_ptr,
-                    __len_input_ptr,
-                    __fault,
-                    __tag,
-                    1u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q2)
-                } else {
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                    f64::NEG_INFINITY,
-                  )
-                },
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __p_input_col_stride,
+                ),
+              );
+              let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                row_ptr_1,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_5,
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   ),
-                  __p_n_cols,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q3,
-                    __p_input_ptr,
-                    __len_input_ptr,
-                    __fault,
-                    __tag,
-                    1u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q3)
-                } else {
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                    f64::NEG_INFINITY,
-                  )
-                },
-              ]
-            }
-          };
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 4usize + __v;
-              let __f: usize = __f0 + __v;
-              x_8[__j] = ::kernel_std::__private::device::cast::<
-                ::kernel_std::__private::device::F16,
-                f32,
-              >(__ld0[__v]);
-            },
-          );
-        }
-        let mut e_9: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-        for __jc in 0..4usize {
-          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 4usize + __v;
-              let __f: usize = __f0 + __v;
-              e_9[__j] = <f32 as ::kernel_std::__private::device::Float>::exp(
-                <f32 as ::kernel_std::__private::device::Num>::neg(
-                  <f32 as ::kernel_std::__private::device::Float>::abs(
-                    <f32 as ::kernel_std::__private::device::Num>::sub(
-                      x_8[__j],
-                      m_3[__j],
-                    ),
-                  ),
+                  __p_input_col_stride,
                 ),
               );
-            },
-          );
-        }
-        for __jc in 0..4usize {
-          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 4usize + __v;
-              let __f: usize = __f0 + __v;
-              s_4[__j] = if <f32 as ::kernel_std::__private::device::Num>::gt(
-                x_8[__j],
-                m_3[__j],
-              ) {
-                <f32 as ::kernel_std::__private::device::Num>::add(
-                  <f32 as ::kernel_std::__private::device::Num>::mul(
-                    s_4[__j],
-                    e_9[__j],
-                  ),
-                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    1f64,
-                  ),
+              if {
+                let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_5,
+                  (0i32).wrapping_add(((__f0)) as i32),
+                );
+                let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_5,
+                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                );
+                let __c3 = __p_n_cols;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x2,
+                  __x1,
                 )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x2,
+                    __c3,
+                  )
+              } && (__q0 as usize) % 8usize == 0
+                && (__q1 as usize) == (__q0 as usize) + 2usize
+                && (__q2 as usize) == (__q0 as usize) + 4usize
+                && (__q3 as usize) == (__q0 as usize) + 6usize
+                && ::kernel_std::__private::device::fits(
+                  __q0,
+                  __p_input_ptr,
+                  __len_input_ptr,
+                  4usize,
+                )
+              {
+                ::kernel_std::__private::device::load_vec::<
+                  ::kernel_std::__private::device::F16,
+                  4usize,
+                >(__q0)
               } else {
-                <f32 as ::kernel_std::__private::device::Num>::add(
-                  s_4[__j],
-                  if <f32 as ::kernel_std::__private::device::Num>::gt(
-                    x_8[__j],
-                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      f64::NEG_INFINITY,
+                [
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_5,
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
                     ),
-                  ) {
-                    e_9[__j]
+                    __p_n_cols,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q0,
+                      __p_input_ptr,
+                      __len_input_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q0)
                   } else {
-                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      f64::NEG_INFINITY,
                     )
                   },
-                )
-              };
-            },
-          );
-        }
-        for __jc in 0..4usize {
-          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 4usize + __v;
-              let __f: usize = __f0 + __v;
-              m_3[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
-                m_3[__j],
-                x_8[__j],
-              );
-            },
-          );
-        }
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_5,
+                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q1,
+                      __p_input_ptr,
+                      __len_input_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q1)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      f64::NEG_INFINITY,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_5,
+                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q2,
+                      __p_input_ptr,
+                      __len_input_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q2)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      f64::NEG_INFINITY,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_5,
+                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q3,
+                      __p_input_ptr,
+                      __len_input_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q3)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      f64::NEG_INFINITY,
+                    )
+                  },
+                ]
+              }
+            };
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                x_8[__j] = ::kernel_std::__private::device::cast::<
+                  ::kernel_std::__private::device::F16,
+                  f32,
+                >(__ld0[__v]);
+              },
+            );
+          },
+        );
+        let mut e_9: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                e_9[__j] = <f32 as ::kernel_std::__private::device::Float>::exp(
+                  <f32 as ::kernel_std::__private::device::Num>::neg(
+                    <f32 as ::kernel_std::__private::device::Float>::abs(
+                      <f32 as ::kernel_std::__private::device::Num>::sub(
+                        x_8[__j],
+                        m_3[__j],
+                      ),
+                    ),
+                  ),
+                );
+              },
+            );
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                s_4[__j] = if <f32 as ::kernel_std::__private::device::Num>::gt(
+                  x_8[__j],
+                  m_3[__j],
+                ) {
+                  <f32 as ::kernel_std::__private::device::Num>::add(
+                    <f32 as ::kernel_std::__private::device::Num>::mul(
+                      s_4[__j],
+                      e_9[__j],
+                    ),
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      1f64,
+                    ),
+                  )
+                } else {
+                  <f32 as ::kernel_std::__private::device::Num>::add(
+                    s_4[__j],
+                    if <f32 as ::kernel_std::__private::device::Num>::gt(
+                      x_8[__j],
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        f64::NEG_INFINITY,
+                      ),
+                    ) {
+                      e_9[__j]
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                  )
+                };
+              },
+            );
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                m_3[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+                  m_3[__j],
+                  x_8[__j],
+                );
+              },
+            );
+          },
+        );
         __i = match __i.checked_add(__step) {
           Some(n) => n,
           None => break,
@@ -366,32 +405,38 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
       }
     }
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
-    for __jc in 0..4usize {
-      let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          let __x = m_3[__j];
-          let __i: usize = {
-            const __L: [usize; 16usize] = [
-              0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-              0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-              0usize, 0usize,
-            ];
-            __L[__j]
-          };
-          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-            __p[__i],
-            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-          );
-        },
-      );
-    }
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = m_3[__j];
+            let __i: usize = {
+              const __L: [usize; 16usize] = [
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 0usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -489,40 +534,46 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 1usize];
-    for __jc in 0..4usize {
-      let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          let __x = <f32 as ::kernel_std::__private::device::Num>::mul(
-            s_4[__j],
-            <f32 as ::kernel_std::__private::device::Float>::exp(
-              <f32 as ::kernel_std::__private::device::Num>::sub(
-                m_3[__j],
-                row_max_10,
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = <f32 as ::kernel_std::__private::device::Num>::mul(
+              s_4[__j],
+              <f32 as ::kernel_std::__private::device::Float>::exp(
+                <f32 as ::kernel_std::__private::device::Num>::sub(
+                  m_3[__j],
+                  row_max_10,
+                ),
               ),
-            ),
-          );
-          let __i: usize = {
-            const __L: [usize; 16usize] = [
-              0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-              0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-              0usize, 0usize,
-            ];
-            __L[__j]
-          };
-          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-            __p[__i],
-            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-          );
-        },
-      );
-    }
+            );
+            let __i: usize = {
+              const __L: [usize; 16usize] = [
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 0usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -632,318 +683,333 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
       {
         let off_12: i32 = __i;
         let mut x_15: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-        for __jc in 0..4usize {
-          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-          let __ld6: [::kernel_std::__private::device::F16; 4usize] = {
-            let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              row_ptr_1,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_12,
-                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                ),
-                __p_input_col_stride,
-              ),
-            );
-            let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              row_ptr_1,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_12,
-                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                ),
-                __p_input_col_stride,
-              ),
-            );
-            let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              row_ptr_1,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_12,
-                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                ),
-                __p_input_col_stride,
-              ),
-            );
-            let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              row_ptr_1,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_12,
-                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                ),
-                __p_input_col_stride,
-              ),
-            );
-            if {
-              let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
-                off_12,
-                (0i32).wrapping_add(((__f0)) as i32),
-              );
-              let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
-                off_12,
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              );
-              let __c9 = __p_n_cols;
-              <i32 as ::kernel_std::__private::device::Num>::ge(__x8, __x7)
-                && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x8,
-                  __c9,
-                )
-            } && (__q0 as usize) % 8usize == 0
-              && (__q1 as usize) == (__q0 as usize) + 2usize
-              && (__q2 as usize) == (__q0 as usize) + 4usize
-              && (__q3 as usize) == (__q0 as usize) + 6usize
-              && ::kernel_std::__private::device::fits(
-                __q0,
-                __p_input_ptr,
-                __len_input_ptr,
-                4usize,
-              )
-            {
-              ::kernel_std::__private::device::load_vec::<
-                ::kernel_std::__private::device::F16,
-                4usize,
-              >(__q0)
-            } else {
-              [
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld6: [::kernel_std::__private::device::F16; 4usize] = {
+              let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                row_ptr_1,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_12,
                     (0i32).wrapping_add(((__f0 + 0usize)) as i32),
                   ),
-                  __p_n_cols,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q0,
-                    __p_input_ptr,
-                    __len_input_ptr,
-                    __fault,
-                    __tag,
-                    1u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q0)
-                } else {
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                    f64::NEG_INFINITY,
-                  )
-                },
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __p_input_col_stride,
+                ),
+              );
+              let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                row_ptr_1,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_12,
                     (0i32).wrapping_add(((__f0 + 1usize)) as i32),
                   ),
-                  __p_n_cols,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q1,
-                    __p_input_ptr,
-                    __len_input_ptr,
-                    __fault,
-                    __tag,
-                    1u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q1)
-                } else {
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                    f64::NEG_INFINITY,
-                  )
-                },
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __p_input_col_stride,
+                ),
+              );
+              let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                row_ptr_1,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_12,
                     (0i32).wrapping_add(((__f0 + 2usize)) as i32),
                   ),
-                  __p_n_cols,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q2,
-                    __p_input_ptr,
-                    __len_input_ptr,
-                    __fault,
-                    __tag,
-                    1u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q2)
-                } else {
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                    f64::NEG_INFINITY,
-                  )
-                },
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __p_input_col_stride,
+                ),
+              );
+              let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                row_ptr_1,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_12,
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   ),
-                  __p_n_cols,
+                  __p_input_col_stride,
+                ),
+              );
+              if {
+                let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_12,
+                  (0i32).wrapping_add(((__f0)) as i32),
+                );
+                let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_12,
+                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                );
+                let __c9 = __p_n_cols;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x8,
+                  __x7,
                 )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q3,
-                    __p_input_ptr,
-                    __len_input_ptr,
-                    __fault,
-                    __tag,
-                    1u32,
-                    ::core::line!(),
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x8,
+                    __c9,
                   )
-                {
-                  ::kernel_std::__private::device::load(__q3)
-                } else {
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                    f64::NEG_INFINITY,
-                  )
-                },
-              ]
-            }
-          };
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 4usize + __v;
-              let __f: usize = __f0 + __v;
-              x_15[__j] = ::kernel_std::__private::device::cast::<
-                ::kernel_std::__private::device::F16,
-                f32,
-              >(__ld6[__v]);
-            },
-          );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        for __jc in 0..4usize {
-          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 4usize] = [::core::ptr::null_mut(); 4usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 4usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 4usize];
-          let mut __sm: [bool; 4usize] = [false; 4usize];
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 4usize + __v;
-              let __f: usize = __f0 + __v;
-              __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                out_ptr_2,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_12,
-                  (0i32).wrapping_add((__f) as i32),
-                ),
-              );
-              __sv[__v] = ::kernel_std::__private::device::cast::<
-                f32,
-                ::kernel_std::__private::device::F16,
-              >(
-                <f32 as ::kernel_std::__private::device::Num>::mul(
-                  <f32 as ::kernel_std::__private::device::Float>::exp(
-                    <f32 as ::kernel_std::__private::device::Num>::sub(
-                      x_15[__j],
-                      row_max_10,
+              } && (__q0 as usize) % 8usize == 0
+                && (__q1 as usize) == (__q0 as usize) + 2usize
+                && (__q2 as usize) == (__q0 as usize) + 4usize
+                && (__q3 as usize) == (__q0 as usize) + 6usize
+                && ::kernel_std::__private::device::fits(
+                  __q0,
+                  __p_input_ptr,
+                  __len_input_ptr,
+                  4usize,
+                )
+              {
+                ::kernel_std::__private::device::load_vec::<
+                  ::kernel_std::__private::device::F16,
+                  4usize,
+                >(__q0)
+              } else {
+                [
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_12,
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
                     ),
+                    __p_n_cols,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q0,
+                      __p_input_ptr,
+                      __len_input_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q0)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      f64::NEG_INFINITY,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_12,
+                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q1,
+                      __p_input_ptr,
+                      __len_input_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q1)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      f64::NEG_INFINITY,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_12,
+                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q2,
+                      __p_input_ptr,
+                      __len_input_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q2)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      f64::NEG_INFINITY,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_12,
+                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q3,
+                      __p_input_ptr,
+                      __len_input_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q3)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      f64::NEG_INFINITY,
+                    )
+                  },
+                ]
+              }
+            };
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                x_15[__j] = ::kernel_std::__private::device::cast::<
+                  ::kernel_std::__private::device::F16,
+                  f32,
+                >(__ld6[__v]);
+              },
+            );
+          },
+        );
+        ::kernel_std::__private::device::bar_sync();
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 4usize] = [::core::ptr::null_mut(); 4usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 4usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 4usize];
+            let mut __sm: [bool; 4usize] = [false; 4usize];
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  out_ptr_2,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_12,
+                    (0i32).wrapping_add((__f) as i32),
                   ),
-                  inv_sum_11,
-                ),
-              );
-              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_12,
-                  (0i32).wrapping_add((__f) as i32),
-                ),
-                __p_n_cols,
-              );
-            },
-          );
-          if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-            && __sm[3usize] && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && (__sp[2usize] as usize) == (__sp[0] as usize) + 4usize
-            && (__sp[3usize] as usize) == (__sp[0] as usize) + 6usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_output_ptr,
-              __len_output_ptr,
-              4usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              4usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
+                );
+                __sv[__v] = ::kernel_std::__private::device::cast::<
+                  f32,
+                  ::kernel_std::__private::device::F16,
+                >(
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    <f32 as ::kernel_std::__private::device::Float>::exp(
+                      <f32 as ::kernel_std::__private::device::Num>::sub(
+                        x_15[__j],
+                        row_max_10,
+                      ),
+                    ),
+                    inv_sum_11,
+                  ),
+                );
+                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_12,
+                    (0i32).wrapping_add((__f) as i32),
+                  ),
+                  __p_n_cols,
+                );
+              },
+            );
+            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+              && __sm[3usize] && (__sp[0] as usize) % 8usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && (__sp[2usize] as usize) == (__sp[0] as usize) + 4usize
+              && (__sp[3usize] as usize) == (__sp[0] as usize) + 6usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
                 __p_output_ptr,
                 __len_output_ptr,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
+                4usize,
               )
             {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                4usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+              if __sm[2usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[2usize],
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[2usize],
+                  __sv[2usize],
+                );
+              }
+              if __sm[3usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[3usize],
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[3usize],
+                  __sv[3usize],
+                );
+              }
             }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_output_ptr,
-                __len_output_ptr,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-            if __sm[2usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[2usize],
-                __p_output_ptr,
-                __len_output_ptr,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[2usize],
-                __sv[2usize],
-              );
-            }
-            if __sm[3usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[3usize],
-                __p_output_ptr,
-                __len_output_ptr,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[3usize],
-                __sv[3usize],
-              );
-            }
-          }
-        }
+          },
+        );
         ::kernel_std::__private::device::bar_sync();
         __i = match __i.checked_add(__step) {
           Some(n) => n,

@@ -35,17 +35,38 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut pid_0: i32 = ::kernel_std::__private::device::program_id(0u32);
     ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..2usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-      let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-      let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-      let mut __sm: [bool; 4usize] = [false; 4usize];
-      let __ld0: [f32; 4usize] = {
-        let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_x_ptr,
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+        let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+        let mut __sm: [bool; 4usize] = [false; 4usize];
+        let __ld0: [f32; 4usize] = {
+          let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::div(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
+                  __p_n_cols,
+                ),
+                __p_stride_xr,
+              ),
+            ),
             <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::div(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     pid_0,
@@ -57,30 +78,30 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                 ),
                 __p_n_cols,
               ),
-              __p_stride_xr,
+              __p_stride_xc,
             ),
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
+          );
+          let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::div(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
                   ),
+                  __p_n_cols,
                 ),
-                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                __p_stride_xr,
               ),
-              __p_n_cols,
             ),
-            __p_stride_xc,
-          ),
-        );
-        let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_x_ptr,
             <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::div(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     pid_0,
@@ -92,30 +113,30 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                 ),
                 __p_n_cols,
               ),
-              __p_stride_xr,
+              __p_stride_xc,
             ),
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
+          );
+          let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::div(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
                   ),
+                  __p_n_cols,
                 ),
-                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                __p_stride_xr,
               ),
-              __p_n_cols,
             ),
-            __p_stride_xc,
-          ),
-        );
-        let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_x_ptr,
             <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::div(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     pid_0,
@@ -127,30 +148,30 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                 ),
                 __p_n_cols,
               ),
-              __p_stride_xr,
+              __p_stride_xc,
             ),
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
+          );
+          let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::div(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   ),
+                  __p_n_cols,
                 ),
-                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                __p_stride_xr,
               ),
-              __p_n_cols,
             ),
-            __p_stride_xc,
-          ),
-        );
-        let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_x_ptr,
             <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::div(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     pid_0,
@@ -162,174 +183,177 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                 ),
                 __p_n_cols,
               ),
-              __p_stride_xr,
+              __p_stride_xc,
             ),
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              ),
-              __p_n_cols,
-            ),
-            __p_stride_xc,
-          ),
-        );
-        if {
-          let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              pid_0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1024i64,
-              ),
-            ),
-            (0i32).wrapping_add(((__f0)) as i32),
           );
-          let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              pid_0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1024i64,
+          if {
+            let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                pid_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  1024i64,
+                ),
+              ),
+              (0i32).wrapping_add(((__f0)) as i32),
+            );
+            let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                pid_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  1024i64,
+                ),
+              ),
+              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+            );
+            let __c3 = __p_n_elements;
+            <i32 as ::kernel_std::__private::device::Num>::ge(__x2, __x1)
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                __x2,
+                __c3,
+              )
+          } && (__q0 as usize) % 16usize == 0
+            && (__q1 as usize) == (__q0 as usize) + 4usize
+            && (__q2 as usize) == (__q0 as usize) + 8usize
+            && (__q3 as usize) == (__q0 as usize) + 12usize
+            && ::kernel_std::__private::device::fits(
+              __q0,
+              __p_x_ptr,
+              __len_x_ptr,
+              4usize,
+            )
+          {
+            ::kernel_std::__private::device::load_vec::<f32, 4usize>(__q0)
+          } else {
+            [
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                ),
+                __p_n_elements,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q0,
+                  __p_x_ptr,
+                  __len_x_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q0)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                ),
+                __p_n_elements,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q1,
+                  __p_x_ptr,
+                  __len_x_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q1)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                ),
+                __p_n_elements,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q2,
+                  __p_x_ptr,
+                  __len_x_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q2)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                ),
+                __p_n_elements,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q3,
+                  __p_x_ptr,
+                  __len_x_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q3)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+            ]
+          }
+        };
+        let __ld4: [f32; 4usize] = {
+          let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_y_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::div(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
+                  __p_n_cols,
+                ),
+                __p_stride_yr,
               ),
             ),
-            (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-          );
-          let __c3 = __p_n_elements;
-          <i32 as ::kernel_std::__private::device::Num>::ge(__x2, __x1)
-            && <i32 as ::kernel_std::__private::device::Num>::lt(__x2, __c3)
-        } && (__q0 as usize) % 16usize == 0
-          && (__q1 as usize) == (__q0 as usize) + 4usize
-          && (__q2 as usize) == (__q0 as usize) + 8usize
-          && (__q3 as usize) == (__q0 as usize) + 12usize
-          && ::kernel_std::__private::device::fits(
-            __q0,
-            __p_x_ptr,
-            __len_x_ptr,
-            4usize,
-          )
-        {
-          ::kernel_std::__private::device::load_vec::<f32, 4usize>(__q0)
-        } else {
-          [
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-              ),
-              __p_n_elements,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q0,
-                __p_x_ptr,
-                __len_x_ptr,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q0)
-            } else {
-              <f32 as ::core::default::Default>::default()
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-              ),
-              __p_n_elements,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q1,
-                __p_x_ptr,
-                __len_x_ptr,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q1)
-            } else {
-              <f32 as ::core::default::Default>::default()
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-              ),
-              __p_n_elements,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q2,
-                __p_x_ptr,
-                __len_x_ptr,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q2)
-            } else {
-              <f32 as ::core::default::Default>::default()
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              ),
-              __p_n_elements,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q3,
-                __p_x_ptr,
-                __len_x_ptr,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q3)
-            } else {
-              <f32 as ::core::default::Default>::default()
-            },
-          ]
-        }
-      };
-      let __ld4: [f32; 4usize] = {
-        let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_y_ptr,
             <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::div(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     pid_0,
@@ -341,30 +365,30 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                 ),
                 __p_n_cols,
               ),
-              __p_stride_yr,
+              __p_stride_yc,
             ),
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
+          );
+          let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_y_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::div(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
                   ),
+                  __p_n_cols,
                 ),
-                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                __p_stride_yr,
               ),
-              __p_n_cols,
             ),
-            __p_stride_yc,
-          ),
-        );
-        let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_y_ptr,
             <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::div(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     pid_0,
@@ -376,30 +400,30 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                 ),
                 __p_n_cols,
               ),
-              __p_stride_yr,
+              __p_stride_yc,
             ),
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
+          );
+          let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_y_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::div(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
                   ),
+                  __p_n_cols,
                 ),
-                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                __p_stride_yr,
               ),
-              __p_n_cols,
             ),
-            __p_stride_yc,
-          ),
-        );
-        let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_y_ptr,
             <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::div(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     pid_0,
@@ -411,30 +435,30 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                 ),
                 __p_n_cols,
               ),
-              __p_stride_yr,
+              __p_stride_yc,
             ),
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
+          );
+          let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_y_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::div(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   ),
+                  __p_n_cols,
                 ),
-                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                __p_stride_yr,
               ),
-              __p_n_cols,
             ),
-            __p_stride_yc,
-          ),
-        );
-        let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_y_ptr,
             <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::div(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     pid_0,
@@ -446,274 +470,277 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                 ),
                 __p_n_cols,
               ),
-              __p_stride_yr,
+              __p_stride_yc,
             ),
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              ),
-              __p_n_cols,
-            ),
-            __p_stride_yc,
-          ),
-        );
-        if {
-          let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              pid_0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1024i64,
-              ),
-            ),
-            (0i32).wrapping_add(((__f0)) as i32),
           );
-          let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              pid_0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1024i64,
-              ),
-            ),
-            (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-          );
-          let __c7 = __p_n_elements;
-          <i32 as ::kernel_std::__private::device::Num>::ge(__x6, __x5)
-            && <i32 as ::kernel_std::__private::device::Num>::lt(__x6, __c7)
-        } && (__q0 as usize) % 16usize == 0
-          && (__q1 as usize) == (__q0 as usize) + 4usize
-          && (__q2 as usize) == (__q0 as usize) + 8usize
-          && (__q3 as usize) == (__q0 as usize) + 12usize
-          && ::kernel_std::__private::device::fits(
-            __q0,
-            __p_y_ptr,
-            __len_y_ptr,
-            4usize,
-          )
-        {
-          ::kernel_std::__private::device::load_vec::<f32, 4usize>(__q0)
-        } else {
-          [
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-              ),
-              __p_n_elements,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q0,
-                __p_y_ptr,
-                __len_y_ptr,
-                __fault,
-                __tag,
-                1u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q0)
-            } else {
-              <f32 as ::core::default::Default>::default()
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-              ),
-              __p_n_elements,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q1,
-                __p_y_ptr,
-                __len_y_ptr,
-                __fault,
-                __tag,
-                1u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q1)
-            } else {
-              <f32 as ::core::default::Default>::default()
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-              ),
-              __p_n_elements,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q2,
-                __p_y_ptr,
-                __len_y_ptr,
-                __fault,
-                __tag,
-                1u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q2)
-            } else {
-              <f32 as ::core::default::Default>::default()
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              ),
-              __p_n_elements,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q3,
-                __p_y_ptr,
-                __len_y_ptr,
-                __fault,
-                __tag,
-                1u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q3)
-            } else {
-              <f32 as ::core::default::Default>::default()
-            },
-          ]
-        }
-      };
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            __p_output_ptr,
-            <i32 as ::kernel_std::__private::device::Num>::add(
+          if {
+            let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
               <i32 as ::kernel_std::__private::device::Num>::mul(
                 pid_0,
                 <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                   1024i64,
                 ),
               ),
-              (0i32).wrapping_add((__f) as i32),
-            ),
-          );
-          __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::add(
-            __ld0[__v],
-            __ld4[__v],
-          );
-          __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-            <i32 as ::kernel_std::__private::device::Num>::add(
+              (0i32).wrapping_add(((__f0)) as i32),
+            );
+            let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
               <i32 as ::kernel_std::__private::device::Num>::mul(
                 pid_0,
                 <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                   1024i64,
                 ),
               ),
-              (0i32).wrapping_add((__f) as i32),
-            ),
-            __p_n_elements,
-          );
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
-        && (__sp[0] as usize) % 16usize == 0
-        && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-        && (__sp[2usize] as usize) == (__sp[0] as usize) + 8usize
-        && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize
-        && ::kernel_std::__private::device::fits(
-          __sp[0],
-          __p_output_ptr,
-          __len_output_ptr,
+              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+            );
+            let __c7 = __p_n_elements;
+            <i32 as ::kernel_std::__private::device::Num>::ge(__x6, __x5)
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                __x6,
+                __c7,
+              )
+          } && (__q0 as usize) % 16usize == 0
+            && (__q1 as usize) == (__q0 as usize) + 4usize
+            && (__q2 as usize) == (__q0 as usize) + 8usize
+            && (__q3 as usize) == (__q0 as usize) + 12usize
+            && ::kernel_std::__private::device::fits(
+              __q0,
+              __p_y_ptr,
+              __len_y_ptr,
+              4usize,
+            )
+          {
+            ::kernel_std::__private::device::load_vec::<f32, 4usize>(__q0)
+          } else {
+            [
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                ),
+                __p_n_elements,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q0,
+                  __p_y_ptr,
+                  __len_y_ptr,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q0)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                ),
+                __p_n_elements,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q1,
+                  __p_y_ptr,
+                  __len_y_ptr,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q1)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                ),
+                __p_n_elements,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q2,
+                  __p_y_ptr,
+                  __len_y_ptr,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q2)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                ),
+                __p_n_elements,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q3,
+                  __p_y_ptr,
+                  __len_y_ptr,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q3)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+            ]
+          }
+        };
+        ::kernel_std::__private::device::unroll::<
           4usize,
-        )
-      {
-        ::kernel_std::__private::device::store_vec::<f32, 4usize>(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              __p_output_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              ),
+            );
+            __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::add(
+              __ld0[__v],
+              __ld4[__v],
+            );
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              ),
+              __p_n_elements,
+            );
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
+          && (__sp[0] as usize) % 16usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+          && (__sp[2usize] as usize) == (__sp[0] as usize) + 8usize
+          && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
             __p_output_ptr,
             __len_output_ptr,
-            __fault,
-            __tag,
-            2u32,
-            ::core::line!(),
+            4usize,
           )
         {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+          ::kernel_std::__private::device::store_vec::<
+            f32,
+            4usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_output_ptr,
+              __len_output_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_output_ptr,
+              __len_output_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+          if __sm[2usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[2usize],
+              __p_output_ptr,
+              __len_output_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[2usize],
+              __sv[2usize],
+            );
+          }
+          if __sm[3usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[3usize],
+              __p_output_ptr,
+              __len_output_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[3usize],
+              __sv[3usize],
+            );
+          }
         }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_output_ptr,
-            __len_output_ptr,
-            __fault,
-            __tag,
-            2u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
-        }
-        if __sm[2usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[2usize],
-            __p_output_ptr,
-            __len_output_ptr,
-            __fault,
-            __tag,
-            2u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[2usize], __sv[2usize]);
-        }
-        if __sm[3usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[3usize],
-            __p_output_ptr,
-            __len_output_ptr,
-            __fault,
-            __tag,
-            2u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[3usize], __sv[3usize]);
-        }
-      }
-    }
+      },
+    );
   }
 }
 #[no_mangle]

@@ -91,69 +91,81 @@ pub unsafe extern "ptx-kernel" fn atomic_tickets__B_16(
     }
     ::kernel_std::__private::device::bar_sync();
     let mut atomic_4: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 16usize {
-        atomic_4[__j] = {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            __p_lane_counter,
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              (0i32).wrapping_add((__f) as i32),
-              (2i32),
-            ),
-          );
-          if true
-            && ::kernel_std::__private::device::in_bounds(
-              __a,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          atomic_4[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
               __p_lane_counter,
-              __len_lane_counter,
-              __fault,
-              __tag,
-              1u32,
-              ::core::line!(),
-            )
-          {
-            <i32 as ::kernel_std::__private::device::AtomicElem>::add::<
-              3u8,
-              0u8,
-            >(__a, (1i32))
-          } else {
-            <i32 as ::core::default::Default>::default()
-          }
-        };
-      }
-    }
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                (0i32).wrapping_add((__f) as i32),
+                (2i32),
+              ),
+            );
+            if true
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_lane_counter,
+                __len_lane_counter,
+                __fault,
+                __tag,
+                1u32,
+                ::core::line!(),
+              )
+            {
+              <i32 as ::kernel_std::__private::device::AtomicElem>::add::<
+                3u8,
+                0u8,
+              >(__a, (1i32))
+            } else {
+              <i32 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 16usize {
-        {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_lane_tickets,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                pid_0,
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  16i64,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_lane_tickets,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    16i64,
+                  ),
                 ),
               ),
-            ),
-            (0i32).wrapping_add((__f) as i32),
-          );
-          if ::kernel_std::__private::device::in_bounds(
-            __a,
-            __p_lane_tickets,
-            __len_lane_tickets,
-            __fault,
-            __tag,
-            3u32,
-            ::core::line!(),
-          ) {
-            ::kernel_std::__private::device::store(__a, atomic_4[__j]);
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_lane_tickets,
+              __len_lane_tickets,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, atomic_4[__j]);
+            }
           }
         }
-      }
-    }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::bar_sync();
     if __tid == 0 {

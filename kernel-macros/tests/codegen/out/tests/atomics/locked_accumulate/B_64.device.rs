@@ -32,41 +32,49 @@ pub unsafe extern "ptx-kernel" fn locked_accumulate__B_64(
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut pid_0: i32 = ::kernel_std::__private::device::program_id(0u32);
     let mut v_3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 64usize {
-        v_3[__j] = {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_x,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                pid_0,
-                __p_n,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          v_3[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  __p_n,
+                ),
               ),
-            ),
-            (0i32).wrapping_add((__f) as i32),
-          );
-          if <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_n,
-          )
-            && ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_x,
-              __len_x,
-              __fault,
-              __tag,
-              0u32,
-              ::core::line!(),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
             )
-          {
-            ::kernel_std::__private::device::load(__a)
-          } else {
-            <f32 as ::kernel_std::__private::device::Elem>::from_f64(0f64)
-          }
-        };
-      }
-    }
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_x,
+                __len_x,
+                __fault,
+                __tag,
+                0u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                0f64,
+              )
+            }
+          };
+        }
+      },
+    );
     loop {
       ::kernel_std::__private::device::bar_sync();
       if __tid == 0 {
@@ -129,94 +137,106 @@ pub unsafe extern "ptx-kernel" fn locked_accumulate__B_64(
     };
     if <i32 as ::kernel_std::__private::device::Num>::eq(c_6, (0i32)) {
       ::kernel_std::__private::device::bar_sync();
-      for __j in 0..1usize {
-        let __f = __tid + __j * 128usize;
-        if __f < 64usize {
-          if <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_n,
-          ) {
-            {
-              let __a = ::kernel_std::__private::device::ptr_add(
-                __p_acc,
-                (0i32).wrapping_add((__f) as i32),
-              );
-              if ::kernel_std::__private::device::in_bounds(
-                __a,
-                __p_acc,
-                __len_acc,
-                __fault,
-                __tag,
-                1u32,
-                ::core::line!(),
-              ) {
-                ::kernel_std::__private::device::store(__a, v_3[__j]);
+      ::kernel_std::__private::device::unroll::<
+        1usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f = __tid + __j * 128usize;
+          if __f < 64usize {
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            ) {
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  __p_acc,
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                if ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_acc,
+                  __len_acc,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                ) {
+                  ::kernel_std::__private::device::store(__a, v_3[__j]);
+                }
               }
             }
           }
-        }
-      }
+        },
+      );
       ::kernel_std::__private::device::bar_sync();
     } else {
       ::kernel_std::__private::device::bar_sync();
-      for __j in 0..1usize {
-        let __f = __tid + __j * 128usize;
-        if __f < 64usize {
-          if <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_n,
-          ) {
-            {
-              let __a = ::kernel_std::__private::device::ptr_add(
-                __p_acc,
-                (0i32).wrapping_add((__f) as i32),
-              );
-              if ::kernel_std::__private::device::in_bounds(
-                __a,
-                __p_acc,
-                __len_acc,
-                __fault,
-                __tag,
-                1u32,
-                ::core::line!(),
-              ) {
-                ::kernel_std::__private::device::store(
-                  __a,
-                  <f32 as ::kernel_std::__private::device::Num>::add(
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        __p_acc,
-                        (0i32).wrapping_add((__f) as i32),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32).wrapping_add((__f) as i32),
-                        __p_n,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_acc,
-                          __len_acc,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                    v_3[__j],
-                  ),
+      ::kernel_std::__private::device::unroll::<
+        1usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f = __tid + __j * 128usize;
+          if __f < 64usize {
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            ) {
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  __p_acc,
+                  (0i32).wrapping_add((__f) as i32),
                 );
+                if ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_acc,
+                  __len_acc,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                ) {
+                  ::kernel_std::__private::device::store(
+                    __a,
+                    <f32 as ::kernel_std::__private::device::Num>::add(
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          __p_acc,
+                          (0i32).wrapping_add((__f) as i32),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32).wrapping_add((__f) as i32),
+                          __p_n,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_acc,
+                            __len_acc,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                      v_3[__j],
+                    ),
+                  );
+                }
               }
             }
           }
-        }
-      }
+        },
+      );
       ::kernel_std::__private::device::bar_sync();
     }
     ::kernel_std::__private::device::bar_sync();

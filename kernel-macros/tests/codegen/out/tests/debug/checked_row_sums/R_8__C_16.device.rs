@@ -26,70 +26,82 @@ pub unsafe extern "ptx-kernel" fn checked_row_sums__R_8__C_16(
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut v_1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 128usize {
-        v_1[__j] = {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_x,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 16usize) % 8usize) * 1usize
-                    }) as i32,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          v_1[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 16usize) % 8usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    16i64,
                   ),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  16i64,
                 ),
               ),
-            ),
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = __f;
-                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                }) as i32,
-              ),
-          );
-          if true
-            && ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_x,
-              __len_x,
-              __fault,
-              __tag,
-              0u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::load(__a)
-          } else {
-            <f32 as ::core::default::Default>::default()
-          }
-        };
-      }
-    }
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            if true
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_x,
+                __len_x,
+                __fault,
+                __tag,
+                0u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <f32 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
     {
       let mut __af: u32 = u32::MAX;
       let mut __av: [u64; 2] = [0u64; 2];
-      for __j in 0..1usize {
-        let __f = __tid + __j * 128usize;
-        if __f < 128usize {
-          if __af == u32::MAX
-            && !(<bool as ::kernel_std::__private::device::Int>::not(
-              <f32 as ::kernel_std::__private::device::Float>::isnan(
-                v_1[__j],
-              ),
-            ))
-          {
-            __af = __f as u32;
-            __av = [0u64, 0u64];
+      ::kernel_std::__private::device::unroll::<
+        1usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f = __tid + __j * 128usize;
+          if __f < 128usize {
+            if __af == u32::MAX
+              && !(<bool as ::kernel_std::__private::device::Int>::not(
+                <f32 as ::kernel_std::__private::device::Float>::isnan(
+                  v_1[__j],
+                ),
+              ))
+            {
+              __af = __f as u32;
+              __av = [0u64, 0u64];
+            }
           }
-        }
-      }
+        },
+      );
       if !::kernel_std::__private::device::bar_and(__af == u32::MAX) {
         let __first: u32 = ::kernel_std::__private::device::block_min_u32(
           __af,
@@ -117,20 +129,26 @@ pub unsafe extern "ptx-kernel" fn checked_row_sums__R_8__C_16(
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 1usize];
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 128usize {
-        let __x = v_1[__j];
-        let __i: usize = {
-          const __L: [usize; 1usize] = [0usize];
-          __L[__j]
-        };
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-        );
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          let __x = v_1[__j];
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        }
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -181,59 +199,77 @@ pub unsafe extern "ptx-kernel" fn checked_row_sums__R_8__C_16(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 8usize {
-        __red0[__j] = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = (__f) * 1usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-        };
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 8usize {
+          __red0[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 1usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
     let mut s_2: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 8usize {
-        s_2[__j] = __red0[__j];
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 8usize {
+          s_2[__j] = __red0[__j];
+        }
+      },
+    );
     {
       let mut __af: u32 = u32::MAX;
       let mut __av: [u64; 2] = [0u64; 2];
-      for __j in 0..1usize {
-        let __f = __tid + __j * 128usize;
-        if __f < 8usize {
-          if __af == u32::MAX
-            && !(<f32 as ::kernel_std::__private::device::Num>::le(
-              <f32 as ::kernel_std::__private::device::Float>::abs(
-                s_2[__j],
-              ),
-              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                1000f64,
-              ),
-            ))
-          {
-            __af = __f as u32;
-            __av = [
-              ::kernel_std::__private::device::AssertBits::assert_bits(
+      ::kernel_std::__private::device::unroll::<
+        1usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f = __tid + __j * 128usize;
+          if __f < 8usize {
+            if __af == u32::MAX
+              && !(<f32 as ::kernel_std::__private::device::Num>::le(
                 <f32 as ::kernel_std::__private::device::Float>::abs(
                   s_2[__j],
                 ),
-              ),
-              ::kernel_std::__private::device::AssertBits::assert_bits(
                 <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                   1000f64,
                 ),
-              ),
-            ];
+              ))
+            {
+              __af = __f as u32;
+              __av = [
+                ::kernel_std::__private::device::AssertBits::assert_bits(
+                  <f32 as ::kernel_std::__private::device::Float>::abs(
+                    s_2[__j],
+                  ),
+                ),
+                ::kernel_std::__private::device::AssertBits::assert_bits(
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    1000f64,
+                  ),
+                ),
+              ];
+            }
           }
-        }
-      }
+        },
+      );
       if !::kernel_std::__private::device::bar_and(__af == u32::MAX) {
         let __first: u32 = ::kernel_std::__private::device::block_min_u32(
           __af,
@@ -258,28 +294,34 @@ pub unsafe extern "ptx-kernel" fn checked_row_sums__R_8__C_16(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 8usize {
-        {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            __p_out,
-            (0i32).wrapping_add((__f) as i32),
-          );
-          if ::kernel_std::__private::device::in_bounds(
-            __a,
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            1u32,
-            ::core::line!(),
-          ) {
-            ::kernel_std::__private::device::store(__a, s_2[__j]);
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 8usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_out,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              1u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, s_2[__j]);
+            }
           }
         }
-      }
-    }
+      },
+    );
   }
 }
 #[no_mangle]

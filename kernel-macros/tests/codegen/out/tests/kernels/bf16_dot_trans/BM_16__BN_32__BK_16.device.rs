@@ -30,22 +30,28 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut acc_3: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          acc_3[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-            0i64,
-          );
-        },
-      );
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            acc_3[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+              0i64,
+            );
+          },
+        );
+      },
+    );
     {
       let __start: i32 = (0i32);
       let __end: i32 = __p_k;
@@ -980,34 +986,54 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
           }
         }
         ::kernel_std::__private::device::cp_async_wait_all();
-        for __jc in 0..1usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 4usize + __v;
-              let __f: usize = __f0 + __v;
-              ::kernel_std::__private::device::store(
-                (__smem.add(512usize)
-                  as *mut ::kernel_std::__private::device::BF16)
-                  .add(
-                    ({
-                      let __sf: usize = __f;
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                ::kernel_std::__private::device::store(
+                  (__smem.add(512usize)
+                    as *mut ::kernel_std::__private::device::BF16)
+                    .add(
                       ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
-                    }),
-                  ),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_bt,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        let __sf: usize = __f;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_bt,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = {
+                                  let __tf: usize = __f;
+                                  (__tf % 32usize) * 16usize + __tf / 32usize
+                                };
+                                0usize + ((__pf / 16usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_k,
+                        ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_4,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -1015,63 +1041,49 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                                 let __tf: usize = __f;
                                 (__tf % 32usize) * 16usize + __tf / 32usize
                               };
-                              0usize + ((__pf / 16usize) % 32usize) * 1usize
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           ),
-                        __p_k,
                       ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      k0_4,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = {
-                              let __tf: usize = __f;
-                              (__tf % 32usize) * 16usize + __tf / 32usize
-                            };
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      k0_4,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = {
-                              let __tf: usize = __f;
-                              (__tf % 32usize) * 16usize + __tf / 32usize
-                            };
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_k,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_bt,
-                      __len_bt,
-                      __fault,
-                      __tag,
-                      1u32,
-                      ::core::line!(),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = {
+                                let __tf: usize = __f;
+                                (__tf % 32usize) * 16usize + __tf / 32usize
+                              };
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_k,
                     )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  }
-                },
-              );
-            },
-          );
-        }
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_bt,
+                        __len_bt,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    }
+                  },
+                );
+              },
+            );
+          },
+        );
         ::kernel_std::__private::device::bar_sync();
         {
           let __sa: u32 = ::kernel_std::__private::device::smem_addr()
@@ -1219,25 +1231,31 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
           },
         );
         ::kernel_std::__private::device::bar_sync();
-        for __jc in 0..1usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 4usize + __v;
-              let __f: usize = __f0 + __v;
-              acc_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                acc_3[__j],
-                ::kernel_std::__private::device::load(
-                  (__smem.add(1536usize) as *mut f32).add(__f),
-                ),
-              );
-            },
-          );
-        }
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                acc_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  acc_3[__j],
+                  ::kernel_std::__private::device::load(
+                    (__smem.add(1536usize) as *mut f32).add(__f),
+                  ),
+                );
+              },
+            );
+          },
+        );
         ::kernel_std::__private::device::bar_sync();
         __i = match __i.checked_add(__step) {
           Some(n) => n,
@@ -1246,110 +1264,136 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-      let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-      let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-      let mut __sm: [bool; 4usize] = [false; 4usize];
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_c,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 32usize) % 16usize) * 1usize
-                    }) as i32,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+        let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+        let mut __sm: [bool; 4usize] = [false; 4usize];
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
                   ),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
                 ),
               ),
-            ),
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = __f;
-                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                }) as i32,
-              ),
-          );
-          __sv[__v] = acc_3[__j];
-          __sm[__v] = true;
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
-        && (__sp[0] as usize) % 16usize == 0
-        && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-        && (__sp[2usize] as usize) == (__sp[0] as usize) + 8usize
-        && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize
-        && ::kernel_std::__private::device::fits(__sp[0], __p_c, __len_c, 4usize)
-      {
-        ::kernel_std::__private::device::store_vec::<f32, 4usize>(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = acc_3[__j];
+            __sm[__v] = true;
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
+          && (__sp[0] as usize) % 16usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+          && (__sp[2usize] as usize) == (__sp[0] as usize) + 8usize
+          && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
             __p_c,
             __len_c,
-            __fault,
-            __tag,
-            2u32,
-            ::core::line!(),
+            4usize,
           )
         {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+          ::kernel_std::__private::device::store_vec::<
+            f32,
+            4usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+          if __sm[2usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[2usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[2usize],
+              __sv[2usize],
+            );
+          }
+          if __sm[3usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[3usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[3usize],
+              __sv[3usize],
+            );
+          }
         }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_c,
-            __len_c,
-            __fault,
-            __tag,
-            2u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
-        }
-        if __sm[2usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[2usize],
-            __p_c,
-            __len_c,
-            __fault,
-            __tag,
-            2u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[2usize], __sv[2usize]);
-        }
-        if __sm[3usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[3usize],
-            __p_c,
-            __len_c,
-            __fault,
-            __tag,
-            2u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[3usize], __sv[3usize]);
-        }
-      }
-    }
+      },
+    );
   }
 }
 #[no_mangle]

@@ -26,12 +26,18 @@ pub unsafe extern "ptx-kernel" fn countdown__B_64__DOUBLE_true(
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut acc_1: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 64usize {
-        acc_1[__j] = (0i32);
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          acc_1[__j] = (0i32);
+        }
+      },
+    );
     {
       let __start: i32 = __p_n;
       let __end: i32 = (0i32);
@@ -41,18 +47,24 @@ pub unsafe extern "ptx-kernel" fn countdown__B_64__DOUBLE_true(
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
         let k_2: i32 = __i;
-        for __j in 0..1usize {
-          let __f = __tid + __j * 128usize;
-          if __f < 64usize {
-            acc_1[__j] = <i32 as ::kernel_std::__private::device::Num>::add(
-              acc_1[__j],
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32).wrapping_add((__f) as i32),
-                k_2,
-              ),
-            );
-          }
-        }
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f = __tid + __j * 128usize;
+            if __f < 64usize {
+              acc_1[__j] = <i32 as ::kernel_std::__private::device::Num>::add(
+                acc_1[__j],
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32).wrapping_add((__f) as i32),
+                  k_2,
+                ),
+              );
+            }
+          },
+        );
         __i = match __i.checked_add(__step) {
           Some(n) => n,
           None => break,
@@ -60,59 +72,83 @@ pub unsafe extern "ptx-kernel" fn countdown__B_64__DOUBLE_true(
       }
     }
     if true {
-      for __j in 0..1usize {
-        let __f = __tid + __j * 128usize;
-        if __f < 64usize {
-          acc_1[__j] = <i32 as ::kernel_std::__private::device::Num>::mul(
-            acc_1[__j],
-            (2i32),
-          );
-        }
-      }
+      ::kernel_std::__private::device::unroll::<
+        1usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f = __tid + __j * 128usize;
+          if __f < 64usize {
+            acc_1[__j] = <i32 as ::kernel_std::__private::device::Num>::mul(
+              acc_1[__j],
+              (2i32),
+            );
+          }
+        },
+      );
     } else {}
     if <i32 as ::kernel_std::__private::device::Num>::gt(__p_bonus, (0i32)) {
-      for __j in 0..1usize {
-        let __f = __tid + __j * 128usize;
-        if __f < 64usize {
-          acc_1[__j] = <i32 as ::kernel_std::__private::device::Num>::add(
-            acc_1[__j],
-            __p_bonus,
-          );
-        }
-      }
+      ::kernel_std::__private::device::unroll::<
+        1usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f = __tid + __j * 128usize;
+          if __f < 64usize {
+            acc_1[__j] = <i32 as ::kernel_std::__private::device::Num>::add(
+              acc_1[__j],
+              __p_bonus,
+            );
+          }
+        },
+      );
     } else {
-      for __j in 0..1usize {
+      ::kernel_std::__private::device::unroll::<
+        1usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f = __tid + __j * 128usize;
+          if __f < 64usize {
+            acc_1[__j] = <i32 as ::kernel_std::__private::device::Num>::sub(
+              acc_1[__j],
+              (1i32),
+            );
+          }
+        },
+      );
+    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
         let __f = __tid + __j * 128usize;
         if __f < 64usize {
-          acc_1[__j] = <i32 as ::kernel_std::__private::device::Num>::sub(
-            acc_1[__j],
-            (1i32),
-          );
-        }
-      }
-    }
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 64usize {
-        {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            __p_out,
-            (0i32).wrapping_add((__f) as i32),
-          );
-          if ::kernel_std::__private::device::in_bounds(
-            __a,
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            0u32,
-            ::core::line!(),
-          ) {
-            ::kernel_std::__private::device::store(__a, acc_1[__j]);
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_out,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, acc_1[__j]);
+            }
           }
         }
-      }
-    }
+      },
+    );
   }
 }
 #[no_mangle]

@@ -38,133 +38,163 @@ pub unsafe extern "ptx-kernel" fn nan_minmax_shifts__B_16(
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut x_1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 16usize {
-        x_1[__j] = {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            __p_a,
-            (0i32).wrapping_add((__f) as i32),
-          );
-          if true
-            && ::kernel_std::__private::device::in_bounds(
-              __a,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          x_1[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
               __p_a,
-              __len_a,
-              __fault,
-              __tag,
-              0u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::load(__a)
-          } else {
-            <f32 as ::core::default::Default>::default()
-          }
-        };
-      }
-    }
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if true
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_a,
+                __len_a,
+                __fault,
+                __tag,
+                0u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <f32 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
     let mut y_2: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 16usize {
-        y_2[__j] = {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            __p_b,
-            (0i32).wrapping_add((__f) as i32),
-          );
-          if true
-            && ::kernel_std::__private::device::in_bounds(
-              __a,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          y_2[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
               __p_b,
-              __len_b,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if true
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_b,
+                __len_b,
+                __fault,
+                __tag,
+                1u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <f32 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_lo,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_lo,
+              __len_lo,
               __fault,
               __tag,
-              1u32,
+              2u32,
               ::core::line!(),
-            )
+            ) {
+              ::kernel_std::__private::device::store(
+                __a,
+                <f32 as ::kernel_std::__private::device::Num>::min(
+                  x_1[__j],
+                  y_2[__j],
+                ),
+              );
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
           {
-            ::kernel_std::__private::device::load(__a)
-          } else {
-            <f32 as ::core::default::Default>::default()
-          }
-        };
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 16usize {
-        {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            __p_lo,
-            (0i32).wrapping_add((__f) as i32),
-          );
-          if ::kernel_std::__private::device::in_bounds(
-            __a,
-            __p_lo,
-            __len_lo,
-            __fault,
-            __tag,
-            2u32,
-            ::core::line!(),
-          ) {
-            ::kernel_std::__private::device::store(
-              __a,
-              <f32 as ::kernel_std::__private::device::Num>::min(
-                x_1[__j],
-                y_2[__j],
-              ),
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_hi,
+              (0i32).wrapping_add((__f) as i32),
             );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_hi,
+              __len_hi,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(
+                __a,
+                <f32 as ::kernel_std::__private::device::Num>::max(
+                  x_1[__j],
+                  y_2[__j],
+                ),
+              );
+            }
           }
         }
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 16usize {
-        {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            __p_hi,
-            (0i32).wrapping_add((__f) as i32),
-          );
-          if ::kernel_std::__private::device::in_bounds(
-            __a,
-            __p_hi,
-            __len_hi,
-            __fault,
-            __tag,
-            3u32,
-            ::core::line!(),
-          ) {
-            ::kernel_std::__private::device::store(
-              __a,
-              <f32 as ::kernel_std::__private::device::Num>::max(
-                x_1[__j],
-                y_2[__j],
-              ),
-            );
-          }
-        }
-      }
-    }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::highest(); 1usize];
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 16usize {
-        let __x = x_1[__j];
-        let __i: usize = {
-          const __L: [usize; 1usize] = [0usize];
-          __L[__j]
-        };
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-        );
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          let __x = x_1[__j];
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        }
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -240,20 +270,26 @@ pub unsafe extern "ptx-kernel" fn nan_minmax_shifts__B_16(
     }
     ::kernel_std::__private::device::bar_sync();
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 16usize {
-        let __x = x_1[__j];
-        let __i: usize = {
-          const __L: [usize; 1usize] = [0usize];
-          __L[__j]
-        };
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-        );
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          let __x = x_1[__j];
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        }
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -329,122 +365,146 @@ pub unsafe extern "ptx-kernel" fn nan_minmax_shifts__B_16(
     }
     ::kernel_std::__private::device::bar_sync();
     let mut w_3: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 16usize {
-        w_3[__j] = {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            __p_v,
-            (0i32).wrapping_add((__f) as i32),
-          );
-          if true
-            && ::kernel_std::__private::device::in_bounds(
-              __a,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          w_3[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
               __p_v,
-              __len_v,
-              __fault,
-              __tag,
-              5u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::load(__a)
-          } else {
-            <i32 as ::core::default::Default>::default()
-          }
-        };
-      }
-    }
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if true
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_v,
+                __len_v,
+                __fault,
+                __tag,
+                5u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <i32 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
     let mut k_4: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 16usize {
-        k_4[__j] = {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            __p_s,
-            (0i32).wrapping_add((__f) as i32),
-          );
-          if true
-            && ::kernel_std::__private::device::in_bounds(
-              __a,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          k_4[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
               __p_s,
-              __len_s,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if true
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_s,
+                __len_s,
+                __fault,
+                __tag,
+                6u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <i32 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_shifted,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_shifted,
+              __len_shifted,
               __fault,
               __tag,
-              6u32,
+              7u32,
               ::core::line!(),
-            )
+            ) {
+              ::kernel_std::__private::device::store(
+                __a,
+                <i32 as ::kernel_std::__private::device::Int>::shl(
+                  w_3[__j],
+                  k_4[__j],
+                ),
+              );
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
           {
-            ::kernel_std::__private::device::load(__a)
-          } else {
-            <i32 as ::core::default::Default>::default()
-          }
-        };
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 16usize {
-        {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            __p_shifted,
-            (0i32).wrapping_add((__f) as i32),
-          );
-          if ::kernel_std::__private::device::in_bounds(
-            __a,
-            __p_shifted,
-            __len_shifted,
-            __fault,
-            __tag,
-            7u32,
-            ::core::line!(),
-          ) {
-            ::kernel_std::__private::device::store(
-              __a,
-              <i32 as ::kernel_std::__private::device::Int>::shl(
-                w_3[__j],
-                k_4[__j],
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_shifted,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
               ),
+              (0i32).wrapping_add((__f) as i32),
             );
-          }
-        }
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 16usize {
-        {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
               __p_shifted,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                16i64,
-              ),
-            ),
-            (0i32).wrapping_add((__f) as i32),
-          );
-          if ::kernel_std::__private::device::in_bounds(
-            __a,
-            __p_shifted,
-            __len_shifted,
-            __fault,
-            __tag,
-            7u32,
-            ::core::line!(),
-          ) {
-            ::kernel_std::__private::device::store(
-              __a,
-              <i32 as ::kernel_std::__private::device::Int>::shr(
-                w_3[__j],
-                k_4[__j],
-              ),
-            );
+              __len_shifted,
+              __fault,
+              __tag,
+              7u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(
+                __a,
+                <i32 as ::kernel_std::__private::device::Int>::shr(
+                  w_3[__j],
+                  k_4[__j],
+                ),
+              );
+            }
           }
         }
-      }
-    }
+      },
+    );
   }
 }
 #[no_mangle]

@@ -49,70 +49,82 @@ pub unsafe extern "ptx-kernel" fn reduce_both_axes__R_8__C_16(
       ),
     );
     let mut v_4: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 128usize {
-        v_4[__j] = {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              base_3,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 16usize) % 8usize) * 1usize
-                    }) as i32,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          v_4[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                base_3,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 16usize) % 8usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    16i64,
                   ),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  16i64,
                 ),
               ),
-            ),
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = __f;
-                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                }) as i32,
-              ),
-          );
-          if true
-            && ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_x,
-              __len_x,
-              __fault,
-              __tag,
-              0u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::load(__a)
-          } else {
-            <f32 as ::core::default::Default>::default()
-          }
-        };
-      }
-    }
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            if true
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_x,
+                __len_x,
+                __fault,
+                __tag,
+                0u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <f32 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
     let mut __red0: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 1usize];
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 128usize {
-        let __x = v_4[__j];
-        let __i: usize = {
-          const __L: [usize; 1usize] = [0usize];
-          __L[__j]
-        };
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-        );
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          let __x = v_4[__j];
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        }
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -163,68 +175,86 @@ pub unsafe extern "ptx-kernel" fn reduce_both_axes__R_8__C_16(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 8usize {
-        __red0[__j] = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = (__f) * 1usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-        };
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 8usize {
+          __red0[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 1usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 8usize {
-        {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_row_sum,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                tile_0,
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  8i64,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 8usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_row_sum,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  tile_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    8i64,
+                  ),
                 ),
               ),
-            ),
-            (0i32).wrapping_add((__f) as i32),
-          );
-          if ::kernel_std::__private::device::in_bounds(
-            __a,
-            __p_row_sum,
-            __len_row_sum,
-            __fault,
-            __tag,
-            1u32,
-            ::core::line!(),
-          ) {
-            ::kernel_std::__private::device::store(__a, __red0[__j]);
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_row_sum,
+              __len_row_sum,
+              __fault,
+              __tag,
+              1u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __red0[__j]);
+            }
           }
         }
-      }
-    }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
     let mut __red1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 128usize {
-        let __x = v_4[__j];
-        let __i: usize = {
-          const __L: [usize; 1usize] = [0usize];
-          __L[__j]
-        };
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-        );
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          let __x = v_4[__j];
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        }
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -255,62 +285,74 @@ pub unsafe extern "ptx-kernel" fn reduce_both_axes__R_8__C_16(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 16usize {
-        __red1[__j] = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = (__f) * 4usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-        };
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          __red1[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 4usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::max(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::max(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::max(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+            );
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 16usize {
-        {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_col_max,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                tile_0,
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  16i64,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_col_max,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  tile_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    16i64,
+                  ),
                 ),
               ),
-            ),
-            (0i32).wrapping_add((__f) as i32),
-          );
-          if ::kernel_std::__private::device::in_bounds(
-            __a,
-            __p_col_max,
-            __len_col_max,
-            __fault,
-            __tag,
-            2u32,
-            ::core::line!(),
-          ) {
-            ::kernel_std::__private::device::store(__a, __red1[__j]);
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_col_max,
+              __len_col_max,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __red1[__j]);
+            }
           }
         }
-      }
-    }
+      },
+    );
   }
 }
 #[no_mangle]

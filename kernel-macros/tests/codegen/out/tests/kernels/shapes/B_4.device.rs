@@ -45,50 +45,56 @@ pub unsafe extern "ptx-kernel" fn shapes__B_4(
       }
     };
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 16usize {
-        {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            __p_out,
-            (0i32).wrapping_add((__f) as i32),
-          );
-          if ::kernel_std::__private::device::in_bounds(
-            __a,
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            1u32,
-            ::core::line!(),
-          ) {
-            ::kernel_std::__private::device::store(
-              __a,
-              <f32 as ::kernel_std::__private::device::Num>::mul(
-                <f32 as ::kernel_std::__private::device::Num>::add(
-                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0.5f64,
-                  ),
-                  ::kernel_std::__private::device::cast::<
-                    i32,
-                    f32,
-                  >(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 4usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-                s_0,
-              ),
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_out,
+              (0i32).wrapping_add((__f) as i32),
             );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              1u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(
+                __a,
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  <f32 as ::kernel_std::__private::device::Num>::add(
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0.5f64,
+                    ),
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      f32,
+                    >(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 1usize) % 4usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                  s_0,
+                ),
+              );
+            }
           }
         }
-      }
-    }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
     if __tid == 0 {
       {

@@ -31,123 +31,147 @@ pub unsafe extern "ptx-kernel" fn special_values__B_16(
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut v_2: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 16usize {
-        v_2[__j] = {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            __p_x,
-            (0i32).wrapping_add((__f) as i32),
-          );
-          if <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_n,
-          )
-            && ::kernel_std::__private::device::in_bounds(
-              __a,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          v_2[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
               __p_x,
-              __len_x,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_x,
+                __len_x,
+                __fault,
+                __tag,
+                0u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                f64::NAN,
+              )
+            }
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_out_exp,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_out_exp,
+              __len_out_exp,
               __fault,
               __tag,
-              0u32,
+              1u32,
               ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::load(__a)
-          } else {
-            <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-              f64::NAN,
-            )
-          }
-        };
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 16usize {
-        {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            __p_out_exp,
-            (0i32).wrapping_add((__f) as i32),
-          );
-          if ::kernel_std::__private::device::in_bounds(
-            __a,
-            __p_out_exp,
-            __len_out_exp,
-            __fault,
-            __tag,
-            1u32,
-            ::core::line!(),
-          ) {
-            ::kernel_std::__private::device::store(
-              __a,
-              <f32 as ::kernel_std::__private::device::Float>::exp(
-                v_2[__j],
-              ),
-            );
-          }
-        }
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 16usize {
-        {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            __p_out_where,
-            (0i32).wrapping_add((__f) as i32),
-          );
-          if ::kernel_std::__private::device::in_bounds(
-            __a,
-            __p_out_where,
-            __len_out_where,
-            __fault,
-            __tag,
-            2u32,
-            ::core::line!(),
-          ) {
-            ::kernel_std::__private::device::store(
-              __a,
-              if <f32 as ::kernel_std::__private::device::Num>::gt(
-                v_2[__j],
-                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  0f64,
+            ) {
+              ::kernel_std::__private::device::store(
+                __a,
+                <f32 as ::kernel_std::__private::device::Float>::exp(
+                  v_2[__j],
                 ),
-              ) {
-                v_2[__j]
-              } else {
-                <f32 as ::kernel_std::__private::device::Num>::neg(v_2[__j])
-              },
-            );
+              );
+            }
           }
         }
-      }
-    }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 16usize {
-        {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            __p_out_other,
-            (0i32).wrapping_add((__f) as i32),
-          );
-          if ::kernel_std::__private::device::in_bounds(
-            __a,
-            __p_out_other,
-            __len_out_other,
-            __fault,
-            __tag,
-            3u32,
-            ::core::line!(),
-          ) {
-            ::kernel_std::__private::device::store(__a, v_2[__j]);
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_out_where,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_out_where,
+              __len_out_where,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(
+                __a,
+                if <f32 as ::kernel_std::__private::device::Num>::gt(
+                  v_2[__j],
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  ),
+                ) {
+                  v_2[__j]
+                } else {
+                  <f32 as ::kernel_std::__private::device::Num>::neg(v_2[__j])
+                },
+              );
+            }
           }
         }
-      }
-    }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_out_other,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_out_other,
+              __len_out_other,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, v_2[__j]);
+            }
+          }
+        }
+      },
+    );
   }
 }
 #[no_mangle]

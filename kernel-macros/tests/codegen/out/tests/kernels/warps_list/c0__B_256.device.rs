@@ -26,132 +26,144 @@ pub unsafe extern "ptx-kernel" fn warps_list__c0__B_256(
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut v_1: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 64usize + __tid) * 4usize;
-      let __ld0: [f32; 4usize] = {
-        let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          __p_x,
-          (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-        );
-        let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          __p_x,
-          (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-        );
-        let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          __p_x,
-          (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-        );
-        let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          __p_x,
-          (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-        );
-        if true && (__q0 as usize) % 16usize == 0
-          && (__q1 as usize) == (__q0 as usize) + 4usize
-          && (__q2 as usize) == (__q0 as usize) + 8usize
-          && (__q3 as usize) == (__q0 as usize) + 12usize
-          && ::kernel_std::__private::device::fits(
-            __q0,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 64usize + __tid) * 4usize;
+        let __ld0: [f32; 4usize] = {
+          let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
             __p_x,
-            __len_x,
-            4usize,
-          )
-        {
-          ::kernel_std::__private::device::load_vec::<f32, 4usize>(__q0)
-        } else {
-          [
-            if true
-              && ::kernel_std::__private::device::in_bounds(
-                __q0,
-                __p_x,
-                __len_x,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q0)
-            } else {
-              <f32 as ::core::default::Default>::default()
-            },
-            if true
-              && ::kernel_std::__private::device::in_bounds(
-                __q1,
-                __p_x,
-                __len_x,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q1)
-            } else {
-              <f32 as ::core::default::Default>::default()
-            },
-            if true
-              && ::kernel_std::__private::device::in_bounds(
-                __q2,
-                __p_x,
-                __len_x,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q2)
-            } else {
-              <f32 as ::core::default::Default>::default()
-            },
-            if true
-              && ::kernel_std::__private::device::in_bounds(
-                __q3,
-                __p_x,
-                __len_x,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q3)
-            } else {
-              <f32 as ::core::default::Default>::default()
-            },
-          ]
-        }
-      };
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          v_1[__j] = __ld0[__v];
-        },
-      );
-    }
-    let mut __scan1: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 64usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(0usize) as *mut f32).add(__f),
-            (v_1[__j]),
+            (0i32).wrapping_add(((__f0 + 0usize)) as i32),
           );
-        },
-      );
-    }
+          let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            __p_x,
+            (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+          );
+          let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            __p_x,
+            (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+          );
+          let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            __p_x,
+            (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+          );
+          if true && (__q0 as usize) % 16usize == 0
+            && (__q1 as usize) == (__q0 as usize) + 4usize
+            && (__q2 as usize) == (__q0 as usize) + 8usize
+            && (__q3 as usize) == (__q0 as usize) + 12usize
+            && ::kernel_std::__private::device::fits(
+              __q0,
+              __p_x,
+              __len_x,
+              4usize,
+            )
+          {
+            ::kernel_std::__private::device::load_vec::<f32, 4usize>(__q0)
+          } else {
+            [
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q0,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q0)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q1,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q1)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q2,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q2)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q3,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q3)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+            ]
+          }
+        };
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            v_1[__j] = __ld0[__v];
+          },
+        );
+      },
+    );
+    let mut __scan1: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 64usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize) as *mut f32).add(__f),
+              (v_1[__j]),
+            );
+          },
+        );
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
     {
       let __px = __smem.add(0usize) as *mut f32;
@@ -217,139 +229,174 @@ pub unsafe extern "ptx-kernel" fn warps_list__c0__B_256(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 64usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          __scan1[__j] = (::kernel_std::__private::device::load(
-            (__smem.add(0usize) as *mut f32).add(__f),
-          ));
-        },
-      );
-    }
-    ::kernel_std::__private::device::bar_sync();
-    ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 64usize + __tid) * 4usize;
-      let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-      let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-      let mut __sm: [bool; 4usize] = [false; 4usize];
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            __p_out,
-            (0i32).wrapping_add((__f) as i32),
-          );
-          __sv[__v] = __scan1[__j];
-          __sm[__v] = true;
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
-        && (__sp[0] as usize) % 16usize == 0
-        && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-        && (__sp[2usize] as usize) == (__sp[0] as usize) + 8usize
-        && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize
-        && ::kernel_std::__private::device::fits(
-          __sp[0],
-          __p_out,
-          __len_out,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 64usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
           4usize,
-        )
-      {
-        ::kernel_std::__private::device::store_vec::<f32, 4usize>(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            __scan1[__j] = (::kernel_std::__private::device::load(
+              (__smem.add(0usize) as *mut f32).add(__f),
+            ));
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 64usize + __tid) * 4usize;
+        let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+        let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+        let mut __sm: [bool; 4usize] = [false; 4usize];
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              __p_out,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = __scan1[__j];
+            __sm[__v] = true;
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
+          && (__sp[0] as usize) % 16usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+          && (__sp[2usize] as usize) == (__sp[0] as usize) + 8usize
+          && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
             __p_out,
             __len_out,
-            __fault,
-            __tag,
-            1u32,
-            ::core::line!(),
+            4usize,
           )
         {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+          ::kernel_std::__private::device::store_vec::<
+            f32,
+            4usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              1u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              1u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+          if __sm[2usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[2usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              1u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[2usize],
+              __sv[2usize],
+            );
+          }
+          if __sm[3usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[3usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              1u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[3usize],
+              __sv[3usize],
+            );
+          }
         }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            1u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
-        }
-        if __sm[2usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[2usize],
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            1u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[2usize], __sv[2usize]);
-        }
-        if __sm[3usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[3usize],
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            1u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[3usize], __sv[3usize]);
-        }
-      }
-    }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 1usize];
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 64usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          let __x = v_1[__j];
-          let __i: usize = {
-            const __L: [usize; 4usize] = [0usize, 0usize, 0usize, 0usize];
-            __L[__j]
-          };
-          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-            __p[__i],
-            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-          );
-        },
-      );
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 64usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = v_1[__j];
+            let __i: usize = {
+              const __L: [usize; 4usize] = [
+                0usize, 0usize, 0usize, 0usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,

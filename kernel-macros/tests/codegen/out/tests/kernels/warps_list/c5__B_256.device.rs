@@ -26,42 +26,54 @@ pub unsafe extern "ptx-kernel" fn warps_list__c5__B_256(
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut v_1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    for __j in 0..1usize {
-      let __f = __tid + __j * 256usize;
-      if __f < 256usize {
-        v_1[__j] = {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            __p_x,
-            (0i32).wrapping_add((__f) as i32),
-          );
-          if true
-            && ::kernel_std::__private::device::in_bounds(
-              __a,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          v_1[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
               __p_x,
-              __len_x,
-              __fault,
-              __tag,
-              0u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::load(__a)
-          } else {
-            <f32 as ::core::default::Default>::default()
-          }
-        };
-      }
-    }
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if true
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_x,
+                __len_x,
+                __fault,
+                __tag,
+                0u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <f32 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
     let mut __scan0: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    for __j in 0..1usize {
-      let __f = __tid + __j * 256usize;
-      if __f < 256usize {
-        ::kernel_std::__private::device::store(
-          (__smem.add(0usize) as *mut f32).add(__f),
-          (v_1[__j]),
-        );
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          ::kernel_std::__private::device::store(
+            (__smem.add(0usize) as *mut f32).add(__f),
+            (v_1[__j]),
+          );
+        }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
     {
       let __px = __smem.add(0usize) as *mut f32;
@@ -127,56 +139,74 @@ pub unsafe extern "ptx-kernel" fn warps_list__c5__B_256(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 256usize;
-      if __f < 256usize {
-        __scan0[__j] = (::kernel_std::__private::device::load(
-          (__smem.add(0usize) as *mut f32).add(__f),
-        ));
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          __scan0[__j] = (::kernel_std::__private::device::load(
+            (__smem.add(0usize) as *mut f32).add(__f),
+          ));
+        }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 256usize;
-      if __f < 256usize {
-        {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            __p_out,
-            (0i32).wrapping_add((__f) as i32),
-          );
-          if ::kernel_std::__private::device::in_bounds(
-            __a,
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            1u32,
-            ::core::line!(),
-          ) {
-            ::kernel_std::__private::device::store(__a, __scan0[__j]);
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_out,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              1u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __scan0[__j]);
+            }
           }
         }
-      }
-    }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 1usize];
-    for __j in 0..1usize {
-      let __f = __tid + __j * 256usize;
-      if __f < 256usize {
-        let __x = v_1[__j];
-        let __i: usize = {
-          const __L: [usize; 1usize] = [0usize];
-          __L[__j]
-        };
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-        );
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          let __x = v_1[__j];
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        }
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,

@@ -29,54 +29,66 @@ pub unsafe extern "ptx-kernel" fn masked_extrema_f16__B_64(
     let mut v_1: [::kernel_std::__private::device::F16; 1usize] = unsafe {
       ::core::mem::zeroed()
     };
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 64usize {
-        v_1[__j] = {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            __p_x,
-            (0i32).wrapping_add((__f) as i32),
-          );
-          if <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_n,
-          )
-            && ::kernel_std::__private::device::in_bounds(
-              __a,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          v_1[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
               __p_x,
-              __len_x,
-              __fault,
-              __tag,
-              0u32,
-              ::core::line!(),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
             )
-          {
-            ::kernel_std::__private::device::load(__a)
-          } else {
-            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-              f64::NEG_INFINITY,
-            )
-          }
-        };
-      }
-    }
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_x,
+                __len_x,
+                __fault,
+                __tag,
+                0u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                f64::NEG_INFINITY,
+              )
+            }
+          };
+        }
+      },
+    );
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 64usize {
-        let __x = v_1[__j];
-        let __i: usize = {
-          const __L: [usize; 1usize] = [0usize];
-          __L[__j]
-        };
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-          __p[__i],
-          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
-            __x,
-          ),
-        );
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          let __x = v_1[__j];
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
+              __x,
+            ),
+          );
+        }
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -166,36 +178,42 @@ pub unsafe extern "ptx-kernel" fn masked_extrema_f16__B_64(
     }
     ::kernel_std::__private::device::bar_sync();
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::highest(); 1usize];
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 64usize {
-        let __x = if <i32 as ::kernel_std::__private::device::Num>::lt(
-          (0i32).wrapping_add((__f) as i32),
-          __p_n,
-        ) {
-          v_1[__j]
-        } else {
-          ::kernel_std::__private::device::cast::<
-            f64,
-            ::kernel_std::__private::device::F16,
-          >(
-            <f64 as ::kernel_std::__private::device::Elem>::from_f64(
-              f64::INFINITY,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          let __x = if <i32 as ::kernel_std::__private::device::Num>::lt(
+            (0i32).wrapping_add((__f) as i32),
+            __p_n,
+          ) {
+            v_1[__j]
+          } else {
+            ::kernel_std::__private::device::cast::<
+              f64,
+              ::kernel_std::__private::device::F16,
+            >(
+              <f64 as ::kernel_std::__private::device::Elem>::from_f64(
+                f64::INFINITY,
+              ),
+            )
+          };
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+            __p[__i],
+            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
+              __x,
             ),
-          )
-        };
-        let __i: usize = {
-          const __L: [usize; 1usize] = [0usize];
-          __L[__j]
-        };
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-          __p[__i],
-          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
-            __x,
-          ),
-        );
-      }
-    }
+          );
+        }
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,

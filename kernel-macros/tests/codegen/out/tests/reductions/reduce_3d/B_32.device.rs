@@ -26,149 +26,161 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_32(
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut v_0: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
-    for __jc in 0..2usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-      let __ld0: [::kernel_std::__private::device::F16; 4usize] = {
-        let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          __p_x,
-          (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-        );
-        let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          __p_x,
-          (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-        );
-        let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          __p_x,
-          (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-        );
-        let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          __p_x,
-          (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-        );
-        if true && (__q0 as usize) % 8usize == 0
-          && (__q1 as usize) == (__q0 as usize) + 2usize
-          && (__q2 as usize) == (__q0 as usize) + 4usize
-          && (__q3 as usize) == (__q0 as usize) + 6usize
-          && ::kernel_std::__private::device::fits(
-            __q0,
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let __ld0: [::kernel_std::__private::device::F16; 4usize] = {
+          let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
             __p_x,
-            __len_x,
-            4usize,
-          )
-        {
-          ::kernel_std::__private::device::load_vec::<
-            ::kernel_std::__private::device::F16,
-            4usize,
-          >(__q0)
-        } else {
-          [
-            if true
-              && ::kernel_std::__private::device::in_bounds(
-                __q0,
-                __p_x,
-                __len_x,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q0)
-            } else {
-              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-            },
-            if true
-              && ::kernel_std::__private::device::in_bounds(
-                __q1,
-                __p_x,
-                __len_x,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q1)
-            } else {
-              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-            },
-            if true
-              && ::kernel_std::__private::device::in_bounds(
-                __q2,
-                __p_x,
-                __len_x,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q2)
-            } else {
-              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-            },
-            if true
-              && ::kernel_std::__private::device::in_bounds(
-                __q3,
-                __p_x,
-                __len_x,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q3)
-            } else {
-              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-            },
-          ]
-        }
-      };
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          v_0[__j] = ::kernel_std::__private::device::cast::<
-            ::kernel_std::__private::device::F16,
-            f32,
-          >(__ld0[__v]);
-        },
-      );
-    }
+            (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+          );
+          let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            __p_x,
+            (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+          );
+          let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            __p_x,
+            (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+          );
+          let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            __p_x,
+            (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+          );
+          if true && (__q0 as usize) % 8usize == 0
+            && (__q1 as usize) == (__q0 as usize) + 2usize
+            && (__q2 as usize) == (__q0 as usize) + 4usize
+            && (__q3 as usize) == (__q0 as usize) + 6usize
+            && ::kernel_std::__private::device::fits(
+              __q0,
+              __p_x,
+              __len_x,
+              4usize,
+            )
+          {
+            ::kernel_std::__private::device::load_vec::<
+              ::kernel_std::__private::device::F16,
+              4usize,
+            >(__q0)
+          } else {
+            [
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q0,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q0)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q1,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q1)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q2,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q2)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q3,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q3)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              },
+            ]
+          }
+        };
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            v_0[__j] = ::kernel_std::__private::device::cast::<
+              ::kernel_std::__private::device::F16,
+              f32,
+            >(__ld0[__v]);
+          },
+        );
+      },
+    );
     let mut __red1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
     let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 8usize];
-    for __jc in 0..2usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          let __x = v_0[__j];
-          let __i: usize = {
-            const __L: [usize; 8usize] = [
-              0usize, 1usize, 2usize, 3usize, 4usize, 5usize, 6usize,
-              7usize,
-            ];
-            __L[__j]
-          };
-          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-            __p[__i],
-            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-          );
-        },
-      );
-    }
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = v_0[__j];
+            let __i: usize = {
+              const __L: [usize; 8usize] = [
+                0usize, 1usize, 2usize, 3usize, 4usize, 5usize, 6usize,
+                7usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       8usize,
       _,
@@ -282,75 +294,93 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_32(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 32usize {
-        __red1[__j] = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = (__f) * 2usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-        };
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 32usize {
+          __red1[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 2usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+            );
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 32usize {
-        {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            __p_out,
-            (0i32).wrapping_add((__f) as i32),
-          );
-          if ::kernel_std::__private::device::in_bounds(
-            __a,
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            1u32,
-            ::core::line!(),
-          ) {
-            ::kernel_std::__private::device::store(__a, __red1[__j]);
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 32usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_out,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              1u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __red1[__j]);
+            }
           }
         }
-      }
-    }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
     let mut __red2: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
     let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
-    for __jc in 0..2usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          let __x = v_0[__j];
-          let __i: usize = {
-            const __L: [usize; 8usize] = [
-              0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
-              3usize,
-            ];
-            __L[__j]
-          };
-          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-            __p[__i],
-            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-          );
-        },
-      );
-    }
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = v_0[__j];
+            let __i: usize = {
+              const __L: [usize; 8usize] = [
+                0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
+                3usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
     if ((__lane as u32) & 0u32) == 0 {
       let __po = __smem.add(0usize) as *mut f32;
       let __w: usize = 0 | ((__warp >> 1u32) & 1) << 0usize;
@@ -392,120 +422,150 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_32(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 2usize + __v;
-          let __f: usize = __f0 + __v;
-          __red2[__j] = {
-            let __po = __smem.add(0usize) as *mut f32;
-            let __o: usize = (__f) * 2usize;
-            let mut __a: f32 = ::kernel_std::__private::device::load(
-              __po.add(__o),
-            );
-            __a = <f32 as ::kernel_std::__private::device::Num>::max(
-              __a,
-              ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-            );
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-          };
-        },
-      );
-    }
-    ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-      let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-      let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-      let mut __sm: [bool; 2usize] = [false; 2usize];
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 2usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(__p_out, (32i32)),
-            (0i32).wrapping_add((__f) as i32),
-          );
-          __sv[__v] = __red2[__j];
-          __sm[__v] = true;
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 8usize == 0
-        && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-        && ::kernel_std::__private::device::fits(
-          __sp[0],
-          __p_out,
-          __len_out,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
           2usize,
-        )
-      {
-        ::kernel_std::__private::device::store_vec::<f32, 2usize>(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __red2[__j] = {
+              let __po = __smem.add(0usize) as *mut f32;
+              let __o: usize = (__f) * 2usize;
+              let mut __a: f32 = ::kernel_std::__private::device::load(
+                __po.add(__o),
+              );
+              __a = <f32 as ::kernel_std::__private::device::Num>::max(
+                __a,
+                ::kernel_std::__private::device::load(
+                  __po.add(__o + 1usize),
+                ),
+              );
+              <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+            };
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(__p_out, (32i32)),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = __red2[__j];
+            __sm[__v] = true;
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 8usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
             __p_out,
             __len_out,
-            __fault,
-            __tag,
-            1u32,
-            ::core::line!(),
+            2usize,
           )
         {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+          ::kernel_std::__private::device::store_vec::<
+            f32,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              1u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              1u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
         }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            1u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
-        }
-      }
-    }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
     let mut __red3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
     let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::highest(); 2usize];
-    for __jc in 0..2usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
-          let __f: usize = __f0 + __v;
-          let __x = v_0[__j];
-          let __i: usize = {
-            const __L: [usize; 8usize] = [
-              0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
-              1usize,
-            ];
-            __L[__j]
-          };
-          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-            __p[__i],
-            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-          );
-        },
-      );
-    }
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = v_0[__j];
+            let __i: usize = {
+              const __L: [usize; 8usize] = [
+                0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
+                1usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       2usize,
       _,
@@ -544,50 +604,62 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_32(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 128usize {
-        __red3[__j] = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = (__f) * 1usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-        };
-      }
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          __red3[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 1usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 128usize {
-        {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(__p_out, (32i32)),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(__p_out, (32i32)),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                  (8i32),
                 ),
-                (8i32),
               ),
-            ),
-            (0i32).wrapping_add((__f) as i32),
-          );
-          if ::kernel_std::__private::device::in_bounds(
-            __a,
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            1u32,
-            ::core::line!(),
-          ) {
-            ::kernel_std::__private::device::store(__a, __red3[__j]);
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              1u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __red3[__j]);
+            }
           }
         }
-      }
-    }
+      },
+    );
   }
 }
 #[no_mangle]

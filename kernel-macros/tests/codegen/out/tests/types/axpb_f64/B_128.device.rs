@@ -31,22 +31,66 @@ pub unsafe extern "ptx-kernel" fn axpb_f64__B_128(
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut v_2: [f64; 1usize] = unsafe { ::core::mem::zeroed() };
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 128usize {
-        v_2[__j] = {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            __p_x,
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(0u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  128i64,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          v_2[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
                 ),
+                (0i32).wrapping_add((__f) as i32),
               ),
-              (0i32).wrapping_add((__f) as i32),
-            ),
-          );
+            );
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              ),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_x,
+                __len_x,
+                __fault,
+                __tag,
+                0u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <f64 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
           if <i32 as ::kernel_std::__private::device::Num>::lt(
             <i32 as ::kernel_std::__private::device::Num>::add(
               <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -58,130 +102,104 @@ pub unsafe extern "ptx-kernel" fn axpb_f64__B_128(
               (0i32).wrapping_add((__f) as i32),
             ),
             __p_n,
-          )
-            && ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_x,
-              __len_x,
-              __fault,
-              __tag,
-              0u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::load(__a)
-          } else {
-            <f64 as ::core::default::Default>::default()
-          }
-        };
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 128usize {
-        if <i32 as ::kernel_std::__private::device::Num>::lt(
-          <i32 as ::kernel_std::__private::device::Num>::add(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              ::kernel_std::__private::device::program_id(0u32),
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                128i64,
-              ),
-            ),
-            (0i32).wrapping_add((__f) as i32),
-          ),
-          __p_n,
-        ) {
-          {
-            let __a = ::kernel_std::__private::device::ptr_add(
-              __p_out,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
                   ),
-                ),
-                (0i32).wrapping_add((__f) as i32),
-              ),
-            );
-            if ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_out,
-              __len_out,
-              __fault,
-              __tag,
-              4u32,
-              ::core::line!(),
-            ) {
-              ::kernel_std::__private::device::store(
-                __a,
-                <f64 as ::kernel_std::__private::device::Num>::add(
-                  <f64 as ::kernel_std::__private::device::Num>::mul(
-                    v_2[__j],
-                    __p_alpha,
-                  ),
-                  __p_beta,
+                  (0i32).wrapping_add((__f) as i32),
                 ),
               );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_out,
+                __len_out,
+                __fault,
+                __tag,
+                4u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  <f64 as ::kernel_std::__private::device::Num>::add(
+                    <f64 as ::kernel_std::__private::device::Num>::mul(
+                      v_2[__j],
+                      __p_alpha,
+                    ),
+                    __p_beta,
+                  ),
+                );
+              }
             }
           }
         }
-      }
-    }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
-    for __j in 0..1usize {
-      let __f = __tid + __j * 128usize;
-      if __f < 128usize {
-        if <i32 as ::kernel_std::__private::device::Num>::lt(
-          <i32 as ::kernel_std::__private::device::Num>::add(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              ::kernel_std::__private::device::program_id(0u32),
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                128i64,
-              ),
-            ),
-            (0i32).wrapping_add((__f) as i32),
-          ),
-          __p_n,
-        ) {
-          {
-            let __a = ::kernel_std::__private::device::ptr_add(
-              __p_low,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(0u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  128i64,
                 ),
-                (0i32).wrapping_add((__f) as i32),
               ),
-            );
-            if ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_low,
-              __len_low,
-              __fault,
-              __tag,
-              5u32,
-              ::core::line!(),
-            ) {
-              ::kernel_std::__private::device::store(
-                __a,
-                <f32 as ::kernel_std::__private::device::Num>::add(
-                  <f32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::cast::<f64, f32>(v_2[__j]),
-                    ::kernel_std::__private::device::cast::<f64, f32>(__p_alpha),
+              (0i32).wrapping_add((__f) as i32),
+            ),
+            __p_n,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_low,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
                   ),
-                  ::kernel_std::__private::device::cast::<f64, f32>(__p_beta),
+                  (0i32).wrapping_add((__f) as i32),
                 ),
               );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_low,
+                __len_low,
+                __fault,
+                __tag,
+                5u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  <f32 as ::kernel_std::__private::device::Num>::add(
+                    <f32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::cast::<f64, f32>(v_2[__j]),
+                      ::kernel_std::__private::device::cast::<f64, f32>(__p_alpha),
+                    ),
+                    ::kernel_std::__private::device::cast::<f64, f32>(__p_beta),
+                  ),
+                );
+              }
             }
           }
         }
-      }
-    }
+      },
+    );
   }
 }
 #[no_mangle]

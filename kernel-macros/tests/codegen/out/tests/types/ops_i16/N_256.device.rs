@@ -42,1631 +42,1941 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut x_2: [i16; 2usize] = unsafe { ::core::mem::zeroed() };
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-      let __ld0: [i16; 2usize] = {
-        let __q0: *mut i16 = ::kernel_std::__private::device::ptr_add(
-          __p_a,
-          (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-        );
-        let __q1: *mut i16 = ::kernel_std::__private::device::ptr_add(
-          __p_a,
-          (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-        );
-        if {
-          let __x1 = (0i32).wrapping_add(((__f0)) as i32);
-          let __x2 = (0i32).wrapping_add(((__f0 + 1usize)) as i32);
-          let __c3 = __p_n;
-          <i32 as ::kernel_std::__private::device::Num>::ge(__x2, __x1)
-            && <i32 as ::kernel_std::__private::device::Num>::lt(__x2, __c3)
-        } && (__q0 as usize) % 4usize == 0
-          && (__q1 as usize) == (__q0 as usize) + 2usize
-          && ::kernel_std::__private::device::fits(
-            __q0,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let __ld0: [i16; 2usize] = {
+          let __q0: *mut i16 = ::kernel_std::__private::device::ptr_add(
             __p_a,
-            __len_a,
-            2usize,
-          )
-        {
-          ::kernel_std::__private::device::load_vec::<i16, 2usize>(__q0)
-        } else {
-          [
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-              __p_n,
+            (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+          );
+          let __q1: *mut i16 = ::kernel_std::__private::device::ptr_add(
+            __p_a,
+            (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+          );
+          if {
+            let __x1 = (0i32).wrapping_add(((__f0)) as i32);
+            let __x2 = (0i32).wrapping_add(((__f0 + 1usize)) as i32);
+            let __c3 = __p_n;
+            <i32 as ::kernel_std::__private::device::Num>::ge(__x2, __x1)
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                __x2,
+                __c3,
+              )
+          } && (__q0 as usize) % 4usize == 0
+            && (__q1 as usize) == (__q0 as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __q0,
+              __p_a,
+              __len_a,
+              2usize,
             )
-              && ::kernel_std::__private::device::in_bounds(
-                __q0,
-                __p_a,
-                __len_a,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q0)
-            } else {
-              <i16 as ::kernel_std::__private::device::Elem>::from_i64(
-                0i64,
-              )
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-              __p_n,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q1,
-                __p_a,
-                __len_a,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q1)
-            } else {
-              <i16 as ::kernel_std::__private::device::Elem>::from_i64(
-                0i64,
-              )
-            },
-          ]
-        }
-      };
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 2usize + __v;
-          let __f: usize = __f0 + __v;
-          x_2[__j] = __ld0[__v];
-        },
-      );
-    }
-    let mut y_3: [i16; 2usize] = unsafe { ::core::mem::zeroed() };
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-      let __ld4: [i16; 2usize] = {
-        let __q0: *mut i16 = ::kernel_std::__private::device::ptr_add(
-          __p_b,
-          (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-        );
-        let __q1: *mut i16 = ::kernel_std::__private::device::ptr_add(
-          __p_b,
-          (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-        );
-        if {
-          let __x5 = (0i32).wrapping_add(((__f0)) as i32);
-          let __x6 = (0i32).wrapping_add(((__f0 + 1usize)) as i32);
-          let __c7 = __p_n;
-          <i32 as ::kernel_std::__private::device::Num>::ge(__x6, __x5)
-            && <i32 as ::kernel_std::__private::device::Num>::lt(__x6, __c7)
-        } && (__q0 as usize) % 4usize == 0
-          && (__q1 as usize) == (__q0 as usize) + 2usize
-          && ::kernel_std::__private::device::fits(
-            __q0,
-            __p_b,
-            __len_b,
-            2usize,
-          )
-        {
-          ::kernel_std::__private::device::load_vec::<i16, 2usize>(__q0)
-        } else {
-          [
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-              __p_n,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q0,
-                __p_b,
-                __len_b,
-                __fault,
-                __tag,
-                1u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q0)
-            } else {
-              <i16 as ::core::default::Default>::default()
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-              __p_n,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q1,
-                __p_b,
-                __len_b,
-                __fault,
-                __tag,
-                1u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q1)
-            } else {
-              <i16 as ::core::default::Default>::default()
-            },
-          ]
-        }
-      };
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 2usize + __v;
-          let __f: usize = __f0 + __v;
-          y_3[__j] = __ld4[__v];
-        },
-      );
-    }
-    ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-      let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
-      let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
-      let mut __sm: [bool; 2usize] = [false; 2usize];
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 2usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            __p_out,
-            (0i32).wrapping_add((__f) as i32),
-          );
-          __sv[__v] = <i16 as ::kernel_std::__private::device::Num>::add(
-            x_2[__j],
-            y_3[__j],
-          );
-          __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_n,
-          );
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 4usize == 0
-        && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-        && ::kernel_std::__private::device::fits(
-          __sp[0],
-          __p_out,
-          __len_out,
-          2usize,
-        )
-      {
-        ::kernel_std::__private::device::store_vec::<i16, 2usize>(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            5u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
-        }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            5u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
-        }
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-      let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
-      let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
-      let mut __sm: [bool; 2usize] = [false; 2usize];
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 2usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_out,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                256i64,
-              ),
-            ),
-            (0i32).wrapping_add((__f) as i32),
-          );
-          __sv[__v] = <i16 as ::kernel_std::__private::device::Num>::sub(
-            <i16 as ::kernel_std::__private::device::Num>::mul(
-              x_2[__j],
-              y_3[__j],
-            ),
-            __p_s,
-          );
-          __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_n,
-          );
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 4usize == 0
-        && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-        && ::kernel_std::__private::device::fits(
-          __sp[0],
-          __p_out,
-          __len_out,
-          2usize,
-        )
-      {
-        ::kernel_std::__private::device::store_vec::<i16, 2usize>(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            5u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
-        }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            5u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
-        }
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-      let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
-      let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
-      let mut __sm: [bool; 2usize] = [false; 2usize];
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 2usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_out,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (2i32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  256i64,
-                ),
-              ),
-            ),
-            (0i32).wrapping_add((__f) as i32),
-          );
-          __sv[__v] = <i16 as ::kernel_std::__private::device::Num>::div(
-            x_2[__j],
-            if <i16 as ::kernel_std::__private::device::Num>::eq(
-              y_3[__j],
-              <i16 as ::kernel_std::__private::device::Elem>::from_i64(
-                0i64,
-              ),
-            ) {
-              <i16 as ::kernel_std::__private::device::Elem>::from_i64(
-                1i64,
-              )
-            } else {
-              y_3[__j]
-            },
-          );
-          __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_n,
-          );
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 4usize == 0
-        && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-        && ::kernel_std::__private::device::fits(
-          __sp[0],
-          __p_out,
-          __len_out,
-          2usize,
-        )
-      {
-        ::kernel_std::__private::device::store_vec::<i16, 2usize>(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            5u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
-        }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            5u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
-        }
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-      let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
-      let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
-      let mut __sm: [bool; 2usize] = [false; 2usize];
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 2usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_out,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (3i32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  256i64,
-                ),
-              ),
-            ),
-            (0i32).wrapping_add((__f) as i32),
-          );
-          __sv[__v] = <i16 as ::kernel_std::__private::device::Num>::rem(
-            x_2[__j],
-            if <i16 as ::kernel_std::__private::device::Num>::eq(
-              y_3[__j],
-              <i16 as ::kernel_std::__private::device::Elem>::from_i64(
-                0i64,
-              ),
-            ) {
-              <i16 as ::kernel_std::__private::device::Elem>::from_i64(
-                1i64,
-              )
-            } else {
-              y_3[__j]
-            },
-          );
-          __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_n,
-          );
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 4usize == 0
-        && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-        && ::kernel_std::__private::device::fits(
-          __sp[0],
-          __p_out,
-          __len_out,
-          2usize,
-        )
-      {
-        ::kernel_std::__private::device::store_vec::<i16, 2usize>(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            5u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
-        }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            5u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
-        }
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-      let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
-      let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
-      let mut __sm: [bool; 2usize] = [false; 2usize];
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 2usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_out,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (4i32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  256i64,
-                ),
-              ),
-            ),
-            (0i32).wrapping_add((__f) as i32),
-          );
-          __sv[__v] = <i16 as ::kernel_std::__private::device::Int>::or(
-            <i16 as ::kernel_std::__private::device::Int>::and(
-              x_2[__j],
-              y_3[__j],
-            ),
-            <i16 as ::kernel_std::__private::device::Int>::xor(
-              x_2[__j],
-              <i16 as ::kernel_std::__private::device::Elem>::from_i64(
-                3i64,
-              ),
-            ),
-          );
-          __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_n,
-          );
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 4usize == 0
-        && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-        && ::kernel_std::__private::device::fits(
-          __sp[0],
-          __p_out,
-          __len_out,
-          2usize,
-        )
-      {
-        ::kernel_std::__private::device::store_vec::<i16, 2usize>(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            5u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
-        }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            5u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
-        }
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-      let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
-      let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
-      let mut __sm: [bool; 2usize] = [false; 2usize];
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 2usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_out,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (5i32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  256i64,
-                ),
-              ),
-            ),
-            (0i32).wrapping_add((__f) as i32),
-          );
-          __sv[__v] = <i16 as ::kernel_std::__private::device::Int>::shl(
-            x_2[__j],
-            <i16 as ::kernel_std::__private::device::Elem>::from_i64(1i64),
-          );
-          __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_n,
-          );
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 4usize == 0
-        && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-        && ::kernel_std::__private::device::fits(
-          __sp[0],
-          __p_out,
-          __len_out,
-          2usize,
-        )
-      {
-        ::kernel_std::__private::device::store_vec::<i16, 2usize>(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            5u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
-        }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            5u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
-        }
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-      let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
-      let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
-      let mut __sm: [bool; 2usize] = [false; 2usize];
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 2usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_out,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (6i32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  256i64,
-                ),
-              ),
-            ),
-            (0i32).wrapping_add((__f) as i32),
-          );
-          __sv[__v] = <i16 as ::kernel_std::__private::device::Int>::shr(
-            x_2[__j],
-            <i16 as ::kernel_std::__private::device::Elem>::from_i64(2i64),
-          );
-          __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_n,
-          );
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 4usize == 0
-        && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-        && ::kernel_std::__private::device::fits(
-          __sp[0],
-          __p_out,
-          __len_out,
-          2usize,
-        )
-      {
-        ::kernel_std::__private::device::store_vec::<i16, 2usize>(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            5u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
-        }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            5u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
-        }
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-      let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
-      let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
-      let mut __sm: [bool; 2usize] = [false; 2usize];
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 2usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_out,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (7i32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  256i64,
-                ),
-              ),
-            ),
-            (0i32).wrapping_add((__f) as i32),
-          );
-          __sv[__v] = <i16 as ::kernel_std::__private::device::Num>::max(
-            x_2[__j],
-            y_3[__j],
-          );
-          __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_n,
-          );
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 4usize == 0
-        && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-        && ::kernel_std::__private::device::fits(
-          __sp[0],
-          __p_out,
-          __len_out,
-          2usize,
-        )
-      {
-        ::kernel_std::__private::device::store_vec::<i16, 2usize>(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            5u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
-        }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            5u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
-        }
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-      let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
-      let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
-      let mut __sm: [bool; 2usize] = [false; 2usize];
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 2usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_out,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (8i32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  256i64,
-                ),
-              ),
-            ),
-            (0i32).wrapping_add((__f) as i32),
-          );
-          __sv[__v] = if <i16 as ::kernel_std::__private::device::Num>::lt(
-            x_2[__j],
-            y_3[__j],
-          ) {
-            x_2[__j]
+          {
+            ::kernel_std::__private::device::load_vec::<i16, 2usize>(__q0)
           } else {
-            __p_s
-          };
-          __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_n,
-          );
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 4usize == 0
-        && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-        && ::kernel_std::__private::device::fits(
-          __sp[0],
-          __p_out,
-          __len_out,
+            [
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                __p_n,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q0,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q0)
+              } else {
+                <i16 as ::kernel_std::__private::device::Elem>::from_i64(
+                  0i64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                __p_n,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q1,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q1)
+              } else {
+                <i16 as ::kernel_std::__private::device::Elem>::from_i64(
+                  0i64,
+                )
+              },
+            ]
+          }
+        };
+        ::kernel_std::__private::device::unroll::<
           2usize,
-        )
-      {
-        ::kernel_std::__private::device::store_vec::<i16, 2usize>(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            5u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
-        }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            5u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
-        }
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-      let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
-      let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
-      let mut __sm: [bool; 2usize] = [false; 2usize];
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 2usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_out,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (9i32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  256i64,
-                ),
-              ),
-            ),
-            (0i32).wrapping_add((__f) as i32),
-          );
-          __sv[__v] = <i16 as ::kernel_std::__private::device::Num>::neg(
-            x_2[__j],
-          );
-          __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_n,
-          );
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 4usize == 0
-        && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-        && ::kernel_std::__private::device::fits(
-          __sp[0],
-          __p_out,
-          __len_out,
-          2usize,
-        )
-      {
-        ::kernel_std::__private::device::store_vec::<i16, 2usize>(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            5u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
-        }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            5u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
-        }
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 2usize + __v;
-          let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(0usize) as *mut i16).add(__f),
-            x_2[__j],
-          );
-        },
-      );
-    }
-    ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-      let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
-      let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
-      let mut __sm: [bool; 2usize] = [false; 2usize];
-      let __ld8: [i16; 2usize] = {
-        let __q0: *mut i16 = ::kernel_std::__private::device::ptr_add(
-          __p_b,
-          <i16 as ::kernel_std::__private::device::Int>::and(
-            ::kernel_std::__private::device::load(
-              (__smem.add(0usize) as *mut i16).add((__f0 + 0usize)),
-            ),
-            <i16 as ::kernel_std::__private::device::Elem>::from_i64(7i64),
-          ),
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            x_2[__j] = __ld0[__v];
+          },
         );
-        let __q1: *mut i16 = ::kernel_std::__private::device::ptr_add(
-          __p_b,
-          <i16 as ::kernel_std::__private::device::Int>::and(
-            ::kernel_std::__private::device::load(
-              (__smem.add(0usize) as *mut i16).add((__f0 + 1usize)),
-            ),
-            <i16 as ::kernel_std::__private::device::Elem>::from_i64(7i64),
-          ),
-        );
-        if true && (__q0 as usize) % 4usize == 0
-          && (__q1 as usize) == (__q0 as usize) + 2usize
-          && ::kernel_std::__private::device::fits(
-            __q0,
+      },
+    );
+    let mut y_3: [i16; 2usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let __ld4: [i16; 2usize] = {
+          let __q0: *mut i16 = ::kernel_std::__private::device::ptr_add(
             __p_b,
-            __len_b,
-            2usize,
-          )
-        {
-          ::kernel_std::__private::device::load_vec::<i16, 2usize>(__q0)
-        } else {
-          [
-            if true
-              && ::kernel_std::__private::device::in_bounds(
-                __q0,
-                __p_b,
-                __len_b,
-                __fault,
-                __tag,
-                1u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q0)
-            } else {
-              <i16 as ::core::default::Default>::default()
-            },
-            if true
-              && ::kernel_std::__private::device::in_bounds(
-                __q1,
-                __p_b,
-                __len_b,
-                __fault,
-                __tag,
-                1u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q1)
-            } else {
-              <i16 as ::core::default::Default>::default()
-            },
-          ]
-        }
-      };
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 2usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_out,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (10i32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  256i64,
-                ),
-              ),
-            ),
-            (0i32).wrapping_add((__f) as i32),
+            (0i32).wrapping_add(((__f0 + 0usize)) as i32),
           );
-          __sv[__v] = __ld8[__v];
-          __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_n,
+          let __q1: *mut i16 = ::kernel_std::__private::device::ptr_add(
+            __p_b,
+            (0i32).wrapping_add(((__f0 + 1usize)) as i32),
           );
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 4usize == 0
-        && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-        && ::kernel_std::__private::device::fits(
-          __sp[0],
-          __p_out,
-          __len_out,
+          if {
+            let __x5 = (0i32).wrapping_add(((__f0)) as i32);
+            let __x6 = (0i32).wrapping_add(((__f0 + 1usize)) as i32);
+            let __c7 = __p_n;
+            <i32 as ::kernel_std::__private::device::Num>::ge(__x6, __x5)
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                __x6,
+                __c7,
+              )
+          } && (__q0 as usize) % 4usize == 0
+            && (__q1 as usize) == (__q0 as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __q0,
+              __p_b,
+              __len_b,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::load_vec::<i16, 2usize>(__q0)
+          } else {
+            [
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                __p_n,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q0,
+                  __p_b,
+                  __len_b,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q0)
+              } else {
+                <i16 as ::core::default::Default>::default()
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                __p_n,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q1,
+                  __p_b,
+                  __len_b,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q1)
+              } else {
+                <i16 as ::core::default::Default>::default()
+              },
+            ]
+          }
+        };
+        ::kernel_std::__private::device::unroll::<
           2usize,
-        )
-      {
-        ::kernel_std::__private::device::store_vec::<i16, 2usize>(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            5u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
-        }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            5u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
-        }
-      }
-    }
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            y_3[__j] = __ld4[__v];
+          },
+        );
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
-    ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-      let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
-      let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
-      let mut __sm: [bool; 2usize] = [false; 2usize];
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 2usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
               __p_out,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (11i32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  256i64,
-                ),
-              ),
-            ),
-            (0i32).wrapping_add((__f) as i32),
-          );
-          __sv[__v] = ::kernel_std::__private::device::cast::<
-            bool,
-            i16,
-          >(
-            <i16 as ::kernel_std::__private::device::Num>::ge(
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = <i16 as ::kernel_std::__private::device::Num>::add(
               x_2[__j],
               y_3[__j],
-            ),
-          );
-          __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_n,
-          );
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 4usize == 0
-        && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-        && ::kernel_std::__private::device::fits(
-          __sp[0],
-          __p_out,
-          __len_out,
-          2usize,
-        )
-      {
-        ::kernel_std::__private::device::store_vec::<i16, 2usize>(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            5u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
-        }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_out,
-            __len_out,
-            __fault,
-            __tag,
-            5u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
-        }
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-      let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
-      let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
-      let mut __sm: [bool; 2usize] = [false; 2usize];
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 2usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            __p_wide,
-            (0i32).wrapping_add((__f) as i32),
-          );
-          __sv[__v] = ::kernel_std::__private::device::cast::<
-            i16,
-            i32,
-          >(x_2[__j]);
-          __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_n,
-          );
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 8usize == 0
-        && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-        && ::kernel_std::__private::device::fits(
-          __sp[0],
-          __p_wide,
-          __len_wide,
-          2usize,
-        )
-      {
-        ::kernel_std::__private::device::store_vec::<i32, 2usize>(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
-            __p_wide,
-            __len_wide,
-            __fault,
-            __tag,
-            6u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
-        }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_wide,
-            __len_wide,
-            __fault,
-            __tag,
-            6u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
-        }
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-      let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
-      let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
-      let mut __sm: [bool; 2usize] = [false; 2usize];
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 2usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_wide,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                256i64,
-              ),
-            ),
-            (0i32).wrapping_add((__f) as i32),
-          );
-          __sv[__v] = <i32 as ::kernel_std::__private::device::Num>::add(
-            ::kernel_std::__private::device::cast::<i16, i32>(x_2[__j]),
-            (0i32).wrapping_add((__f) as i32),
-          );
-          __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_n,
-          );
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 8usize == 0
-        && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-        && ::kernel_std::__private::device::fits(
-          __sp[0],
-          __p_wide,
-          __len_wide,
-          2usize,
-        )
-      {
-        ::kernel_std::__private::device::store_vec::<i32, 2usize>(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
-            __p_wide,
-            __len_wide,
-            __fault,
-            __tag,
-            6u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
-        }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_wide,
-            __len_wide,
-            __fault,
-            __tag,
-            6u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
-        }
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-      let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-      let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-      let mut __sm: [bool; 2usize] = [false; 2usize];
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 2usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            __p_fl,
-            (0i32).wrapping_add((__f) as i32),
-          );
-          __sv[__v] = ::kernel_std::__private::device::cast::<
-            i16,
-            f32,
-          >(x_2[__j]);
-          __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_n,
-          );
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 8usize == 0
-        && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-        && ::kernel_std::__private::device::fits(
-          __sp[0],
-          __p_fl,
-          __len_fl,
-          2usize,
-        )
-      {
-        ::kernel_std::__private::device::store_vec::<f32, 2usize>(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
-            __p_fl,
-            __len_fl,
-            __fault,
-            __tag,
-            7u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
-        }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_fl,
-            __len_fl,
-            __fault,
-            __tag,
-            7u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
-        }
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-      let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
-      let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
-      let mut __sm: [bool; 2usize] = [false; 2usize];
-      let __ld9: [f32; 2usize] = {
-        let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          __p_f,
-          (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+            );
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
         );
-        let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          __p_f,
-          (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-        );
-        if {
-          let __x10 = (0i32).wrapping_add(((__f0)) as i32);
-          let __x11 = (0i32).wrapping_add(((__f0 + 1usize)) as i32);
-          let __c12 = __p_n;
-          <i32 as ::kernel_std::__private::device::Num>::ge(__x11, __x10)
-            && <i32 as ::kernel_std::__private::device::Num>::lt(
-              __x11,
-              __c12,
-            )
-        } && (__q0 as usize) % 8usize == 0
-          && (__q1 as usize) == (__q0 as usize) + 4usize
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 4usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
           && ::kernel_std::__private::device::fits(
-            __q0,
-            __p_f,
-            __len_f,
+            __sp[0],
+            __p_out,
+            __len_out,
             2usize,
           )
         {
-          ::kernel_std::__private::device::load_vec::<f32, 2usize>(__q0)
-        } else {
-          [
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-              __p_n,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q0,
-                __p_f,
-                __len_f,
-                __fault,
-                __tag,
-                4u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q0)
-            } else {
-              <f32 as ::core::default::Default>::default()
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-              __p_n,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q1,
-                __p_f,
-                __len_f,
-                __fault,
-                __tag,
-                4u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q1)
-            } else {
-              <f32 as ::core::default::Default>::default()
-            },
-          ]
-        }
-      };
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 2usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            __p_back,
-            (0i32).wrapping_add((__f) as i32),
-          );
-          __sv[__v] = ::kernel_std::__private::device::cast::<
-            f32,
+          ::kernel_std::__private::device::store_vec::<
             i16,
-          >(__ld9[__v]);
-          __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_n,
-          );
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 4usize == 0
-        && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-        && ::kernel_std::__private::device::fits(
-          __sp[0],
-          __p_back,
-          __len_back,
-          2usize,
-        )
-      {
-        ::kernel_std::__private::device::store_vec::<i16, 2usize>(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
-            __p_back,
-            __len_back,
-            __fault,
-            __tag,
-            8u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
         }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_back,
-            __len_back,
-            __fault,
-            __tag,
-            8u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
-        }
-      }
-    }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-      let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
-      let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
-      let mut __sm: [bool; 2usize] = [false; 2usize];
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 2usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_back,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                256i64,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  256i64,
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = <i16 as ::kernel_std::__private::device::Num>::sub(
+              <i16 as ::kernel_std::__private::device::Num>::mul(
+                x_2[__j],
+                y_3[__j],
+              ),
+              __p_s,
+            );
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 4usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_out,
+            __len_out,
+            2usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            i16,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (2i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = <i16 as ::kernel_std::__private::device::Num>::div(
+              x_2[__j],
+              if <i16 as ::kernel_std::__private::device::Num>::eq(
+                y_3[__j],
+                <i16 as ::kernel_std::__private::device::Elem>::from_i64(
+                  0i64,
+                ),
+              ) {
+                <i16 as ::kernel_std::__private::device::Elem>::from_i64(
+                  1i64,
+                )
+              } else {
+                y_3[__j]
+              },
+            );
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 4usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_out,
+            __len_out,
+            2usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            i16,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (3i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = <i16 as ::kernel_std::__private::device::Num>::rem(
+              x_2[__j],
+              if <i16 as ::kernel_std::__private::device::Num>::eq(
+                y_3[__j],
+                <i16 as ::kernel_std::__private::device::Elem>::from_i64(
+                  0i64,
+                ),
+              ) {
+                <i16 as ::kernel_std::__private::device::Elem>::from_i64(
+                  1i64,
+                )
+              } else {
+                y_3[__j]
+              },
+            );
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 4usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_out,
+            __len_out,
+            2usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            i16,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (4i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = <i16 as ::kernel_std::__private::device::Int>::or(
+              <i16 as ::kernel_std::__private::device::Int>::and(
+                x_2[__j],
+                y_3[__j],
+              ),
+              <i16 as ::kernel_std::__private::device::Int>::xor(
+                x_2[__j],
+                <i16 as ::kernel_std::__private::device::Elem>::from_i64(
+                  3i64,
+                ),
+              ),
+            );
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 4usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_out,
+            __len_out,
+            2usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            i16,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (5i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = <i16 as ::kernel_std::__private::device::Int>::shl(
+              x_2[__j],
+              <i16 as ::kernel_std::__private::device::Elem>::from_i64(
+                1i64,
+              ),
+            );
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 4usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_out,
+            __len_out,
+            2usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            i16,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (6i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = <i16 as ::kernel_std::__private::device::Int>::shr(
+              x_2[__j],
+              <i16 as ::kernel_std::__private::device::Elem>::from_i64(
+                2i64,
+              ),
+            );
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 4usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_out,
+            __len_out,
+            2usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            i16,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (7i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = <i16 as ::kernel_std::__private::device::Num>::max(
+              x_2[__j],
+              y_3[__j],
+            );
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 4usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_out,
+            __len_out,
+            2usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            i16,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (8i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = if <i16 as ::kernel_std::__private::device::Num>::lt(
+              x_2[__j],
+              y_3[__j],
+            ) {
+              x_2[__j]
+            } else {
+              __p_s
+            };
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 4usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_out,
+            __len_out,
+            2usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            i16,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (9i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = <i16 as ::kernel_std::__private::device::Num>::neg(
+              x_2[__j],
+            );
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 4usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_out,
+            __len_out,
+            2usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            i16,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize) as *mut i16).add(__f),
+              x_2[__j],
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        let __ld8: [i16; 2usize] = {
+          let __q0: *mut i16 = ::kernel_std::__private::device::ptr_add(
+            __p_b,
+            <i16 as ::kernel_std::__private::device::Int>::and(
+              ::kernel_std::__private::device::load(
+                (__smem.add(0usize) as *mut i16).add((__f0 + 0usize)),
+              ),
+              <i16 as ::kernel_std::__private::device::Elem>::from_i64(
+                7i64,
               ),
             ),
-            (0i32).wrapping_add((__f) as i32),
           );
-          __sv[__v] = ::kernel_std::__private::device::cast::<
-            i32,
-            i16,
-          >(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              ::kernel_std::__private::device::cast::<i16, i32>(x_2[__j]),
-              (3i32),
+          let __q1: *mut i16 = ::kernel_std::__private::device::ptr_add(
+            __p_b,
+            <i16 as ::kernel_std::__private::device::Int>::and(
+              ::kernel_std::__private::device::load(
+                (__smem.add(0usize) as *mut i16).add((__f0 + 1usize)),
+              ),
+              <i16 as ::kernel_std::__private::device::Elem>::from_i64(
+                7i64,
+              ),
             ),
           );
-          __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-            (0i32).wrapping_add((__f) as i32),
-            __p_n,
-          );
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 4usize == 0
-        && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-        && ::kernel_std::__private::device::fits(
-          __sp[0],
-          __p_back,
-          __len_back,
+          if true && (__q0 as usize) % 4usize == 0
+            && (__q1 as usize) == (__q0 as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __q0,
+              __p_b,
+              __len_b,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::load_vec::<i16, 2usize>(__q0)
+          } else {
+            [
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q0,
+                  __p_b,
+                  __len_b,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q0)
+              } else {
+                <i16 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q1,
+                  __p_b,
+                  __len_b,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q1)
+              } else {
+                <i16 as ::core::default::Default>::default()
+              },
+            ]
+          }
+        };
+        ::kernel_std::__private::device::unroll::<
           2usize,
-        )
-      {
-        ::kernel_std::__private::device::store_vec::<i16, 2usize>(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
-            __p_back,
-            __len_back,
-            __fault,
-            __tag,
-            8u32,
-            ::core::line!(),
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (10i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = __ld8[__v];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 4usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_out,
+            __len_out,
+            2usize,
           )
         {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+          ::kernel_std::__private::device::store_vec::<
+            i16,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
         }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_back,
-            __len_back,
-            __fault,
-            __tag,
-            8u32,
-            ::core::line!(),
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (11i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = ::kernel_std::__private::device::cast::<
+              bool,
+              i16,
+            >(
+              <i16 as ::kernel_std::__private::device::Num>::ge(
+                x_2[__j],
+                y_3[__j],
+              ),
+            );
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 4usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_out,
+            __len_out,
+            2usize,
           )
         {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
+          ::kernel_std::__private::device::store_vec::<
+            i16,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
         }
-      }
-    }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              __p_wide,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = ::kernel_std::__private::device::cast::<
+              i16,
+              i32,
+            >(x_2[__j]);
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 8usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_wide,
+            __len_wide,
+            2usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            i32,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_wide,
+              __len_wide,
+              __fault,
+              __tag,
+              6u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_wide,
+              __len_wide,
+              __fault,
+              __tag,
+              6u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_wide,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  256i64,
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = <i32 as ::kernel_std::__private::device::Num>::add(
+              ::kernel_std::__private::device::cast::<i16, i32>(x_2[__j]),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 8usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_wide,
+            __len_wide,
+            2usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            i32,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_wide,
+              __len_wide,
+              __fault,
+              __tag,
+              6u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_wide,
+              __len_wide,
+              __fault,
+              __tag,
+              6u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              __p_fl,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = ::kernel_std::__private::device::cast::<
+              i16,
+              f32,
+            >(x_2[__j]);
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 8usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_fl,
+            __len_fl,
+            2usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            f32,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_fl,
+              __len_fl,
+              __fault,
+              __tag,
+              7u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_fl,
+              __len_fl,
+              __fault,
+              __tag,
+              7u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        let __ld9: [f32; 2usize] = {
+          let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            __p_f,
+            (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+          );
+          let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            __p_f,
+            (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+          );
+          if {
+            let __x10 = (0i32).wrapping_add(((__f0)) as i32);
+            let __x11 = (0i32).wrapping_add(((__f0 + 1usize)) as i32);
+            let __c12 = __p_n;
+            <i32 as ::kernel_std::__private::device::Num>::ge(__x11, __x10)
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                __x11,
+                __c12,
+              )
+          } && (__q0 as usize) % 8usize == 0
+            && (__q1 as usize) == (__q0 as usize) + 4usize
+            && ::kernel_std::__private::device::fits(
+              __q0,
+              __p_f,
+              __len_f,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::load_vec::<f32, 2usize>(__q0)
+          } else {
+            [
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                __p_n,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q0,
+                  __p_f,
+                  __len_f,
+                  __fault,
+                  __tag,
+                  4u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q0)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                __p_n,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q1,
+                  __p_f,
+                  __len_f,
+                  __fault,
+                  __tag,
+                  4u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q1)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+            ]
+          }
+        };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              __p_back,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = ::kernel_std::__private::device::cast::<
+              f32,
+              i16,
+            >(__ld9[__v]);
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 4usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_back,
+            __len_back,
+            2usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            i16,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_back,
+              __len_back,
+              __fault,
+              __tag,
+              8u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_back,
+              __len_back,
+              __fault,
+              __tag,
+              8u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_back,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  256i64,
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = ::kernel_std::__private::device::cast::<
+              i32,
+              i16,
+            >(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::cast::<i16, i32>(x_2[__j]),
+                (3i32),
+              ),
+            );
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 4usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_back,
+            __len_back,
+            2usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            i16,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_back,
+              __len_back,
+              __fault,
+              __tag,
+              8u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_back,
+              __len_back,
+              __fault,
+              __tag,
+              8u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+        }
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
     let mut __p: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 1usize];
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 2usize + __v;
-          let __f: usize = __f0 + __v;
-          let __x = ::kernel_std::__private::device::cast::<
-            i16,
-            i32,
-          >(x_2[__j]);
-          let __i: usize = {
-            const __L: [usize; 2usize] = [0usize, 0usize];
-            __L[__j]
-          };
-          __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
-            __p[__i],
-            (__x),
-          );
-        },
-      );
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = ::kernel_std::__private::device::cast::<
+              i16,
+              i32,
+            >(x_2[__j]);
+            let __i: usize = {
+              const __L: [usize; 2usize] = [0usize, 0usize];
+              __L[__j]
+            };
+            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
+              __p[__i],
+              (__x),
+            );
+          },
+        );
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -1762,53 +2072,59 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
     }
     ::kernel_std::__private::device::bar_sync();
     let mut __p: [i16; 1usize] = [<i16 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 2usize + __v;
-          let __f: usize = __f0 + __v;
-          let __x = {
-            let __a = ::kernel_std::__private::device::ptr_add(
-              __p_a,
-              (0i32).wrapping_add((__f) as i32),
-            );
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add((__f) as i32),
-              __p_n,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __a,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = {
+              let __a = ::kernel_std::__private::device::ptr_add(
                 __p_a,
-                __len_a,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_n,
               )
-            {
-              ::kernel_std::__private::device::load(__a)
-            } else {
-              <i16 as ::kernel_std::__private::device::Elem>::from_i64(
-                -32768i64,
-              )
-            }
-          };
-          let __i: usize = {
-            const __L: [usize; 2usize] = [0usize, 0usize];
-            __L[__j]
-          };
-          __p[__i] = <i16 as ::kernel_std::__private::device::Num>::max(
-            __p[__i],
-            (__x),
-          );
-        },
-      );
-    }
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <i16 as ::kernel_std::__private::device::Elem>::from_i64(
+                  -32768i64,
+                )
+              }
+            };
+            let __i: usize = {
+              const __L: [usize; 2usize] = [0usize, 0usize];
+              __L[__j]
+            };
+            __p[__i] = <i16 as ::kernel_std::__private::device::Num>::max(
+              __p[__i],
+              (__x),
+            );
+          },
+        );
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -1908,53 +2224,59 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
     }
     ::kernel_std::__private::device::bar_sync();
     let mut __p: [i16; 1usize] = [<i16 as ::kernel_std::__private::device::Bounds>::highest(); 1usize];
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 2usize + __v;
-          let __f: usize = __f0 + __v;
-          let __x = {
-            let __a = ::kernel_std::__private::device::ptr_add(
-              __p_a,
-              (0i32).wrapping_add((__f) as i32),
-            );
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add((__f) as i32),
-              __p_n,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __a,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = {
+              let __a = ::kernel_std::__private::device::ptr_add(
                 __p_a,
-                __len_a,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_n,
               )
-            {
-              ::kernel_std::__private::device::load(__a)
-            } else {
-              <i16 as ::kernel_std::__private::device::Elem>::from_i64(
-                32767i64,
-              )
-            }
-          };
-          let __i: usize = {
-            const __L: [usize; 2usize] = [0usize, 0usize];
-            __L[__j]
-          };
-          __p[__i] = <i16 as ::kernel_std::__private::device::Num>::min(
-            __p[__i],
-            (__x),
-          );
-        },
-      );
-    }
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <i16 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32767i64,
+                )
+              }
+            };
+            let __i: usize = {
+              const __L: [usize; 2usize] = [0usize, 0usize];
+              __L[__j]
+            };
+            __p[__i] = <i16 as ::kernel_std::__private::device::Num>::min(
+              __p[__i],
+              (__x),
+            );
+          },
+        );
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -2056,28 +2378,34 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
     let mut __p: [i16; 1usize] = [<i16 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 1usize];
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 2usize + __v;
-          let __f: usize = __f0 + __v;
-          let __x = x_2[__j];
-          let __i: usize = {
-            const __L: [usize; 2usize] = [0usize, 0usize];
-            __L[__j]
-          };
-          __p[__i] = <i16 as ::kernel_std::__private::device::Int>::xor(
-            __p[__i],
-            (__x),
-          );
-        },
-      );
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = x_2[__j];
+            let __i: usize = {
+              const __L: [usize; 2usize] = [0usize, 0usize];
+              __L[__j]
+            };
+            __p[__i] = <i16 as ::kernel_std::__private::device::Int>::xor(
+              __p[__i],
+              (__x),
+            );
+          },
+        );
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -2176,23 +2504,29 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
     }
     ::kernel_std::__private::device::bar_sync();
     let mut __scan17: [i32; 2usize] = unsafe { ::core::mem::zeroed() };
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 2usize + __v;
-          let __f: usize = __f0 + __v;
-          ::kernel_std::__private::device::store(
-            (__smem.add(0usize) as *mut i32).add(__f),
-            (::kernel_std::__private::device::cast::<i16, i32>(x_2[__j])),
-          );
-        },
-      );
-    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize) as *mut i32).add(__f),
+              (::kernel_std::__private::device::cast::<i16, i32>(x_2[__j])),
+            );
+          },
+        );
+      },
+    );
     ::kernel_std::__private::device::bar_sync();
     {
       let __px = __smem.add(0usize) as *mut i32;
@@ -2258,83 +2592,105 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 2usize + __v;
-          let __f: usize = __f0 + __v;
-          __scan17[__j] = (::kernel_std::__private::device::load(
-            (__smem.add(0usize) as *mut i32).add(__f),
-          ));
-        },
-      );
-    }
-    ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..1usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-      let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
-      let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
-      let mut __sm: [bool; 2usize] = [false; 2usize];
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 2usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            __p_cs,
-            (0i32).wrapping_add((__f) as i32),
-          );
-          __sv[__v] = __scan17[__j];
-          __sm[__v] = true;
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 8usize == 0
-        && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-        && ::kernel_std::__private::device::fits(
-          __sp[0],
-          __p_cs,
-          __len_cs,
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
           2usize,
-        )
-      {
-        ::kernel_std::__private::device::store_vec::<i32, 2usize>(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __scan17[__j] = (::kernel_std::__private::device::load(
+              (__smem.add(0usize) as *mut i32).add(__f),
+            ));
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              __p_cs,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = __scan17[__j];
+            __sm[__v] = true;
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 8usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
             __p_cs,
             __len_cs,
-            __fault,
-            __tag,
-            10u32,
-            ::core::line!(),
+            2usize,
           )
         {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+          ::kernel_std::__private::device::store_vec::<
+            i32,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_cs,
+              __len_cs,
+              __fault,
+              __tag,
+              10u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_cs,
+              __len_cs,
+              __fault,
+              __tag,
+              10u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
         }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_cs,
-            __len_cs,
-            __fault,
-            __tag,
-            10u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
-        }
-      }
-    }
+      },
+    );
   }
 }
 #[no_mangle]
