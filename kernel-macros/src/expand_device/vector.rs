@@ -109,6 +109,24 @@ impl DevGen<'_> {
         }
     }
 
+    /// Whether the chunk of pointers `q` (each `size` bytes apart when contiguous) is contiguous:
+    /// with the pointer block's increment along the row (`step`, see `col_step`), that it is one
+    /// element and the last pointer is where the first one's run ends (the offsets did not wrap
+    /// on the way); without it, every pointer against the first.
+    /// The result is a run of `&& condition` terms.
+    fn chunk_contiguous(step: Option<TokenStream>, q: &[TokenStream], size: usize) -> TokenStream {
+        let (first, rest) = (&q[0], &q[1..]);
+        if let (Some(step), Some(last)) = (step, rest.last()) {
+            let off = rest.len() * size;
+            return quote!(&& ((#step) == 1i64 && (#last as usize) == (#first as usize) + #off));
+        }
+        let each = rest.iter().enumerate().map(|(i, qi)| {
+            let off = (i + 1) * size;
+            quote!((#qi as usize) == (#first as usize) + #off)
+        });
+        quote!(#(&& #each)*)
+    }
+
     /// Elements per chunk of a block of `numel` elements in `layout`.
     pub(super) fn chunk_len(&self, numel: usize, layout: Layout) -> usize {
         match layout {
@@ -155,14 +173,13 @@ impl DevGen<'_> {
             Some(m) => in_row.then(|| self.load_chunk_all(load, m, &quote!(__f0), v)).flatten().unwrap_or_else(|| quote!((true #(&& #masks)*))),
         };
         let size = elem_size(&ty.elem);
-        let contiguous = (1..v).map(|i| {
-            let (qi, off) = (&q[i], i * size);
-            quote!((#qi as usize) == (__q0 as usize) + #off)
-        });
+        let at0 = self.sub_at(load, ptr, &At::Flat(quote!((__f0))));
+        let step = in_row.then(|| self.col_step(ptr, self.child_moves(load, ptr, true), &at0)).flatten();
+        let contiguous = Self::chunk_contiguous(step, &q.iter().map(|qi| quote!(#qi)).collect::<Vec<_>>(), size);
         quote! {
             let #name: [#e; #v] = {
                 #(let #q: *mut #e = #ptrs;)*
-                if #all && (__q0 as usize) % #bytes == 0 #(&& #contiguous)* && #fits {
+                if #all && (__q0 as usize) % #bytes == 0 #contiguous && #fits {
                     #d::load_vec::<#e, #v>(__q0)
                 } else {
                     [#(#scalar),*]
@@ -211,12 +228,13 @@ impl DevGen<'_> {
             None => scalar,
             Some(bytes) => {
                 let size = elem_size(&ty.elem);
-                let contiguous = (1..v).map(|i| {
-                    let off = i * size;
-                    quote!((__sp[#i] as usize) == (__sp[0] as usize) + #off)
-                });
+                // In the cyclic layout a chunk starts at `__f0` and lies in one row.
+                let in_row = layout == Layout::Cyclic && self.shapes[ptr].last().is_some_and(|n| n % v == 0);
+                let step = in_row.then(|| self.col_step(ptr, true, &At::Flat(quote!((__f0))))).flatten();
+                let q: Vec<TokenStream> = idx.iter().map(|i| if *i == 0 { quote!(__sp[0]) } else { quote!(__sp[#i]) }).collect();
+                let contiguous = Self::chunk_contiguous(step, &q, size);
                 quote! {
-                    if true #(&& __sm[#idx])* && (__sp[0] as usize) % #bytes == 0 #(&& #contiguous)* && #fits {
+                    if true #(&& __sm[#idx])* && (__sp[0] as usize) % #bytes == 0 #contiguous && #fits {
                         #d::store_vec::<#e, #v>(__sp[0], __sv);
                     } else {
                         #scalar

@@ -90,7 +90,8 @@ pub unsafe extern "ptx-kernel" fn vector_widths__c1(
                 __c3,
               )
           } && (__q0 as usize) % 8usize == 0
-            && (__q1 as usize) == (__q0 as usize) + 4usize
+            && (((0i64).wrapping_add(1i64)) == 1i64
+              && (__q1 as usize) == (__q0 as usize) + 4usize)
             && ::kernel_std::__private::device::fits(
               __q0,
               __p_x,
@@ -207,7 +208,8 @@ pub unsafe extern "ptx-kernel" fn vector_widths__c1(
                 __c7,
               )
           } && (__q0 as usize) % 8usize == 0
-            && (__q1 as usize) == (__q0 as usize) + 4usize
+            && (((0i64).wrapping_add(1i64)) == 1i64
+              && (__q1 as usize) == (__q0 as usize) + 4usize)
             && ::kernel_std::__private::device::fits(
               __q0,
               __p_y,
@@ -313,7 +315,8 @@ pub unsafe extern "ptx-kernel" fn vector_widths__c1(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 8usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+          && (((0i64).wrapping_add(1i64)) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_out,

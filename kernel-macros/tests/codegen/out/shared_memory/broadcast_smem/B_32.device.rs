@@ -136,9 +136,8 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
               ),
           );
           if true && (__q0 as usize) % 16usize == 0
-            && (__q1 as usize) == (__q0 as usize) + 4usize
-            && (__q2 as usize) == (__q0 as usize) + 8usize
-            && (__q3 as usize) == (__q0 as usize) + 12usize
+            && ((1i64) == 1i64
+              && (__q3 as usize) == (__q0 as usize) + 12usize)
             && ::kernel_std::__private::device::fits(
               __q0,
               __p_x,
@@ -510,9 +509,8 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
         );
         if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
           && (__sp[0] as usize) % 16usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-          && (__sp[2usize] as usize) == (__sp[0] as usize) + 8usize
-          && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize
+          && ((1i64) == 1i64
+            && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_out,
@@ -672,9 +670,8 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
         );
         if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
           && (__sp[0] as usize) % 16usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-          && (__sp[2usize] as usize) == (__sp[0] as usize) + 8usize
-          && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize
+          && ((1i64) == 1i64
+            && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_out_t,

@@ -283,9 +283,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                       __c3,
                     )
                 }) && (__q0 as usize) % 16usize == 0
-                && (__q1 as usize) == (__q0 as usize) + 4usize
-                && (__q2 as usize) == (__q0 as usize) + 8usize
-                && (__q3 as usize) == (__q0 as usize) + 12usize
+                && (((0i64).wrapping_add((0i64).wrapping_add(1i64))) == 1i64
+                  && (__q3 as usize) == (__q0 as usize) + 12usize)
                 && ::kernel_std::__private::device::fits(
                   __q0,
                   __p_dw_ptr,
@@ -708,9 +707,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                       __c7,
                     )
                 }) && (__q0 as usize) % 16usize == 0
-                && (__q1 as usize) == (__q0 as usize) + 4usize
-                && (__q2 as usize) == (__q0 as usize) + 8usize
-                && (__q3 as usize) == (__q0 as usize) + 12usize
+                && (((0i64).wrapping_add((0i64).wrapping_add(1i64))) == 1i64
+                  && (__q3 as usize) == (__q0 as usize) + 12usize)
                 && ::kernel_std::__private::device::fits(
                   __q0,
                   __p_db_ptr,

@@ -104,9 +104,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                 __c3,
               )
           } && (__q0 as usize) % 16usize == 0
-            && (__q1 as usize) == (__q0 as usize) + 4usize
-            && (__q2 as usize) == (__q0 as usize) + 8usize
-            && (__q3 as usize) == (__q0 as usize) + 12usize
+            && ((1i64) == 1i64
+              && (__q3 as usize) == (__q0 as usize) + 12usize)
             && ::kernel_std::__private::device::fits(
               __q0,
               __p_dy_ptr,
@@ -284,9 +283,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                 __c7,
               )
           } && (__q0 as usize) % 16usize == 0
-            && (__q1 as usize) == (__q0 as usize) + 4usize
-            && (__q2 as usize) == (__q0 as usize) + 8usize
-            && (__q3 as usize) == (__q0 as usize) + 12usize
+            && ((1i64) == 1i64
+              && (__q3 as usize) == (__q0 as usize) + 12usize)
             && ::kernel_std::__private::device::fits(
               __q0,
               __p_x_ptr,
@@ -434,9 +432,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                 __c11,
               )
           } && (__q0 as usize) % 16usize == 0
-            && (__q1 as usize) == (__q0 as usize) + 4usize
-            && (__q2 as usize) == (__q0 as usize) + 8usize
-            && (__q3 as usize) == (__q0 as usize) + 12usize
+            && ((1i64) == 1i64
+              && (__q3 as usize) == (__q0 as usize) + 12usize)
             && ::kernel_std::__private::device::fits(
               __q0,
               __p_w_ptr,
@@ -894,9 +891,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
         );
         if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
           && (__sp[0] as usize) % 16usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-          && (__sp[2usize] as usize) == (__sp[0] as usize) + 8usize
-          && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize
+          && ((1i64) == 1i64
+            && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_dx_ptr,
@@ -1187,9 +1183,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                   __c17,
                 )
             } && (__q0 as usize) % 16usize == 0
-              && (__q1 as usize) == (__q0 as usize) + 4usize
-              && (__q2 as usize) == (__q0 as usize) + 8usize
-              && (__q3 as usize) == (__q0 as usize) + 12usize
+              && ((1i64) == 1i64
+                && (__q3 as usize) == (__q0 as usize) + 12usize)
               && ::kernel_std::__private::device::fits(
                 __q0,
                 __p_dw_ptr,
@@ -1355,9 +1350,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                   __c21,
                 )
             } && (__q0 as usize) % 16usize == 0
-              && (__q1 as usize) == (__q0 as usize) + 4usize
-              && (__q2 as usize) == (__q0 as usize) + 8usize
-              && (__q3 as usize) == (__q0 as usize) + 12usize
+              && ((1i64) == 1i64
+                && (__q3 as usize) == (__q0 as usize) + 12usize)
               && ::kernel_std::__private::device::fits(
                 __q0,
                 __p_db_ptr,
@@ -1501,9 +1495,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
         );
         if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
           && (__sp[0] as usize) % 16usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-          && (__sp[2usize] as usize) == (__sp[0] as usize) + 8usize
-          && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize
+          && ((1i64) == 1i64
+            && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_dw_ptr,
@@ -1621,9 +1614,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
         );
         if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
           && (__sp[0] as usize) % 16usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-          && (__sp[2usize] as usize) == (__sp[0] as usize) + 8usize
-          && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize
+          && ((1i64) == 1i64
+            && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_db_ptr,

@@ -135,9 +135,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     __c3,
                   )
               } && (__q0 as usize) % 16usize == 0
-                && (__q1 as usize) == (__q0 as usize) + 4usize
-                && (__q2 as usize) == (__q0 as usize) + 8usize
-                && (__q3 as usize) == (__q0 as usize) + 12usize
+                && (((0i64).wrapping_add(1i64)) == 1i64
+                  && (__q3 as usize) == (__q0 as usize) + 12usize)
                 && ::kernel_std::__private::device::fits(
                   __q0,
                   __p_x_ptr,
@@ -490,9 +489,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     __c8,
                   )
               } && (__q0 as usize) % 16usize == 0
-                && (__q1 as usize) == (__q0 as usize) + 4usize
-                && (__q2 as usize) == (__q0 as usize) + 8usize
-                && (__q3 as usize) == (__q0 as usize) + 12usize
+                && (((0i64).wrapping_add(1i64)) == 1i64
+                  && (__q3 as usize) == (__q0 as usize) + 12usize)
                 && ::kernel_std::__private::device::fits(
                   __q0,
                   __p_x_ptr,
@@ -901,9 +899,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     __c13,
                   )
               } && (__q0 as usize) % 16usize == 0
-                && (__q1 as usize) == (__q0 as usize) + 4usize
-                && (__q2 as usize) == (__q0 as usize) + 8usize
-                && (__q3 as usize) == (__q0 as usize) + 12usize
+                && (((0i64).wrapping_add(1i64)) == 1i64
+                  && (__q3 as usize) == (__q0 as usize) + 12usize)
                 && ::kernel_std::__private::device::fits(
                   __q0,
                   __p_x_ptr,
@@ -1087,9 +1084,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     __c17,
                   )
               } && (__q0 as usize) % 16usize == 0
-                && (__q1 as usize) == (__q0 as usize) + 4usize
-                && (__q2 as usize) == (__q0 as usize) + 8usize
-                && (__q3 as usize) == (__q0 as usize) + 12usize
+                && (((0i64).wrapping_add(1i64)) == 1i64
+                  && (__q3 as usize) == (__q0 as usize) + 12usize)
                 && ::kernel_std::__private::device::fits(
                   __q0,
                   __p_w_ptr,
@@ -1238,9 +1234,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     __c21,
                   )
               } && (__q0 as usize) % 16usize == 0
-                && (__q1 as usize) == (__q0 as usize) + 4usize
-                && (__q2 as usize) == (__q0 as usize) + 8usize
-                && (__q3 as usize) == (__q0 as usize) + 12usize
+                && (((0i64).wrapping_add(1i64)) == 1i64
+                  && (__q3 as usize) == (__q0 as usize) + 12usize)
                 && ::kernel_std::__private::device::fits(
                   __q0,
                   __p_b_ptr,
@@ -1398,9 +1393,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
             );
             if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
               && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
-              && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-              && (__sp[2usize] as usize) == (__sp[0] as usize) + 8usize
-              && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize
+              && (((0i64).wrapping_add(1i64)) == 1i64
+                && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
               && ::kernel_std::__private::device::fits(
                 __sp[0],
                 __p_y_ptr,

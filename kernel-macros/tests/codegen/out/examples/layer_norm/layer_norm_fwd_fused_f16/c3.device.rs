@@ -136,9 +136,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c3(
                     __c3,
                   )
               } && (__q0 as usize) % 8usize == 0
-                && (__q1 as usize) == (__q0 as usize) + 2usize
-                && (__q2 as usize) == (__q0 as usize) + 4usize
-                && (__q3 as usize) == (__q0 as usize) + 6usize
+                && (((0i64).wrapping_add(1i64)) == 1i64
+                  && (__q3 as usize) == (__q0 as usize) + 6usize)
                 && ::kernel_std::__private::device::fits(
                   __q0,
                   __p_x_ptr,
@@ -513,9 +512,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c3(
                     __c8,
                   )
               } && (__q0 as usize) % 8usize == 0
-                && (__q1 as usize) == (__q0 as usize) + 2usize
-                && (__q2 as usize) == (__q0 as usize) + 4usize
-                && (__q3 as usize) == (__q0 as usize) + 6usize
+                && (((0i64).wrapping_add(1i64)) == 1i64
+                  && (__q3 as usize) == (__q0 as usize) + 6usize)
                 && ::kernel_std::__private::device::fits(
                   __q0,
                   __p_x_ptr,
@@ -941,9 +939,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c3(
                     __c13,
                   )
               } && (__q0 as usize) % 8usize == 0
-                && (__q1 as usize) == (__q0 as usize) + 2usize
-                && (__q2 as usize) == (__q0 as usize) + 4usize
-                && (__q3 as usize) == (__q0 as usize) + 6usize
+                && (((0i64).wrapping_add(1i64)) == 1i64
+                  && (__q3 as usize) == (__q0 as usize) + 6usize)
                 && ::kernel_std::__private::device::fits(
                   __q0,
                   __p_w_ptr,
@@ -1116,9 +1113,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c3(
                     __c17,
                   )
               } && (__q0 as usize) % 8usize == 0
-                && (__q1 as usize) == (__q0 as usize) + 2usize
-                && (__q2 as usize) == (__q0 as usize) + 4usize
-                && (__q3 as usize) == (__q0 as usize) + 6usize
+                && (((0i64).wrapping_add(1i64)) == 1i64
+                  && (__q3 as usize) == (__q0 as usize) + 6usize)
                 && ::kernel_std::__private::device::fits(
                   __q0,
                   __p_b_ptr,
@@ -1291,9 +1287,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c3(
                     __c21,
                   )
               } && (__q0 as usize) % 8usize == 0
-                && (__q1 as usize) == (__q0 as usize) + 2usize
-                && (__q2 as usize) == (__q0 as usize) + 4usize
-                && (__q3 as usize) == (__q0 as usize) + 6usize
+                && (((0i64).wrapping_add(1i64)) == 1i64
+                  && (__q3 as usize) == (__q0 as usize) + 6usize)
                 && ::kernel_std::__private::device::fits(
                   __q0,
                   __p_x_ptr,
@@ -1473,9 +1468,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c3(
             );
             if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
               && __sm[3usize] && (__sp[0] as usize) % 8usize == 0
-              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-              && (__sp[2usize] as usize) == (__sp[0] as usize) + 4usize
-              && (__sp[3usize] as usize) == (__sp[0] as usize) + 6usize
+              && (((0i64).wrapping_add(1i64)) == 1i64
+                && (__sp[3usize] as usize) == (__sp[0] as usize) + 6usize)
               && ::kernel_std::__private::device::fits(
                 __sp[0],
                 __p_y_ptr,

@@ -70,7 +70,12 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c1(
                 __c3,
               )
           } && (__q0 as usize) % 4usize == 0
-            && (__q1 as usize) == (__q0 as usize) + 2usize
+            && ((::kernel_std::__private::device::cast::<
+              i32,
+              i64,
+            >(__p_input_col_stride)
+              .wrapping_mul(1i64)) == 1i64
+              && (__q1 as usize) == (__q0 as usize) + 2usize)
             && ::kernel_std::__private::device::fits(
               __q0,
               __p_input_ptr,
@@ -433,7 +438,8 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c1(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 4usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && ((1i64) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_output_ptr,

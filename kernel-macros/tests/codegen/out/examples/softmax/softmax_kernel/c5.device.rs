@@ -84,9 +84,12 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c5(
                 __c3,
               )
           } && (__q0 as usize) % 16usize == 0
-            && (__q1 as usize) == (__q0 as usize) + 4usize
-            && (__q2 as usize) == (__q0 as usize) + 8usize
-            && (__q3 as usize) == (__q0 as usize) + 12usize
+            && ((::kernel_std::__private::device::cast::<
+              i32,
+              i64,
+            >(__p_input_col_stride)
+              .wrapping_mul(1i64)) == 1i64
+              && (__q3 as usize) == (__q0 as usize) + 12usize)
             && ::kernel_std::__private::device::fits(
               __q0,
               __p_input_ptr,
@@ -582,9 +585,8 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c5(
         );
         if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
           && (__sp[0] as usize) % 16usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-          && (__sp[2usize] as usize) == (__sp[0] as usize) + 8usize
-          && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize
+          && ((1i64) == 1i64
+            && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_output_ptr,

@@ -169,9 +169,12 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
                     __c3,
                   )
               } && (__q0 as usize) % 8usize == 0
-                && (__q1 as usize) == (__q0 as usize) + 2usize
-                && (__q2 as usize) == (__q0 as usize) + 4usize
-                && (__q3 as usize) == (__q0 as usize) + 6usize
+                && ((::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(__p_input_col_stride)
+                  .wrapping_mul((0i64).wrapping_add(1i64))) == 1i64
+                  && (__q3 as usize) == (__q0 as usize) + 6usize)
                 && ::kernel_std::__private::device::fits(
                   __q0,
                   __p_input_ptr,
@@ -750,9 +753,12 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
                     __c9,
                   )
               } && (__q0 as usize) % 8usize == 0
-                && (__q1 as usize) == (__q0 as usize) + 2usize
-                && (__q2 as usize) == (__q0 as usize) + 4usize
-                && (__q3 as usize) == (__q0 as usize) + 6usize
+                && ((::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(__p_input_col_stride)
+                  .wrapping_mul((0i64).wrapping_add(1i64))) == 1i64
+                  && (__q3 as usize) == (__q0 as usize) + 6usize)
                 && ::kernel_std::__private::device::fits(
                   __q0,
                   __p_input_ptr,
@@ -928,9 +934,8 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
             );
             if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
               && __sm[3usize] && (__sp[0] as usize) % 8usize == 0
-              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-              && (__sp[2usize] as usize) == (__sp[0] as usize) + 4usize
-              && (__sp[3usize] as usize) == (__sp[0] as usize) + 6usize
+              && (((0i64).wrapping_add(1i64)) == 1i64
+                && (__sp[3usize] as usize) == (__sp[0] as usize) + 6usize)
               && ::kernel_std::__private::device::fits(
                 __sp[0],
                 __p_output_ptr,

@@ -91,7 +91,8 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_256(
                 __c3,
               )
           } && (__q0 as usize) % 8usize == 0
-            && (__q1 as usize) == (__q0 as usize) + 4usize
+            && (((0i64).wrapping_add(1i64)) == 1i64
+              && (__q1 as usize) == (__q0 as usize) + 4usize)
             && ::kernel_std::__private::device::fits(
               __q0,
               __p_x_ptr,
@@ -208,7 +209,8 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_256(
                 __c7,
               )
           } && (__q0 as usize) % 8usize == 0
-            && (__q1 as usize) == (__q0 as usize) + 4usize
+            && (((0i64).wrapping_add(1i64)) == 1i64
+              && (__q1 as usize) == (__q0 as usize) + 4usize)
             && ::kernel_std::__private::device::fits(
               __q0,
               __p_y_ptr,
@@ -314,7 +316,8 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_256(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 8usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+          && (((0i64).wrapping_add(1i64)) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_output_ptr,

@@ -326,7 +326,8 @@ pub unsafe extern "ptx-kernel" fn checked_dot(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 8usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+          && (((0i64).wrapping_add(1i64)) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_c,

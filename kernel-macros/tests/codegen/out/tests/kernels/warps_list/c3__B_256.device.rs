@@ -43,7 +43,8 @@ pub unsafe extern "ptx-kernel" fn warps_list__c3__B_256(
             (0i32).wrapping_add(((__f0 + 1usize)) as i32),
           );
           if true && (__q0 as usize) % 8usize == 0
-            && (__q1 as usize) == (__q0 as usize) + 4usize
+            && ((1i64) == 1i64
+              && (__q1 as usize) == (__q0 as usize) + 4usize)
             && ::kernel_std::__private::device::fits(
               __q0,
               __p_x,
@@ -241,7 +242,8 @@ pub unsafe extern "ptx-kernel" fn warps_list__c3__B_256(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 8usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+          && ((1i64) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_out,

@@ -135,9 +135,8 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c0__R_8__C_16(
               ),
           );
           if true && (__q0 as usize) % 16usize == 0
-            && (__q1 as usize) == (__q0 as usize) + 4usize
-            && (__q2 as usize) == (__q0 as usize) + 8usize
-            && (__q3 as usize) == (__q0 as usize) + 12usize
+            && ((1i64) == 1i64
+              && (__q3 as usize) == (__q0 as usize) + 12usize)
             && ::kernel_std::__private::device::fits(
               __q0,
               __p_x,

@@ -91,7 +91,8 @@ pub unsafe extern "ptx-kernel" fn combines__R_4__C_64(
             ),
           );
           if true && (__q0 as usize) % 8usize == 0
-            && (__q1 as usize) == (__q0 as usize) + 4usize
+            && (((0i64).wrapping_add(1i64)) == 1i64
+              && (__q1 as usize) == (__q0 as usize) + 4usize)
             && ::kernel_std::__private::device::fits(
               __q0,
               __p_x,
@@ -206,7 +207,8 @@ pub unsafe extern "ptx-kernel" fn combines__R_4__C_64(
             ),
           );
           if true && (__q0 as usize) % 8usize == 0
-            && (__q1 as usize) == (__q0 as usize) + 4usize
+            && (((0i64).wrapping_add(1i64)) == 1i64
+              && (__q1 as usize) == (__q0 as usize) + 4usize)
             && ::kernel_std::__private::device::fits(
               __q0,
               __p_v,
@@ -441,7 +443,8 @@ pub unsafe extern "ptx-kernel" fn combines__R_4__C_64(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 8usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+          && (((0i64).wrapping_add(1i64)) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_out,
@@ -656,7 +659,8 @@ pub unsafe extern "ptx-kernel" fn combines__R_4__C_64(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 8usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+          && (((0i64).wrapping_add(1i64)) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_out,
@@ -882,7 +886,8 @@ pub unsafe extern "ptx-kernel" fn combines__R_4__C_64(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 8usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+          && (((0i64).wrapping_add(1i64)) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_iout,

@@ -97,7 +97,8 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
             ),
           );
           if true && (__q0 as usize) % 8usize == 0
-            && (__q1 as usize) == (__q0 as usize) + 4usize
+            && (((0i64).wrapping_add(1i64)) == 1i64
+              && (__q1 as usize) == (__q0 as usize) + 4usize)
             && ::kernel_std::__private::device::fits(
               __q0,
               __p_x,
@@ -311,7 +312,8 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 8usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+          && (((0i64).wrapping_add(1i64)) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_out,
@@ -516,7 +518,8 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 8usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+          && (((0i64).wrapping_add(1i64)) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_out,
@@ -727,7 +730,8 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 8usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+          && (((0i64).wrapping_add(1i64)) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_out,
@@ -977,7 +981,8 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 4usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && (((0i64).wrapping_add(1i64)) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_hout,
@@ -1084,7 +1089,8 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
             ),
           );
           if true && (__q0 as usize) % 8usize == 0
-            && (__q1 as usize) == (__q0 as usize) + 4usize
+            && (((0i64).wrapping_add(1i64)) == 1i64
+              && (__q1 as usize) == (__q0 as usize) + 4usize)
             && ::kernel_std::__private::device::fits(
               __q0,
               __p_v,
@@ -1298,7 +1304,8 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 8usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+          && (((0i64).wrapping_add(1i64)) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_iout,
@@ -1503,7 +1510,8 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 8usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+          && (((0i64).wrapping_add(1i64)) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_iout,

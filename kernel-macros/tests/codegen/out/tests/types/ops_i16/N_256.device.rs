@@ -68,7 +68,8 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
                 __c3,
               )
           } && (__q0 as usize) % 4usize == 0
-            && (__q1 as usize) == (__q0 as usize) + 2usize
+            && ((1i64) == 1i64
+              && (__q1 as usize) == (__q0 as usize) + 2usize)
             && ::kernel_std::__private::device::fits(
               __q0,
               __p_a,
@@ -162,7 +163,8 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
                 __c7,
               )
           } && (__q0 as usize) % 4usize == 0
-            && (__q1 as usize) == (__q0 as usize) + 2usize
+            && ((1i64) == 1i64
+              && (__q1 as usize) == (__q0 as usize) + 2usize)
             && ::kernel_std::__private::device::fits(
               __q0,
               __p_b,
@@ -260,7 +262,8 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 4usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && ((1i64) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_out,
@@ -351,7 +354,8 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 4usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && ((1i64) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_out,
@@ -453,7 +457,8 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 4usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && ((1i64) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_out,
@@ -555,7 +560,8 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 4usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && ((1i64) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_out,
@@ -654,7 +660,8 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 4usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && ((1i64) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_out,
@@ -747,7 +754,8 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 4usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && ((1i64) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_out,
@@ -840,7 +848,8 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 4usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && ((1i64) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_out,
@@ -931,7 +940,8 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 4usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && ((1i64) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_out,
@@ -1026,7 +1036,8 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 4usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && ((1i64) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_out,
@@ -1116,7 +1127,8 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 4usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && ((1i64) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_out,
@@ -1297,7 +1309,8 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 4usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && ((1i64) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_out,
@@ -1394,7 +1407,8 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 4usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && ((1i64) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_out,
@@ -1477,7 +1491,8 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 8usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+          && ((1i64) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_wide,
@@ -1565,7 +1580,8 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 8usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+          && ((1i64) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_wide,
@@ -1648,7 +1664,8 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 8usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+          && ((1i64) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_fl,
@@ -1727,7 +1744,8 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
                 __c12,
               )
           } && (__q0 as usize) % 8usize == 0
-            && (__q1 as usize) == (__q0 as usize) + 4usize
+            && ((1i64) == 1i64
+              && (__q1 as usize) == (__q0 as usize) + 4usize)
             && ::kernel_std::__private::device::fits(
               __q0,
               __p_f,
@@ -1801,7 +1819,8 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 4usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && ((1i64) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_back,
@@ -1894,7 +1913,8 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 4usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && ((1i64) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_back,
@@ -2643,7 +2663,8 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
         );
         if true && __sm[0usize] && __sm[1usize]
           && (__sp[0] as usize) % 8usize == 0
-          && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+          && ((1i64) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_cs,
