@@ -29,6 +29,8 @@ pub unsafe extern "ptx-kernel" fn vector_widths__c1(
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     ::kernel_std::__private::device::bar_sync();
+    let mut __ld0_all: [[f32; 2usize]; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld4_all: [[f32; 2usize]; 1usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -36,9 +38,6 @@ pub unsafe extern "ptx-kernel" fn vector_widths__c1(
       #[inline(always)]
       |__jc: usize| {
         let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-        let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-        let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-        let mut __sm: [bool; 2usize] = [false; 2usize];
         let __ld0: [f32; 2usize] = {
           let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
             __p_x,
@@ -275,6 +274,22 @@ pub unsafe extern "ptx-kernel" fn vector_widths__c1(
             ]
           }
         };
+        __ld0_all[__jc] = __ld0;
+        __ld4_all[__jc] = __ld4;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        let __ld0: [f32; 2usize] = __ld0_all[__jc];
+        let __ld4: [f32; 2usize] = __ld4_all[__jc];
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,

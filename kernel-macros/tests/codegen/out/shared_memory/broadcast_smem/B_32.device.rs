@@ -31,6 +31,7 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut tile_1: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld0_all: [[f32; 4usize]; 2usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
       2usize,
       _,
@@ -211,6 +212,17 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
             ]
           }
         };
+        __ld0_all[__jc] = __ld0;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let __ld0: [f32; 4usize] = __ld0_all[__jc];
         ::kernel_std::__private::device::unroll::<
           4usize,
           _,

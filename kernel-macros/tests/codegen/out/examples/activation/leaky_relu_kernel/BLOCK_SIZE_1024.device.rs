@@ -28,6 +28,9 @@ pub unsafe extern "ptx-kernel" fn leaky_relu_kernel__BLOCK_SIZE_1024(
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut pid_0: i32 = ::kernel_std::__private::device::program_id(0u32);
     let mut x_3: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld0_all: [[::kernel_std::__private::device::F16; 4usize]; 2usize] = unsafe {
+      ::core::mem::zeroed()
+    };
     ::kernel_std::__private::device::unroll::<
       2usize,
       _,
@@ -232,6 +235,17 @@ pub unsafe extern "ptx-kernel" fn leaky_relu_kernel__BLOCK_SIZE_1024(
             ]
           }
         };
+        __ld0_all[__jc] = __ld0;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let __ld0: [::kernel_std::__private::device::F16; 4usize] = __ld0_all[__jc];
         ::kernel_std::__private::device::unroll::<
           4usize,
           _,

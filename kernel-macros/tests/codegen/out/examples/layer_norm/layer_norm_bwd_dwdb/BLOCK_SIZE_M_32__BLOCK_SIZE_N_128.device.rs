@@ -89,6 +89,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
         let i_4: i32 = __i;
+        let mut __ld0_all: [[f32; 4usize]; 8usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           8usize,
           _,
@@ -497,6 +500,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                 ]
               }
             };
+            __ld0_all[__jc] = __ld0;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+            let __ld0: [f32; 4usize] = __ld0_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -513,6 +527,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
             );
           },
         );
+        let mut __ld4_all: [[f32; 4usize]; 8usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           8usize,
           _,
@@ -921,6 +938,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                 ]
               }
             };
+            __ld4_all[__jc] = __ld4;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+            let __ld4: [f32; 4usize] = __ld4_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,

@@ -70,6 +70,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024(
       __p_group_size_m,
     );
     let mut dy_12: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld0_all: [[f32; 4usize]; 1usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -199,6 +200,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024(
             ]
           }
         };
+        __ld0_all[__jc] = __ld0;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        let __ld0: [f32; 4usize] = __ld0_all[__jc];
         ::kernel_std::__private::device::unroll::<
           4usize,
           _,
@@ -249,6 +261,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024(
       }
     };
     let mut xhat_16: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld4_all: [[f32; 4usize]; 1usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -378,6 +391,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024(
             ]
           }
         };
+        __ld4_all[__jc] = __ld4;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        let __ld4: [f32; 4usize] = __ld4_all[__jc];
         ::kernel_std::__private::device::unroll::<
           4usize,
           _,
@@ -398,6 +422,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024(
       },
     );
     let mut wdy_17: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld8_all: [[f32; 4usize]; 1usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -519,6 +544,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024(
             ]
           }
         };
+        __ld8_all[__jc] = __ld8;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        let __ld8: [f32; 4usize] = __ld8_all[__jc];
         ::kernel_std::__private::device::unroll::<
           4usize,
           _,
@@ -1118,6 +1154,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024(
       );
       ::kernel_std::__private::device::bar_sync();
     } else {
+      let mut __ld14_all: [[f32; 4usize]; 1usize] = unsafe {
+        ::core::mem::zeroed()
+      };
       ::kernel_std::__private::device::unroll::<
         1usize,
         _,
@@ -1269,6 +1308,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024(
               ]
             }
           };
+          __ld14_all[__jc] = __ld14;
+        },
+      );
+      ::kernel_std::__private::device::unroll::<
+        1usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+          let __ld14: [f32; 4usize] = __ld14_all[__jc];
           ::kernel_std::__private::device::unroll::<
             4usize,
             _,
@@ -1285,6 +1335,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024(
           );
         },
       );
+      let mut __ld18_all: [[f32; 4usize]; 1usize] = unsafe {
+        ::core::mem::zeroed()
+      };
       ::kernel_std::__private::device::unroll::<
         1usize,
         _,
@@ -1436,6 +1489,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024(
               ]
             }
           };
+          __ld18_all[__jc] = __ld18;
+        },
+      );
+      ::kernel_std::__private::device::unroll::<
+        1usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+          let __ld18: [f32; 4usize] = __ld18_all[__jc];
           ::kernel_std::__private::device::unroll::<
             4usize,
             _,

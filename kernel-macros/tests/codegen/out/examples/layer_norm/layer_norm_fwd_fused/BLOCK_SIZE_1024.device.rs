@@ -80,6 +80,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
         let off_4: i32 = __i;
+        let mut __ld0_all: [[f32; 4usize]; 1usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           1usize,
           _,
@@ -245,6 +248,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                 ]
               }
             };
+            __ld0_all[__jc] = __ld0;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld0: [f32; 4usize] = __ld0_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -432,6 +446,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
       {
         let off_9: i32 = __i;
         let mut x_12: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+        let mut __ld5_all: [[f32; 4usize]; 1usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           1usize,
           _,
@@ -597,6 +614,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                 ]
               }
             };
+            __ld5_all[__jc] = __ld5;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld5: [f32; 4usize] = __ld5_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -840,6 +868,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
       {
         let off_15: i32 = __i;
         let mut x_hat_21: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+        let mut __ld10_all: [[f32; 4usize]; 1usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           1usize,
           _,
@@ -1005,6 +1036,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                 ]
               }
             };
+            __ld10_all[__jc] = __ld10;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld10: [f32; 4usize] = __ld10_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -1025,6 +1067,12 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
           },
         );
         let mut y_22: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+        let mut __ld14_all: [[f32; 4usize]; 1usize] = unsafe {
+          ::core::mem::zeroed()
+        };
+        let mut __ld18_all: [[f32; 4usize]; 1usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           1usize,
           _,
@@ -1332,6 +1380,19 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_1024(
                 ]
               }
             };
+            __ld14_all[__jc] = __ld14;
+            __ld18_all[__jc] = __ld18;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld14: [f32; 4usize] = __ld14_all[__jc];
+            let __ld18: [f32; 4usize] = __ld18_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,

@@ -80,6 +80,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
         let off_4: i32 = __i;
+        let mut __ld0_all: [[f32; 4usize]; 4usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           4usize,
           _,
@@ -245,6 +248,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                 ]
               }
             };
+            __ld0_all[__jc] = __ld0;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld0: [f32; 4usize] = __ld0_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -434,6 +448,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
       {
         let off_9: i32 = __i;
         let mut x_12: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        let mut __ld5_all: [[f32; 4usize]; 4usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           4usize,
           _,
@@ -599,6 +616,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                 ]
               }
             };
+            __ld5_all[__jc] = __ld5;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld5: [f32; 4usize] = __ld5_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -844,6 +872,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
       {
         let off_15: i32 = __i;
         let mut x_hat_21: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        let mut __ld10_all: [[f32; 4usize]; 4usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           4usize,
           _,
@@ -1009,6 +1040,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                 ]
               }
             };
+            __ld10_all[__jc] = __ld10;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld10: [f32; 4usize] = __ld10_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -1029,6 +1071,12 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
           },
         );
         let mut y_22: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        let mut __ld14_all: [[f32; 4usize]; 4usize] = unsafe {
+          ::core::mem::zeroed()
+        };
+        let mut __ld18_all: [[f32; 4usize]; 4usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           4usize,
           _,
@@ -1336,6 +1384,19 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                 ]
               }
             };
+            __ld14_all[__jc] = __ld14;
+            __ld18_all[__jc] = __ld18;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld14: [f32; 4usize] = __ld14_all[__jc];
+            let __ld18: [f32; 4usize] = __ld18_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,

@@ -81,6 +81,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c0(
       {
         let off_4: i32 = __i;
         let mut a_6: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+        let mut __ld0_all: [[::kernel_std::__private::device::F16; 4usize]; 2usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -246,6 +249,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c0(
                 ]
               }
             };
+            __ld0_all[__jc] = __ld0;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 32usize + __tid) * 4usize;
+            let __ld0: [::kernel_std::__private::device::F16; 4usize] = __ld0_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -428,6 +442,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c0(
       {
         let off_9: i32 = __i;
         let mut x_11: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+        let mut __ld5_all: [[::kernel_std::__private::device::F16; 4usize]; 2usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -593,6 +610,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c0(
                 ]
               }
             };
+            __ld5_all[__jc] = __ld5;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 32usize + __tid) * 4usize;
+            let __ld5: [::kernel_std::__private::device::F16; 4usize] = __ld5_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -826,6 +854,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c0(
       {
         let off_15: i32 = __i;
         let mut w_18: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+        let mut __ld10_all: [[::kernel_std::__private::device::F16; 4usize]; 2usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -983,6 +1014,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c0(
                 ]
               }
             };
+            __ld10_all[__jc] = __ld10;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 32usize + __tid) * 4usize;
+            let __ld10: [::kernel_std::__private::device::F16; 4usize] = __ld10_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -1000,6 +1042,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c0(
           },
         );
         let mut b_19: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+        let mut __ld14_all: [[::kernel_std::__private::device::F16; 4usize]; 2usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -1157,6 +1202,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c0(
                 ]
               }
             };
+            __ld14_all[__jc] = __ld14;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 32usize + __tid) * 4usize;
+            let __ld14: [::kernel_std::__private::device::F16; 4usize] = __ld14_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -1174,6 +1230,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c0(
           },
         );
         let mut x_20: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+        let mut __ld18_all: [[::kernel_std::__private::device::F16; 4usize]; 2usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -1339,6 +1398,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c0(
                 ]
               }
             };
+            __ld18_all[__jc] = __ld18;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 32usize + __tid) * 4usize;
+            let __ld18: [::kernel_std::__private::device::F16; 4usize] = __ld18_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,

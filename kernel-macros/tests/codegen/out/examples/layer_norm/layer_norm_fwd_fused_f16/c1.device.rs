@@ -81,6 +81,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c1(
       {
         let off_4: i32 = __i;
         let mut a_6: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+        let mut __ld0_all: [[::kernel_std::__private::device::F16; 4usize]; 2usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -246,6 +249,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c1(
                 ]
               }
             };
+            __ld0_all[__jc] = __ld0;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 64usize + __tid) * 4usize;
+            let __ld0: [::kernel_std::__private::device::F16; 4usize] = __ld0_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -432,6 +446,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c1(
       {
         let off_9: i32 = __i;
         let mut x_11: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+        let mut __ld5_all: [[::kernel_std::__private::device::F16; 4usize]; 2usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -597,6 +614,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c1(
                 ]
               }
             };
+            __ld5_all[__jc] = __ld5;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 64usize + __tid) * 4usize;
+            let __ld5: [::kernel_std::__private::device::F16; 4usize] = __ld5_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -834,6 +862,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c1(
       {
         let off_15: i32 = __i;
         let mut w_18: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+        let mut __ld10_all: [[::kernel_std::__private::device::F16; 4usize]; 2usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -991,6 +1022,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c1(
                 ]
               }
             };
+            __ld10_all[__jc] = __ld10;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 64usize + __tid) * 4usize;
+            let __ld10: [::kernel_std::__private::device::F16; 4usize] = __ld10_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -1008,6 +1050,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c1(
           },
         );
         let mut b_19: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+        let mut __ld14_all: [[::kernel_std::__private::device::F16; 4usize]; 2usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -1165,6 +1210,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c1(
                 ]
               }
             };
+            __ld14_all[__jc] = __ld14;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 64usize + __tid) * 4usize;
+            let __ld14: [::kernel_std::__private::device::F16; 4usize] = __ld14_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -1182,6 +1238,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c1(
           },
         );
         let mut x_20: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+        let mut __ld18_all: [[::kernel_std::__private::device::F16; 4usize]; 2usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -1347,6 +1406,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c1(
                 ]
               }
             };
+            __ld18_all[__jc] = __ld18;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 64usize + __tid) * 4usize;
+            let __ld18: [::kernel_std::__private::device::F16; 4usize] = __ld18_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,

@@ -81,6 +81,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
       {
         let off_4: i32 = __i;
         let mut a_6: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+        let mut __ld0_all: [[::kernel_std::__private::device::F16; 4usize]; 8usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           8usize,
           _,
@@ -246,6 +249,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                 ]
               }
             };
+            __ld0_all[__jc] = __ld0;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld0: [::kernel_std::__private::device::F16; 4usize] = __ld0_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -460,6 +474,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
       {
         let off_9: i32 = __i;
         let mut x_11: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+        let mut __ld5_all: [[::kernel_std::__private::device::F16; 4usize]; 8usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           8usize,
           _,
@@ -625,6 +642,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                 ]
               }
             };
+            __ld5_all[__jc] = __ld5;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld5: [::kernel_std::__private::device::F16; 4usize] = __ld5_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -890,6 +918,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
       {
         let off_15: i32 = __i;
         let mut w_18: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+        let mut __ld10_all: [[::kernel_std::__private::device::F16; 4usize]; 8usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           8usize,
           _,
@@ -1047,6 +1078,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                 ]
               }
             };
+            __ld10_all[__jc] = __ld10;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld10: [::kernel_std::__private::device::F16; 4usize] = __ld10_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -1064,6 +1106,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
           },
         );
         let mut b_19: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+        let mut __ld14_all: [[::kernel_std::__private::device::F16; 4usize]; 8usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           8usize,
           _,
@@ -1221,6 +1266,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                 ]
               }
             };
+            __ld14_all[__jc] = __ld14;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld14: [::kernel_std::__private::device::F16; 4usize] = __ld14_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -1238,6 +1294,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
           },
         );
         let mut x_20: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+        let mut __ld18_all: [[::kernel_std::__private::device::F16; 4usize]; 8usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           8usize,
           _,
@@ -1403,6 +1462,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                 ]
               }
             };
+            __ld18_all[__jc] = __ld18;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld18: [::kernel_std::__private::device::F16; 4usize] = __ld18_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,

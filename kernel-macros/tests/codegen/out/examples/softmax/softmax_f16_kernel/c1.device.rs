@@ -38,6 +38,9 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c1(
       ),
     );
     let mut x_4: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld0_all: [[::kernel_std::__private::device::F16; 2usize]; 1usize] = unsafe {
+      ::core::mem::zeroed()
+    };
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -132,6 +135,17 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c1(
             ]
           }
         };
+        __ld0_all[__jc] = __ld0;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let __ld0: [::kernel_std::__private::device::F16; 2usize] = __ld0_all[__jc];
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,

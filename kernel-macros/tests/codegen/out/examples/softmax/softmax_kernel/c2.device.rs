@@ -38,6 +38,7 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c2(
       ),
     );
     let mut x_4: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld0_all: [[f32; 4usize]; 1usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -183,6 +184,17 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c2(
             ]
           }
         };
+        __ld0_all[__jc] = __ld0;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let __ld0: [f32; 4usize] = __ld0_all[__jc];
         ::kernel_std::__private::device::unroll::<
           4usize,
           _,

@@ -102,6 +102,9 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
       {
         let off_5: i32 = __i;
         let mut x_8: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        let mut __ld0_all: [[::kernel_std::__private::device::F16; 4usize]; 4usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           4usize,
           _,
@@ -283,6 +286,17 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
                 ]
               }
             };
+            __ld0_all[__jc] = __ld0;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld0: [::kernel_std::__private::device::F16; 4usize] = __ld0_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -686,6 +700,9 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
       {
         let off_12: i32 = __i;
         let mut x_15: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        let mut __ld6_all: [[::kernel_std::__private::device::F16; 4usize]; 4usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           4usize,
           _,
@@ -867,6 +884,17 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
                 ]
               }
             };
+            __ld6_all[__jc] = __ld6;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld6: [::kernel_std::__private::device::F16; 4usize] = __ld6_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,

@@ -102,6 +102,9 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
       {
         let off_5: i32 = __i;
         let mut x_8: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        let mut __ld0_all: [[f32; 4usize]; 4usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           4usize,
           _,
@@ -283,6 +286,17 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                 ]
               }
             };
+            __ld0_all[__jc] = __ld0;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld0: [f32; 4usize] = __ld0_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -683,6 +697,9 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
       {
         let off_12: i32 = __i;
         ::kernel_std::__private::device::bar_sync();
+        let mut __ld6_all: [[f32; 4usize]; 4usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           4usize,
           _,
@@ -690,9 +707,6 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
           #[inline(always)]
           |__jc: usize| {
             let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-            let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-            let mut __sm: [bool; 4usize] = [false; 4usize];
             let __ld6: [f32; 4usize] = {
               let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                 row_ptr_1,
@@ -867,6 +881,20 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                 ]
               }
             };
+            __ld6_all[__jc] = __ld6;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+            let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+            let mut __sm: [bool; 4usize] = [false; 4usize];
+            let __ld6: [f32; 4usize] = __ld6_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,

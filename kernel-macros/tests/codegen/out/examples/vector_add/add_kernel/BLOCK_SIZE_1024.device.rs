@@ -30,6 +30,8 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut pid_0: i32 = ::kernel_std::__private::device::program_id(0u32);
     ::kernel_std::__private::device::bar_sync();
+    let mut __ld0_all: [[f32; 4usize]; 2usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld4_all: [[f32; 4usize]; 2usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
       2usize,
       _,
@@ -37,9 +39,6 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
       #[inline(always)]
       |__jc: usize| {
         let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-        let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-        let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-        let mut __sm: [bool; 4usize] = [false; 4usize];
         let __ld0: [f32; 4usize] = {
           let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
             __p_x_ptr,
@@ -428,6 +427,22 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
             ]
           }
         };
+        __ld0_all[__jc] = __ld0;
+        __ld4_all[__jc] = __ld4;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+        let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+        let mut __sm: [bool; 4usize] = [false; 4usize];
+        let __ld0: [f32; 4usize] = __ld0_all[__jc];
+        let __ld4: [f32; 4usize] = __ld4_all[__jc];
         ::kernel_std::__private::device::unroll::<
           4usize,
           _,

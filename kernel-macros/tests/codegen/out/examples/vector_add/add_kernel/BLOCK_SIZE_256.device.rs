@@ -30,6 +30,8 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_256(
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut pid_0: i32 = ::kernel_std::__private::device::program_id(0u32);
     ::kernel_std::__private::device::bar_sync();
+    let mut __ld0_all: [[f32; 2usize]; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld4_all: [[f32; 2usize]; 1usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -37,9 +39,6 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_256(
       #[inline(always)]
       |__jc: usize| {
         let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-        let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-        let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-        let mut __sm: [bool; 2usize] = [false; 2usize];
         let __ld0: [f32; 2usize] = {
           let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
             __p_x_ptr,
@@ -276,6 +275,22 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_256(
             ]
           }
         };
+        __ld0_all[__jc] = __ld0;
+        __ld4_all[__jc] = __ld4;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        let __ld0: [f32; 2usize] = __ld0_all[__jc];
+        let __ld4: [f32; 2usize] = __ld4_all[__jc];
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,

@@ -30,6 +30,7 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut v_2: [i32; 16usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld0_all: [[i32; 4usize]; 4usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
       4usize,
       _,
@@ -210,6 +211,17 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
             ]
           }
         };
+        __ld0_all[__jc] = __ld0;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let __ld0: [i32; 4usize] = __ld0_all[__jc];
         ::kernel_std::__private::device::unroll::<
           4usize,
           _,

@@ -26,6 +26,9 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_32(
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut v_0: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld0_all: [[::kernel_std::__private::device::F16; 4usize]; 2usize] = unsafe {
+      ::core::mem::zeroed()
+    };
     ::kernel_std::__private::device::unroll::<
       2usize,
       _,
@@ -129,6 +132,17 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_32(
             ]
           }
         };
+        __ld0_all[__jc] = __ld0;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let __ld0: [::kernel_std::__private::device::F16; 4usize] = __ld0_all[__jc];
         ::kernel_std::__private::device::unroll::<
           4usize,
           _,

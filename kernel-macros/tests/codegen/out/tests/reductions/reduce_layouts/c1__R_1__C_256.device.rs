@@ -30,6 +30,7 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c1__R_1__C_256(
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut v_2: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld0_all: [[f32; 2usize]; 1usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -108,6 +109,17 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c1__R_1__C_256(
             ]
           }
         };
+        __ld0_all[__jc] = __ld0;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let __ld0: [f32; 2usize] = __ld0_all[__jc];
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,

@@ -34,6 +34,7 @@ pub unsafe extern "ptx-kernel" fn combines__R_4__C_64(
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut a_3: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld0_all: [[f32; 2usize]; 1usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -136,6 +137,17 @@ pub unsafe extern "ptx-kernel" fn combines__R_4__C_64(
             ]
           }
         };
+        __ld0_all[__jc] = __ld0;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let __ld0: [f32; 2usize] = __ld0_all[__jc];
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -150,6 +162,7 @@ pub unsafe extern "ptx-kernel" fn combines__R_4__C_64(
       },
     );
     let mut b_4: [i32; 2usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld1_all: [[i32; 2usize]; 1usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -252,6 +265,17 @@ pub unsafe extern "ptx-kernel" fn combines__R_4__C_64(
             ]
           }
         };
+        __ld1_all[__jc] = __ld1;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let __ld1: [i32; 2usize] = __ld1_all[__jc];
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,

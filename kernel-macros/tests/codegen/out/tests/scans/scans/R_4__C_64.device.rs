@@ -40,6 +40,7 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
       <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
     );
     let mut a_4: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld0_all: [[f32; 2usize]; 1usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -142,6 +143,17 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
             ]
           }
         };
+        __ld0_all[__jc] = __ld0;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let __ld0: [f32; 2usize] = __ld0_all[__jc];
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -1032,6 +1044,7 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
     );
     ::kernel_std::__private::device::bar_sync();
     let mut b_5: [i32; 2usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld5_all: [[i32; 2usize]; 1usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -1134,6 +1147,17 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
             ]
           }
         };
+        __ld5_all[__jc] = __ld5;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let __ld5: [i32; 2usize] = __ld5_all[__jc];
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,

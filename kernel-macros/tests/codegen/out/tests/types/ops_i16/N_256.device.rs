@@ -42,6 +42,7 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut x_2: [i16; 2usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld0_all: [[i16; 2usize]; 1usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -123,6 +124,17 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
             ]
           }
         };
+        __ld0_all[__jc] = __ld0;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let __ld0: [i16; 2usize] = __ld0_all[__jc];
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -137,6 +149,7 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
       },
     );
     let mut y_3: [i16; 2usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld4_all: [[i16; 2usize]; 1usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -214,6 +227,17 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
             ]
           }
         };
+        __ld4_all[__jc] = __ld4;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let __ld4: [i16; 2usize] = __ld4_all[__jc];
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -1202,6 +1226,7 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
       },
     );
     ::kernel_std::__private::device::bar_sync();
+    let mut __ld8_all: [[i16; 2usize]; 1usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -1209,9 +1234,6 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
       #[inline(always)]
       |__jc: usize| {
         let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-        let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
-        let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
-        let mut __sm: [bool; 2usize] = [false; 2usize];
         let __ld8: [i16; 2usize] = {
           let __q0: *mut i16 = ::kernel_std::__private::device::ptr_add(
             __p_b,
@@ -1280,6 +1302,20 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
             ]
           }
         };
+        __ld8_all[__jc] = __ld8;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        let __ld8: [i16; 2usize] = __ld8_all[__jc];
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -1715,6 +1751,7 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
     );
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::bar_sync();
+    let mut __ld9_all: [[f32; 2usize]; 1usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -1722,9 +1759,6 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
       #[inline(always)]
       |__jc: usize| {
         let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-        let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
-        let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
-        let mut __sm: [bool; 2usize] = [false; 2usize];
         let __ld9: [f32; 2usize] = {
           let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
             __p_f,
@@ -1795,6 +1829,20 @@ pub unsafe extern "ptx-kernel" fn ops_i16__N_256(
             ]
           }
         };
+        __ld9_all[__jc] = __ld9;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i16; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i16; 2usize] = [<i16 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        let __ld9: [f32; 2usize] = __ld9_all[__jc];
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,

@@ -42,6 +42,7 @@ pub unsafe extern "ptx-kernel" fn ops_u8__N_256(
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut x_2: [u8; 2usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld0_all: [[u8; 2usize]; 1usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -97,6 +98,17 @@ pub unsafe extern "ptx-kernel" fn ops_u8__N_256(
             },
           ]
         };
+        __ld0_all[__jc] = __ld0;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let __ld0: [u8; 2usize] = __ld0_all[__jc];
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -111,6 +123,7 @@ pub unsafe extern "ptx-kernel" fn ops_u8__N_256(
       },
     );
     let mut y_3: [u8; 2usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld1_all: [[u8; 2usize]; 1usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -166,6 +179,17 @@ pub unsafe extern "ptx-kernel" fn ops_u8__N_256(
             },
           ]
         };
+        __ld1_all[__jc] = __ld1;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let __ld1: [u8; 2usize] = __ld1_all[__jc];
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -920,6 +944,7 @@ pub unsafe extern "ptx-kernel" fn ops_u8__N_256(
       },
     );
     ::kernel_std::__private::device::bar_sync();
+    let mut __ld2_all: [[u8; 2usize]; 1usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -927,9 +952,6 @@ pub unsafe extern "ptx-kernel" fn ops_u8__N_256(
       #[inline(always)]
       |__jc: usize| {
         let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-        let mut __sp: [*mut u8; 2usize] = [::core::ptr::null_mut(); 2usize];
-        let mut __sv: [u8; 2usize] = [<u8 as ::core::default::Default>::default(); 2usize];
-        let mut __sm: [bool; 2usize] = [false; 2usize];
         let __ld2: [u8; 2usize] = {
           let __q0: *mut u8 = ::kernel_std::__private::device::ptr_add(
             __p_b,
@@ -982,6 +1004,20 @@ pub unsafe extern "ptx-kernel" fn ops_u8__N_256(
             },
           ]
         };
+        __ld2_all[__jc] = __ld2;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut u8; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [u8; 2usize] = [<u8 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        let __ld2: [u8; 2usize] = __ld2_all[__jc];
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -1371,6 +1407,7 @@ pub unsafe extern "ptx-kernel" fn ops_u8__N_256(
     );
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::bar_sync();
+    let mut __ld3_all: [[f32; 2usize]; 1usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
       1usize,
       _,
@@ -1378,9 +1415,6 @@ pub unsafe extern "ptx-kernel" fn ops_u8__N_256(
       #[inline(always)]
       |__jc: usize| {
         let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-        let mut __sp: [*mut u8; 2usize] = [::core::ptr::null_mut(); 2usize];
-        let mut __sv: [u8; 2usize] = [<u8 as ::core::default::Default>::default(); 2usize];
-        let mut __sm: [bool; 2usize] = [false; 2usize];
         let __ld3: [f32; 2usize] = {
           let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
             __p_f,
@@ -1451,6 +1485,20 @@ pub unsafe extern "ptx-kernel" fn ops_u8__N_256(
             ]
           }
         };
+        __ld3_all[__jc] = __ld3;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut u8; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [u8; 2usize] = [<u8 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        let __ld3: [f32; 2usize] = __ld3_all[__jc];
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
