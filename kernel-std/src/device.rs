@@ -679,13 +679,15 @@ struct Align8<T, const N: usize>([T; N]);
 struct Align4<T, const N: usize>([T; N]);
 
 /// Reads `N` consecutive elements with one vector access (`ld.global.v4.b32` and the like)
-/// when they span 4, 8 or 16 bytes, else one by one. The caller has checked that `p` is
-/// aligned to `N * size_of::<T>()` bytes and that all `N` elements are unmasked.
+/// when they span 4, 8 or 16 bytes, two 16-byte accesses when they span 32, else one by one.
+/// The caller has checked that `p` is aligned to `N * size_of::<T>()` bytes (16 for 32) and that
+/// all `N` elements are unmasked.
 #[inline(always)]
 pub unsafe fn load_vec<T: Copy, const N: usize>(p: *mut T) -> [T; N] {
     unsafe {
         match N * core::mem::size_of::<T>() {
-            16 => core::ptr::read(p as *const Align16<T, N>).0,
+            // 32 bytes: two 16-byte accesses.
+            16 | 32 => core::ptr::read(p as *const Align16<T, N>).0,
             8 => core::ptr::read(p as *const Align8<T, N>).0,
             4 => core::ptr::read(p as *const Align4<T, N>).0,
             _ => core::array::from_fn(|i| core::ptr::read(p.add(i))),
@@ -693,13 +695,13 @@ pub unsafe fn load_vec<T: Copy, const N: usize>(p: *mut T) -> [T; N] {
     }
 }
 
-/// Writes `N` consecutive elements with one vector access when they span 4, 8 or 16 bytes
-/// (same contract as [`load_vec`]).
+/// Writes `N` consecutive elements with one vector access when they span 4, 8 or 16 bytes, two
+/// when they span 32 (same contract as [`load_vec`]).
 #[inline(always)]
 pub unsafe fn store_vec<T: Copy, const N: usize>(p: *mut T, v: [T; N]) {
     unsafe {
         match N * core::mem::size_of::<T>() {
-            16 => core::ptr::write(p as *mut Align16<T, N>, Align16(v)),
+            16 | 32 => core::ptr::write(p as *mut Align16<T, N>, Align16(v)),
             8 => core::ptr::write(p as *mut Align8<T, N>, Align8(v)),
             4 => core::ptr::write(p as *mut Align4<T, N>, Align4(v)),
             _ => {

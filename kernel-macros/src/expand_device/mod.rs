@@ -2,8 +2,8 @@
 //! values), compiled for `nvptx64-nvidia-cuda` by `cargo xtask build-ptx`.
 //!
 //! Layout: a block of N elements is spread over the T threads of the program cyclically, in
-//! chunks of V consecutive elements (`vec_width`: 4 or 2 when every thread gets whole chunks,
-//! else 1): thread `t` owns chunks `t, t + T, ...` and keeps their elements in a register array.
+//! chunks of V consecutive elements (`vec_width`: 8 in kernels that access blocks of 16- or
+//! 8-bit elements, else 4, or 2, when every thread gets whole chunks; else 1): thread `t` owns chunks `t, t + T, ...` and keeps their elements in a register array.
 //! Consecutive threads own consecutive chunks, so loads and stores of row-major blocks are
 //! coalesced, and a chunk moves with one vector access when it is contiguous and aligned
 //! (`vector.rs`). Scalars are computed by every thread (they are uniform).
@@ -233,6 +233,9 @@ struct DevGen<'a> {
     split: Option<split::SplitLoop>,
     /// Whether cyclic slot loops are unrolled (`slot_loop`).
     unroll_slots: bool,
+    /// The longest chunk of the cyclic layout (`vec_width`): 8 when the kernel accesses blocks of
+    /// 16- or 8-bit elements in memory (16-byte accesses), else 4.
+    max_vec: usize,
 }
 
 fn elem_size(e: &Elem) -> usize {
@@ -293,7 +296,9 @@ impl<'a> DevGen<'a> {
             tail: RefCell::new(None),
             split: None,
             unroll_slots: false,
+            max_vec: 4,
         };
+        g.max_vec = if k.exprs.iter().any(|e| !e.ty.shape.is_empty() && matches!(e.ty.elem, Elem::Ptr(d) if elem_size(&Elem::Val(d)) <= 2)) { 8 } else { 4 };
         g.unroll_slots = g.shapes.iter().all(|s| g.per_thread(s.iter().product()) <= MAX_UNROLLED_SLOTS);
         g.kinds = g.classify_locals();
         g.layouts = g.assign_layouts();
@@ -588,7 +593,7 @@ impl<'a> DevGen<'a> {
     /// `V` elements at a time. 4 or 2 when the block splits into whole chunks for every thread,
     /// else 1.
     fn vec_width(&self, numel: usize) -> usize {
-        [4, 2].into_iter().find(|v| numel >= self.threads * v && numel.is_multiple_of(self.threads * v)).unwrap_or(1)
+        [8, 4, 2].into_iter().filter(|v| *v <= self.max_vec).find(|v| numel >= self.threads * v && numel.is_multiple_of(self.threads * v)).unwrap_or(1)
     }
 
     fn slots(&self, numel: usize, layout: Layout) -> usize {

@@ -38,10 +38,11 @@ impl DevGen<'_> {
         }
     }
 
-    /// Whether a vector access of `v` elements of type `e` is one instruction.
+    /// The alignment a vector access of `v` elements of type `e` needs, when it is one
+    /// instruction (4, 8 or 16 bytes) or two of 16 bytes (32).
     fn vector_bytes(&self, e: &Elem, v: usize) -> Option<usize> {
         let bytes = elem_size(e) * v;
-        [4, 8, 16].contains(&bytes).then_some(bytes)
+        [4, 8, 16, 32].contains(&bytes).then_some(bytes.min(16))
     }
 
     /// A phase over a cyclic block of `numel` elements (`vec_width > 1`) whose element code

@@ -34,15 +34,15 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut v_2: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
-    let mut __ld0_all: [[f32; 4usize]; 2usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld0_all: [[f32; 8usize]; 1usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
-      2usize,
+      1usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-        let __ld0: [f32; 4usize] = {
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        let __ld0: [f32; 8usize] = {
           let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
             ::kernel_std::__private::device::ptr_add(
               __p_x,
@@ -139,17 +139,113 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
                 }) as i32,
               ),
           );
+          let __q4: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 4usize);
+                      0usize + ((__pf / 64usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
+                ),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 4usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q5: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 5usize);
+                      0usize + ((__pf / 64usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
+                ),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 5usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q6: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 6usize);
+                      0usize + ((__pf / 64usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
+                ),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 6usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q7: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 7usize);
+                      0usize + ((__pf / 64usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
+                ),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
           if true && (__q0 as usize) % 16usize == 0
             && ((1i64) == 1i64
-              && (__q3 as usize) == (__q0 as usize) + 12usize)
+              && (__q7 as usize) == (__q0 as usize) + 28usize)
             && ::kernel_std::__private::device::fits(
               __q0,
               __p_x,
               __len_x,
-              4usize,
+              8usize,
             )
           {
-            ::kernel_std::__private::device::load_vec::<f32, 4usize>(__q0)
+            ::kernel_std::__private::device::load_vec::<f32, 8usize>(__q0)
           } else {
             [
               if true
@@ -212,6 +308,66 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
               } else {
                 <f32 as ::core::default::Default>::default()
               },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q4,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q4)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q5,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q5)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q6,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q6)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q7,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q7)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
             ]
           }
         };
@@ -219,20 +375,20 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
       },
     );
     ::kernel_std::__private::device::unroll::<
-      2usize,
+      1usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-        let __ld0: [f32; 4usize] = __ld0_all[__jc];
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        let __ld0: [f32; 8usize] = __ld0_all[__jc];
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             v_2[__j] = __ld0[__v];
           },
@@ -240,29 +396,29 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
       },
     );
     let mut __red1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+    let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
-    ); 4usize];
+    ); 8usize];
     ::kernel_std::__private::device::unroll::<
-      2usize,
+      1usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             let __x = v_2[__j];
             let __i: usize = {
               const __L: [usize; 8usize] = [
-                0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
-                3usize,
+                0usize, 1usize, 2usize, 3usize, 4usize, 5usize, 6usize,
+                7usize,
               ];
               __L[__j]
             };
@@ -275,11 +431,18 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
       },
     );
     ::kernel_std::__private::device::unroll::<
-      4usize,
+      8usize,
       _,
     >(
       #[inline(always)]
       |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
         __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
           __p[__i],
           <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
@@ -289,11 +452,11 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
         );
       },
     );
-    if ((__lane as u32) & 16u32) == 0 {
+    if ((__lane as u32) & 24u32) == 0 {
       let __po = __smem.add(0usize) as *mut f32;
       let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
         | ((__warp >> 1u32) & 1) << 1usize;
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 1024usize {
         let __o: usize = ((__f >> 10u32) << 6u32)
           | (__f & ((1usize << 6u32) - 1));
@@ -302,7 +465,7 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
           __p[0usize],
         );
       }
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 1usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 1usize);
       if __f < 1024usize {
         let __o: usize = ((__f >> 10u32) << 6u32)
           | (__f & ((1usize << 6u32) - 1));
@@ -311,7 +474,7 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
           __p[1usize],
         );
       }
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 2usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 2usize);
       if __f < 1024usize {
         let __o: usize = ((__f >> 10u32) << 6u32)
           | (__f & ((1usize << 6u32) - 1));
@@ -320,13 +483,49 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
           __p[2usize],
         );
       }
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 3usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 3usize);
       if __f < 1024usize {
         let __o: usize = ((__f >> 10u32) << 6u32)
           | (__f & ((1usize << 6u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 4usize + __w),
           __p[3usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 4usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[4usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 5usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[5usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 6usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[6usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 7usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[7usize],
         );
       }
     }
@@ -473,29 +672,29 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
     }
     ::kernel_std::__private::device::bar_sync();
     let mut __red3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
-    ); 2usize];
+    ); 1usize];
     ::kernel_std::__private::device::unroll::<
-      2usize,
+      1usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             let __x = v_2[__j];
             let __i: usize = {
               const __L: [usize; 8usize] = [
-                0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
-                1usize,
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize,
               ];
               __L[__j]
             };
@@ -508,7 +707,7 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
       },
     );
     ::kernel_std::__private::device::unroll::<
-      2usize,
+      1usize,
       _,
     >(
       #[inline(always)]
@@ -534,34 +733,18 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
             4u32,
           ),
         );
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-            __p[__i],
-            8u32,
-          ),
-        );
       },
     );
-    if ((__lane as u32) & 15u32) == 0 {
+    if ((__lane as u32) & 7u32) == 0 {
       let __po = __smem.add(0usize) as *mut f32;
       let __w: usize = 0;
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 1024usize {
         let __o: usize = ((__f >> 6u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
           __p[0usize],
-        );
-      }
-      let __f: usize = ((1usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 1024usize {
-        let __o: usize = ((__f >> 6u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[1usize],
         );
       }
     }
@@ -616,27 +799,27 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
     );
     ::kernel_std::__private::device::bar_sync();
     let mut __red4: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
+    let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 8usize];
     ::kernel_std::__private::device::unroll::<
-      2usize,
+      1usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             let __x = v_2[__j];
             let __i: usize = {
               const __L: [usize; 8usize] = [
-                0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
-                3usize,
+                0usize, 1usize, 2usize, 3usize, 4usize, 5usize, 6usize,
+                7usize,
               ];
               __L[__j]
             };
@@ -649,11 +832,18 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
       },
     );
     ::kernel_std::__private::device::unroll::<
-      4usize,
+      8usize,
       _,
     >(
       #[inline(always)]
       |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
         __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
           __p[__i],
           <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
@@ -663,11 +853,11 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
         );
       },
     );
-    if ((__lane as u32) & 16u32) == 0 {
+    if ((__lane as u32) & 24u32) == 0 {
       let __po = __smem.add(0usize) as *mut f32;
       let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
         | ((__warp >> 1u32) & 1) << 1usize;
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 1024usize {
         let __o: usize = ((__f >> 10u32) << 6u32)
           | (__f & ((1usize << 6u32) - 1));
@@ -676,7 +866,7 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
           __p[0usize],
         );
       }
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 1usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 1usize);
       if __f < 1024usize {
         let __o: usize = ((__f >> 10u32) << 6u32)
           | (__f & ((1usize << 6u32) - 1));
@@ -685,7 +875,7 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
           __p[1usize],
         );
       }
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 2usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 2usize);
       if __f < 1024usize {
         let __o: usize = ((__f >> 10u32) << 6u32)
           | (__f & ((1usize << 6u32) - 1));
@@ -694,13 +884,49 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
           __p[2usize],
         );
       }
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 3usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 3usize);
       if __f < 1024usize {
         let __o: usize = ((__f >> 10u32) << 6u32)
           | (__f & ((1usize << 6u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 4usize + __w),
           __p[3usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 4usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[4usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 5usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[5usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 6usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[6usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 7usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[7usize],
         );
       }
     }
@@ -772,21 +998,21 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
     );
     ::kernel_std::__private::device::bar_sync();
     let mut __red5: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-    let mut __p: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Bounds>::highest(); 2usize];
+    let mut __p: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Bounds>::highest(); 1usize];
     ::kernel_std::__private::device::unroll::<
-      2usize,
+      1usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             let __x = {
               let __a = ::kernel_std::__private::device::ptr_add(
@@ -831,8 +1057,8 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
             };
             let __i: usize = {
               const __L: [usize; 8usize] = [
-                0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
-                1usize,
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize,
               ];
               __L[__j]
             };
@@ -845,7 +1071,7 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
       },
     );
     ::kernel_std::__private::device::unroll::<
-      2usize,
+      1usize,
       _,
     >(
       #[inline(always)]
@@ -871,34 +1097,18 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
             4u32,
           ),
         );
-        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-          __p[__i],
-          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-            __p[__i],
-            8u32,
-          ),
-        );
       },
     );
-    if ((__lane as u32) & 15u32) == 0 {
+    if ((__lane as u32) & 7u32) == 0 {
       let __po = __smem.add(0usize) as *mut i32;
       let __w: usize = 0;
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 1024usize {
         let __o: usize = ((__f >> 6u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
           __p[0usize],
-        );
-      }
-      let __f: usize = ((1usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 1024usize {
-        let __o: usize = ((__f >> 6u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[1usize],
         );
       }
     }
@@ -956,21 +1166,21 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
     let mut __red6: [::kernel_std::__private::device::F16; 1usize] = unsafe {
       ::core::mem::zeroed()
     };
-    let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
+    let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 8usize];
     ::kernel_std::__private::device::unroll::<
-      2usize,
+      1usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             let __x = {
               let __a = ::kernel_std::__private::device::ptr_add(
@@ -1015,8 +1225,8 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
             };
             let __i: usize = {
               const __L: [usize; 8usize] = [
-                0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
-                3usize,
+                0usize, 1usize, 2usize, 3usize, 4usize, 5usize, 6usize,
+                7usize,
               ];
               __L[__j]
             };
@@ -1031,11 +1241,18 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
       },
     );
     ::kernel_std::__private::device::unroll::<
-      4usize,
+      8usize,
       _,
     >(
       #[inline(always)]
       |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
         __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
           __p[__i],
           <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
@@ -1045,11 +1262,11 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
         );
       },
     );
-    if ((__lane as u32) & 16u32) == 0 {
+    if ((__lane as u32) & 24u32) == 0 {
       let __po = __smem.add(0usize) as *mut f32;
       let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
         | ((__warp >> 1u32) & 1) << 1usize;
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 1024usize {
         let __o: usize = ((__f >> 10u32) << 6u32)
           | (__f & ((1usize << 6u32) - 1));
@@ -1058,7 +1275,7 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
           __p[0usize],
         );
       }
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 1usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 1usize);
       if __f < 1024usize {
         let __o: usize = ((__f >> 10u32) << 6u32)
           | (__f & ((1usize << 6u32) - 1));
@@ -1067,7 +1284,7 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
           __p[1usize],
         );
       }
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 2usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 2usize);
       if __f < 1024usize {
         let __o: usize = ((__f >> 10u32) << 6u32)
           | (__f & ((1usize << 6u32) - 1));
@@ -1076,13 +1293,49 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
           __p[2usize],
         );
       }
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 3usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 3usize);
       if __f < 1024usize {
         let __o: usize = ((__f >> 10u32) << 6u32)
           | (__f & ((1usize << 6u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 4usize + __w),
           __p[3usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 4usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[4usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 5usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[5usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 6usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[6usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 7usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[7usize],
         );
       }
     }

@@ -2412,22 +2412,22 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
       }
     }
     ::kernel_std::__private::device::unroll::<
-      2usize,
+      1usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 32usize + __tid) * 4usize;
-        let mut __sp: [*mut ::kernel_std::__private::device::F16; 4usize] = [::core::ptr::null_mut(); 4usize];
-        let mut __sv: [::kernel_std::__private::device::F16; 4usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 4usize];
-        let mut __sm: [bool; 4usize] = [false; 4usize];
+        let __f0: usize = (__jc * 32usize + __tid) * 8usize;
+        let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
+        let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
+        let mut __sm: [bool; 8usize] = [false; 8usize];
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -2472,20 +2472,25 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
           },
         );
         if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
-          && (__sp[0] as usize) % 8usize == 0
+          && __sm[4usize] && __sm[5usize] && __sm[6usize] && __sm[7usize]
+          && (__sp[0] as usize) % 16usize == 0
           && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
           && (__sp[2usize] as usize) == (__sp[0] as usize) + 4usize
           && (__sp[3usize] as usize) == (__sp[0] as usize) + 6usize
+          && (__sp[4usize] as usize) == (__sp[0] as usize) + 8usize
+          && (__sp[5usize] as usize) == (__sp[0] as usize) + 10usize
+          && (__sp[6usize] as usize) == (__sp[0] as usize) + 12usize
+          && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_a_ptr,
             __len_a_ptr,
-            4usize,
+            8usize,
           )
         {
           ::kernel_std::__private::device::store_vec::<
             ::kernel_std::__private::device::F16,
-            4usize,
+            8usize,
           >(__sp[0], __sv);
         } else {
           if __sm[0usize]
@@ -2552,6 +2557,70 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
               __sv[3usize],
             );
           }
+          if __sm[4usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[4usize],
+              __p_a_ptr,
+              __len_a_ptr,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[4usize],
+              __sv[4usize],
+            );
+          }
+          if __sm[5usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[5usize],
+              __p_a_ptr,
+              __len_a_ptr,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[5usize],
+              __sv[5usize],
+            );
+          }
+          if __sm[6usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[6usize],
+              __p_a_ptr,
+              __len_a_ptr,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[6usize],
+              __sv[6usize],
+            );
+          }
+          if __sm[7usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[7usize],
+              __p_a_ptr,
+              __len_a_ptr,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[7usize],
+              __sv[7usize],
+            );
+          }
         }
       },
     );
@@ -2599,22 +2668,22 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
     );
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::unroll::<
-      2usize,
+      1usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 32usize + __tid) * 4usize;
-        let mut __sp: [*mut ::kernel_std::__private::device::F16; 4usize] = [::core::ptr::null_mut(); 4usize];
-        let mut __sv: [::kernel_std::__private::device::F16; 4usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 4usize];
-        let mut __sm: [bool; 4usize] = [false; 4usize];
+        let __f0: usize = (__jc * 32usize + __tid) * 8usize;
+        let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
+        let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
+        let mut __sm: [bool; 8usize] = [false; 8usize];
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -2672,20 +2741,25 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
           },
         );
         if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
-          && (__sp[0] as usize) % 8usize == 0
+          && __sm[4usize] && __sm[5usize] && __sm[6usize] && __sm[7usize]
+          && (__sp[0] as usize) % 16usize == 0
           && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
           && (__sp[2usize] as usize) == (__sp[0] as usize) + 4usize
           && (__sp[3usize] as usize) == (__sp[0] as usize) + 6usize
+          && (__sp[4usize] as usize) == (__sp[0] as usize) + 8usize
+          && (__sp[5usize] as usize) == (__sp[0] as usize) + 10usize
+          && (__sp[6usize] as usize) == (__sp[0] as usize) + 12usize
+          && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_c_ptr,
             __len_c_ptr,
-            4usize,
+            8usize,
           )
         {
           ::kernel_std::__private::device::store_vec::<
             ::kernel_std::__private::device::F16,
-            4usize,
+            8usize,
           >(__sp[0], __sv);
         } else {
           if __sm[0usize]
@@ -2750,6 +2824,70 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
             ::kernel_std::__private::device::store(
               __sp[3usize],
               __sv[3usize],
+            );
+          }
+          if __sm[4usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[4usize],
+              __p_c_ptr,
+              __len_c_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[4usize],
+              __sv[4usize],
+            );
+          }
+          if __sm[5usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[5usize],
+              __p_c_ptr,
+              __len_c_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[5usize],
+              __sv[5usize],
+            );
+          }
+          if __sm[6usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[6usize],
+              __p_c_ptr,
+              __len_c_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[6usize],
+              __sv[6usize],
+            );
+          }
+          if __sm[7usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[7usize],
+              __p_c_ptr,
+              __len_c_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[7usize],
+              __sv[7usize],
             );
           }
         }

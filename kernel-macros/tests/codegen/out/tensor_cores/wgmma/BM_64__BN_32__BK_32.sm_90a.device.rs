@@ -1291,22 +1291,22 @@ pub unsafe extern "ptx-kernel" fn wgmma__BM_64__BN_32__BK_32(
     );
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::unroll::<
-      4usize,
+      2usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-        let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-        let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-        let mut __sm: [bool; 4usize] = [false; 4usize];
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        let mut __sp: [*mut f32; 8usize] = [::core::ptr::null_mut(); 8usize];
+        let mut __sv: [f32; 8usize] = [<f32 as ::core::default::Default>::default(); 8usize];
+        let mut __sm: [bool; 8usize] = [false; 8usize];
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -1339,19 +1339,20 @@ pub unsafe extern "ptx-kernel" fn wgmma__BM_64__BN_32__BK_32(
           },
         );
         if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
+          && __sm[4usize] && __sm[5usize] && __sm[6usize] && __sm[7usize]
           && (__sp[0] as usize) % 16usize == 0
           && ((1i64) == 1i64
-            && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
+            && (__sp[7usize] as usize) == (__sp[0] as usize) + 28usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_c,
             __len_c,
-            4usize,
+            8usize,
           )
         {
           ::kernel_std::__private::device::store_vec::<
             f32,
-            4usize,
+            8usize,
           >(__sp[0], __sv);
         } else {
           if __sm[0usize]
@@ -1416,6 +1417,70 @@ pub unsafe extern "ptx-kernel" fn wgmma__BM_64__BN_32__BK_32(
             ::kernel_std::__private::device::store(
               __sp[3usize],
               __sv[3usize],
+            );
+          }
+          if __sm[4usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[4usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[4usize],
+              __sv[4usize],
+            );
+          }
+          if __sm[5usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[5usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[5usize],
+              __sv[5usize],
+            );
+          }
+          if __sm[6usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[6usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[6usize],
+              __sv[6usize],
+            );
+          }
+          if __sm[7usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[7usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[7usize],
+              __sv[7usize],
             );
           }
         }

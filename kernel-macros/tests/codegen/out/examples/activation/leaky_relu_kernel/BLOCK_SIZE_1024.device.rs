@@ -28,17 +28,17 @@ pub unsafe extern "ptx-kernel" fn leaky_relu_kernel__BLOCK_SIZE_1024(
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut pid_0: i32 = ::kernel_std::__private::device::program_id(0u32);
     let mut x_3: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
-    let mut __ld0_all: [[::kernel_std::__private::device::F16; 4usize]; 2usize] = unsafe {
+    let mut __ld0_all: [[::kernel_std::__private::device::F16; 8usize]; 1usize] = unsafe {
       ::core::mem::zeroed()
     };
     ::kernel_std::__private::device::unroll::<
-      2usize,
+      1usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-        let __ld0: [::kernel_std::__private::device::F16; 4usize] = {
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
           let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
             __p_x_ptr,
             <i32 as ::kernel_std::__private::device::Num>::add(
@@ -87,6 +87,54 @@ pub unsafe extern "ptx-kernel" fn leaky_relu_kernel__BLOCK_SIZE_1024(
               (0i32).wrapping_add(((__f0 + 3usize)) as i32),
             ),
           );
+          let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            __p_x_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                pid_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  1024i64,
+                ),
+              ),
+              (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+            ),
+          );
+          let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            __p_x_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                pid_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  1024i64,
+                ),
+              ),
+              (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+            ),
+          );
+          let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            __p_x_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                pid_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  1024i64,
+                ),
+              ),
+              (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+            ),
+          );
+          let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            __p_x_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                pid_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  1024i64,
+                ),
+              ),
+              (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+            ),
+          );
           if {
             let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
               <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -104,7 +152,7 @@ pub unsafe extern "ptx-kernel" fn leaky_relu_kernel__BLOCK_SIZE_1024(
                   1024i64,
                 ),
               ),
-              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+              (0i32).wrapping_add(((__f0 + 7usize)) as i32),
             );
             let __c3 = __p_n_elements;
             <i32 as ::kernel_std::__private::device::Num>::ge(__x2, __x1)
@@ -112,19 +160,19 @@ pub unsafe extern "ptx-kernel" fn leaky_relu_kernel__BLOCK_SIZE_1024(
                 __x2,
                 __c3,
               )
-          } && (__q0 as usize) % 8usize == 0
+          } && (__q0 as usize) % 16usize == 0
             && (((0i64).wrapping_add(1i64)) == 1i64
-              && (__q3 as usize) == (__q0 as usize) + 6usize)
+              && (__q7 as usize) == (__q0 as usize) + 14usize)
             && ::kernel_std::__private::device::fits(
               __q0,
               __p_x_ptr,
               __len_x_ptr,
-              4usize,
+              8usize,
             )
           {
             ::kernel_std::__private::device::load_vec::<
               ::kernel_std::__private::device::F16,
-              4usize,
+              8usize,
             >(__q0)
           } else {
             [
@@ -232,6 +280,110 @@ pub unsafe extern "ptx-kernel" fn leaky_relu_kernel__BLOCK_SIZE_1024(
               } else {
                 <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
               },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                ),
+                __p_n_elements,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q4,
+                  __p_x_ptr,
+                  __len_x_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q4)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                ),
+                __p_n_elements,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q5,
+                  __p_x_ptr,
+                  __len_x_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q5)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                ),
+                __p_n_elements,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q6,
+                  __p_x_ptr,
+                  __len_x_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q6)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                ),
+                __p_n_elements,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q7,
+                  __p_x_ptr,
+                  __len_x_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q7)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              },
             ]
           }
         };
@@ -239,20 +391,20 @@ pub unsafe extern "ptx-kernel" fn leaky_relu_kernel__BLOCK_SIZE_1024(
       },
     );
     ::kernel_std::__private::device::unroll::<
-      2usize,
+      1usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-        let __ld0: [::kernel_std::__private::device::F16; 4usize] = __ld0_all[__jc];
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             x_3[__j] = ::kernel_std::__private::device::cast::<
               ::kernel_std::__private::device::F16,
@@ -264,22 +416,22 @@ pub unsafe extern "ptx-kernel" fn leaky_relu_kernel__BLOCK_SIZE_1024(
     );
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::unroll::<
-      2usize,
+      1usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-        let mut __sp: [*mut ::kernel_std::__private::device::F16; 4usize] = [::core::ptr::null_mut(); 4usize];
-        let mut __sv: [::kernel_std::__private::device::F16; 4usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 4usize];
-        let mut __sm: [bool; 4usize] = [false; 4usize];
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
+        let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
+        let mut __sm: [bool; 8usize] = [false; 8usize];
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               __p_out_ptr,
@@ -328,19 +480,20 @@ pub unsafe extern "ptx-kernel" fn leaky_relu_kernel__BLOCK_SIZE_1024(
           },
         );
         if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
-          && (__sp[0] as usize) % 8usize == 0
+          && __sm[4usize] && __sm[5usize] && __sm[6usize] && __sm[7usize]
+          && (__sp[0] as usize) % 16usize == 0
           && (((0i64).wrapping_add(1i64)) == 1i64
-            && (__sp[3usize] as usize) == (__sp[0] as usize) + 6usize)
+            && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_out_ptr,
             __len_out_ptr,
-            4usize,
+            8usize,
           )
         {
           ::kernel_std::__private::device::store_vec::<
             ::kernel_std::__private::device::F16,
-            4usize,
+            8usize,
           >(__sp[0], __sv);
         } else {
           if __sm[0usize]
@@ -405,6 +558,70 @@ pub unsafe extern "ptx-kernel" fn leaky_relu_kernel__BLOCK_SIZE_1024(
             ::kernel_std::__private::device::store(
               __sp[3usize],
               __sv[3usize],
+            );
+          }
+          if __sm[4usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[4usize],
+              __p_out_ptr,
+              __len_out_ptr,
+              __fault,
+              __tag,
+              1u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[4usize],
+              __sv[4usize],
+            );
+          }
+          if __sm[5usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[5usize],
+              __p_out_ptr,
+              __len_out_ptr,
+              __fault,
+              __tag,
+              1u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[5usize],
+              __sv[5usize],
+            );
+          }
+          if __sm[6usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[6usize],
+              __p_out_ptr,
+              __len_out_ptr,
+              __fault,
+              __tag,
+              1u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[6usize],
+              __sv[6usize],
+            );
+          }
+          if __sm[7usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[7usize],
+              __p_out_ptr,
+              __len_out_ptr,
+              __fault,
+              __tag,
+              1u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[7usize],
+              __sv[7usize],
             );
           }
         }

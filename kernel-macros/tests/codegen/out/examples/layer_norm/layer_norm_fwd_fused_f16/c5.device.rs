@@ -48,19 +48,19 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
     );
     let mut _mean_3: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
-      8usize,
+      4usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             _mean_3[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
               0i64,
@@ -81,17 +81,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
       {
         let off_4: i32 = __i;
         let mut a_6: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-        let mut __ld0_all: [[::kernel_std::__private::device::F16; 4usize]; 8usize] = unsafe {
+        let mut __ld0_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
           ::core::mem::zeroed()
         };
         ::kernel_std::__private::device::unroll::<
-          8usize,
+          4usize,
           _,
         >(
           #[inline(always)]
           |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            let __ld0: [::kernel_std::__private::device::F16; 4usize] = {
+            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+            let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
               let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                 x_row_1,
                 <i32 as ::kernel_std::__private::device::Num>::add(
@@ -120,6 +120,34 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                   (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                 ),
               );
+              let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_4,
+                  (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                ),
+              );
+              let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_4,
+                  (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                ),
+              );
+              let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_4,
+                  (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                ),
+              );
+              let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_4,
+                  (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                ),
+              );
               if {
                 let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
                   off_4,
@@ -127,7 +155,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                 );
                 let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
                   off_4,
-                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                 );
                 let __c3 = __p_N;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
@@ -138,19 +166,19 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                     __x2,
                     __c3,
                   )
-              } && (__q0 as usize) % 8usize == 0
+              } && (__q0 as usize) % 16usize == 0
                 && (((0i64).wrapping_add(1i64)) == 1i64
-                  && (__q3 as usize) == (__q0 as usize) + 6usize)
+                  && (__q7 as usize) == (__q0 as usize) + 14usize)
                 && ::kernel_std::__private::device::fits(
                   __q0,
                   __p_x_ptr,
                   __len_x_ptr,
-                  4usize,
+                  8usize,
                 )
               {
                 ::kernel_std::__private::device::load_vec::<
                   ::kernel_std::__private::device::F16,
-                  4usize,
+                  8usize,
                 >(__q0)
               } else {
                 [
@@ -246,6 +274,98 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                       0f64,
                     )
                   },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_4,
+                      (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q4,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q4)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_4,
+                      (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q5,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q5)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_4,
+                      (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q6,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q6)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_4,
+                      (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q7,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q7)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
                 ]
               }
             };
@@ -253,20 +373,20 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
           },
         );
         ::kernel_std::__private::device::unroll::<
-          8usize,
+          4usize,
           _,
         >(
           #[inline(always)]
           |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            let __ld0: [::kernel_std::__private::device::F16; 4usize] = __ld0_all[__jc];
+            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+            let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
             ::kernel_std::__private::device::unroll::<
-              4usize,
+              8usize,
               _,
             >(
               #[inline(always)]
               |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
+                let __j: usize = __jc * 8usize + __v;
                 let __f: usize = __f0 + __v;
                 a_6[__j] = ::kernel_std::__private::device::cast::<
                   ::kernel_std::__private::device::F16,
@@ -277,19 +397,19 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
           },
         );
         ::kernel_std::__private::device::unroll::<
-          8usize,
+          4usize,
           _,
         >(
           #[inline(always)]
           |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
             ::kernel_std::__private::device::unroll::<
-              4usize,
+              8usize,
               _,
             >(
               #[inline(always)]
               |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
+                let __j: usize = __jc * 8usize + __v;
                 let __f: usize = __f0 + __v;
                 _mean_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                   _mean_3[__j],
@@ -309,19 +429,19 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
       0,
     ); 1usize];
     ::kernel_std::__private::device::unroll::<
-      8usize,
+      4usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             let __x = _mean_3[__j];
             let __i: usize = {
@@ -389,7 +509,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
       let __po = __smem.add(0usize) as *mut f32;
       let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
         | ((__warp >> 1u32) & 1) << 1usize | ((__warp >> 2u32) & 1) << 2usize;
-      let __f: usize = ((0usize * 256usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((0usize * 256usize + __tid) * 8usize + 0usize);
       if __f < 8192usize {
         let __o: usize = ((__f >> 13u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -441,19 +561,19 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
     );
     let mut _var_8: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
-      8usize,
+      4usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             _var_8[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
               0i64,
@@ -474,17 +594,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
       {
         let off_9: i32 = __i;
         let mut x_11: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-        let mut __ld5_all: [[::kernel_std::__private::device::F16; 4usize]; 8usize] = unsafe {
+        let mut __ld5_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
           ::core::mem::zeroed()
         };
         ::kernel_std::__private::device::unroll::<
-          8usize,
+          4usize,
           _,
         >(
           #[inline(always)]
           |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            let __ld5: [::kernel_std::__private::device::F16; 4usize] = {
+            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+            let __ld5: [::kernel_std::__private::device::F16; 8usize] = {
               let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                 x_row_1,
                 <i32 as ::kernel_std::__private::device::Num>::add(
@@ -513,6 +633,34 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                   (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                 ),
               );
+              let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_9,
+                  (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                ),
+              );
+              let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_9,
+                  (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                ),
+              );
+              let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_9,
+                  (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                ),
+              );
+              let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_9,
+                  (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                ),
+              );
               if {
                 let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
                   off_9,
@@ -520,7 +668,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                 );
                 let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                   off_9,
-                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                 );
                 let __c8 = __p_N;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
@@ -531,19 +679,19 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                     __x7,
                     __c8,
                   )
-              } && (__q0 as usize) % 8usize == 0
+              } && (__q0 as usize) % 16usize == 0
                 && (((0i64).wrapping_add(1i64)) == 1i64
-                  && (__q3 as usize) == (__q0 as usize) + 6usize)
+                  && (__q7 as usize) == (__q0 as usize) + 14usize)
                 && ::kernel_std::__private::device::fits(
                   __q0,
                   __p_x_ptr,
                   __len_x_ptr,
-                  4usize,
+                  8usize,
                 )
               {
                 ::kernel_std::__private::device::load_vec::<
                   ::kernel_std::__private::device::F16,
-                  4usize,
+                  8usize,
                 >(__q0)
               } else {
                 [
@@ -639,6 +787,98 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                       0f64,
                     )
                   },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_9,
+                      (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q4,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q4)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_9,
+                      (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q5,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q5)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_9,
+                      (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q6,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q6)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_9,
+                      (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q7,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q7)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
                 ]
               }
             };
@@ -646,20 +886,20 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
           },
         );
         ::kernel_std::__private::device::unroll::<
-          8usize,
+          4usize,
           _,
         >(
           #[inline(always)]
           |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            let __ld5: [::kernel_std::__private::device::F16; 4usize] = __ld5_all[__jc];
+            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+            let __ld5: [::kernel_std::__private::device::F16; 8usize] = __ld5_all[__jc];
             ::kernel_std::__private::device::unroll::<
-              4usize,
+              8usize,
               _,
             >(
               #[inline(always)]
               |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
+                let __j: usize = __jc * 8usize + __v;
                 let __f: usize = __f0 + __v;
                 x_11[__j] = ::kernel_std::__private::device::cast::<
                   ::kernel_std::__private::device::F16,
@@ -670,19 +910,19 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
           },
         );
         ::kernel_std::__private::device::unroll::<
-          8usize,
+          4usize,
           _,
         >(
           #[inline(always)]
           |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
             ::kernel_std::__private::device::unroll::<
-              4usize,
+              8usize,
               _,
             >(
               #[inline(always)]
               |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
+                let __j: usize = __jc * 8usize + __v;
                 let __f: usize = __f0 + __v;
                 _var_8[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                   _var_8[__j],
@@ -735,19 +975,19 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
       0,
     ); 1usize];
     ::kernel_std::__private::device::unroll::<
-      8usize,
+      4usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             let __x = _var_8[__j];
             let __i: usize = {
@@ -815,7 +1055,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
       let __po = __smem.add(0usize) as *mut f32;
       let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
         | ((__warp >> 1u32) & 1) << 1usize | ((__warp >> 2u32) & 1) << 2usize;
-      let __f: usize = ((0usize * 256usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((0usize * 256usize + __tid) * 8usize + 0usize);
       if __f < 8192usize {
         let __o: usize = ((__f >> 13u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -918,17 +1158,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
       {
         let off_15: i32 = __i;
         let mut w_18: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-        let mut __ld10_all: [[::kernel_std::__private::device::F16; 4usize]; 8usize] = unsafe {
+        let mut __ld10_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
           ::core::mem::zeroed()
         };
         ::kernel_std::__private::device::unroll::<
-          8usize,
+          4usize,
           _,
         >(
           #[inline(always)]
           |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            let __ld10: [::kernel_std::__private::device::F16; 4usize] = {
+            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+            let __ld10: [::kernel_std::__private::device::F16; 8usize] = {
               let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                 __p_w_ptr,
                 <i32 as ::kernel_std::__private::device::Num>::add(
@@ -957,6 +1197,34 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                   (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                 ),
               );
+              let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_w_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                ),
+              );
+              let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_w_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                ),
+              );
+              let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_w_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                ),
+              );
+              let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_w_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                ),
+              );
               if {
                 let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
                   off_15,
@@ -964,7 +1232,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                 );
                 let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
                   off_15,
-                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                 );
                 let __c13 = __p_N;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
@@ -975,19 +1243,19 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                     __x12,
                     __c13,
                   )
-              } && (__q0 as usize) % 8usize == 0
+              } && (__q0 as usize) % 16usize == 0
                 && (((0i64).wrapping_add(1i64)) == 1i64
-                  && (__q3 as usize) == (__q0 as usize) + 6usize)
+                  && (__q7 as usize) == (__q0 as usize) + 14usize)
                 && ::kernel_std::__private::device::fits(
                   __q0,
                   __p_w_ptr,
                   __len_w_ptr,
-                  4usize,
+                  8usize,
                 )
               {
                 ::kernel_std::__private::device::load_vec::<
                   ::kernel_std::__private::device::F16,
-                  4usize,
+                  8usize,
                 >(__q0)
               } else {
                 [
@@ -1072,6 +1340,90 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                     )
                   {
                     ::kernel_std::__private::device::load(__q3)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q4,
+                      __p_w_ptr,
+                      __len_w_ptr,
+                      __fault,
+                      __tag,
+                      2u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q4)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q5,
+                      __p_w_ptr,
+                      __len_w_ptr,
+                      __fault,
+                      __tag,
+                      2u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q5)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q6,
+                      __p_w_ptr,
+                      __len_w_ptr,
+                      __fault,
+                      __tag,
+                      2u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q6)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q7,
+                      __p_w_ptr,
+                      __len_w_ptr,
+                      __fault,
+                      __tag,
+                      2u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q7)
                   } else {
                     <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                   },
@@ -1082,20 +1434,20 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
           },
         );
         ::kernel_std::__private::device::unroll::<
-          8usize,
+          4usize,
           _,
         >(
           #[inline(always)]
           |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            let __ld10: [::kernel_std::__private::device::F16; 4usize] = __ld10_all[__jc];
+            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+            let __ld10: [::kernel_std::__private::device::F16; 8usize] = __ld10_all[__jc];
             ::kernel_std::__private::device::unroll::<
-              4usize,
+              8usize,
               _,
             >(
               #[inline(always)]
               |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
+                let __j: usize = __jc * 8usize + __v;
                 let __f: usize = __f0 + __v;
                 w_18[__j] = ::kernel_std::__private::device::cast::<
                   ::kernel_std::__private::device::F16,
@@ -1106,17 +1458,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
           },
         );
         let mut b_19: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-        let mut __ld14_all: [[::kernel_std::__private::device::F16; 4usize]; 8usize] = unsafe {
+        let mut __ld14_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
           ::core::mem::zeroed()
         };
         ::kernel_std::__private::device::unroll::<
-          8usize,
+          4usize,
           _,
         >(
           #[inline(always)]
           |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            let __ld14: [::kernel_std::__private::device::F16; 4usize] = {
+            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+            let __ld14: [::kernel_std::__private::device::F16; 8usize] = {
               let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                 __p_b_ptr,
                 <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1145,6 +1497,34 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                   (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                 ),
               );
+              let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_b_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                ),
+              );
+              let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_b_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                ),
+              );
+              let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_b_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                ),
+              );
+              let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_b_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                ),
+              );
               if {
                 let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
                   off_15,
@@ -1152,7 +1532,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                 );
                 let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                   off_15,
-                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                 );
                 let __c17 = __p_N;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
@@ -1163,19 +1543,19 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                     __x16,
                     __c17,
                   )
-              } && (__q0 as usize) % 8usize == 0
+              } && (__q0 as usize) % 16usize == 0
                 && (((0i64).wrapping_add(1i64)) == 1i64
-                  && (__q3 as usize) == (__q0 as usize) + 6usize)
+                  && (__q7 as usize) == (__q0 as usize) + 14usize)
                 && ::kernel_std::__private::device::fits(
                   __q0,
                   __p_b_ptr,
                   __len_b_ptr,
-                  4usize,
+                  8usize,
                 )
               {
                 ::kernel_std::__private::device::load_vec::<
                   ::kernel_std::__private::device::F16,
-                  4usize,
+                  8usize,
                 >(__q0)
               } else {
                 [
@@ -1263,6 +1643,90 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                   } else {
                     <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                   },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q4,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      3u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q4)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q5,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      3u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q5)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q6,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      3u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q6)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q7,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      3u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q7)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
                 ]
               }
             };
@@ -1270,20 +1734,20 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
           },
         );
         ::kernel_std::__private::device::unroll::<
-          8usize,
+          4usize,
           _,
         >(
           #[inline(always)]
           |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            let __ld14: [::kernel_std::__private::device::F16; 4usize] = __ld14_all[__jc];
+            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+            let __ld14: [::kernel_std::__private::device::F16; 8usize] = __ld14_all[__jc];
             ::kernel_std::__private::device::unroll::<
-              4usize,
+              8usize,
               _,
             >(
               #[inline(always)]
               |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
+                let __j: usize = __jc * 8usize + __v;
                 let __f: usize = __f0 + __v;
                 b_19[__j] = ::kernel_std::__private::device::cast::<
                   ::kernel_std::__private::device::F16,
@@ -1294,17 +1758,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
           },
         );
         let mut x_20: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-        let mut __ld18_all: [[::kernel_std::__private::device::F16; 4usize]; 8usize] = unsafe {
+        let mut __ld18_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
           ::core::mem::zeroed()
         };
         ::kernel_std::__private::device::unroll::<
-          8usize,
+          4usize,
           _,
         >(
           #[inline(always)]
           |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            let __ld18: [::kernel_std::__private::device::F16; 4usize] = {
+            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+            let __ld18: [::kernel_std::__private::device::F16; 8usize] = {
               let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                 x_row_1,
                 <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1333,6 +1797,34 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                   (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                 ),
               );
+              let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                ),
+              );
+              let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                ),
+              );
+              let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                ),
+              );
+              let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                ),
+              );
               if {
                 let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                   off_15,
@@ -1340,7 +1832,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                 );
                 let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
                   off_15,
-                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                 );
                 let __c21 = __p_N;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
@@ -1351,19 +1843,19 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                     __x20,
                     __c21,
                   )
-              } && (__q0 as usize) % 8usize == 0
+              } && (__q0 as usize) % 16usize == 0
                 && (((0i64).wrapping_add(1i64)) == 1i64
-                  && (__q3 as usize) == (__q0 as usize) + 6usize)
+                  && (__q7 as usize) == (__q0 as usize) + 14usize)
                 && ::kernel_std::__private::device::fits(
                   __q0,
                   __p_x_ptr,
                   __len_x_ptr,
-                  4usize,
+                  8usize,
                 )
               {
                 ::kernel_std::__private::device::load_vec::<
                   ::kernel_std::__private::device::F16,
-                  4usize,
+                  8usize,
                 >(__q0)
               } else {
                 [
@@ -1454,6 +1946,98 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                     )
                   {
                     ::kernel_std::__private::device::load(__q3)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q4,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q4)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q5,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q5)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q6,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q6)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q7,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q7)
                   } else {
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                       0f64,
@@ -1466,20 +2050,20 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
           },
         );
         ::kernel_std::__private::device::unroll::<
-          8usize,
+          4usize,
           _,
         >(
           #[inline(always)]
           |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            let __ld18: [::kernel_std::__private::device::F16; 4usize] = __ld18_all[__jc];
+            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+            let __ld18: [::kernel_std::__private::device::F16; 8usize] = __ld18_all[__jc];
             ::kernel_std::__private::device::unroll::<
-              4usize,
+              8usize,
               _,
             >(
               #[inline(always)]
               |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
+                let __j: usize = __jc * 8usize + __v;
                 let __f: usize = __f0 + __v;
                 x_20[__j] = ::kernel_std::__private::device::cast::<
                   ::kernel_std::__private::device::F16,
@@ -1491,22 +2075,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
         );
         ::kernel_std::__private::device::bar_sync();
         ::kernel_std::__private::device::unroll::<
-          8usize,
+          4usize,
           _,
         >(
           #[inline(always)]
           |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            let mut __sp: [*mut ::kernel_std::__private::device::F16; 4usize] = [::core::ptr::null_mut(); 4usize];
-            let mut __sv: [::kernel_std::__private::device::F16; 4usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 4usize];
-            let mut __sm: [bool; 4usize] = [false; 4usize];
+            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
+            let mut __sm: [bool; 8usize] = [false; 8usize];
             ::kernel_std::__private::device::unroll::<
-              4usize,
+              8usize,
               _,
             >(
               #[inline(always)]
               |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
+                let __j: usize = __jc * 8usize + __v;
                 let __f: usize = __f0 + __v;
                 __sp[__v] = ::kernel_std::__private::device::ptr_add(
                   y_row_2,
@@ -1543,19 +2127,21 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
               },
             );
             if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-              && __sm[3usize] && (__sp[0] as usize) % 8usize == 0
+              && __sm[3usize] && __sm[4usize] && __sm[5usize]
+              && __sm[6usize] && __sm[7usize]
+              && (__sp[0] as usize) % 16usize == 0
               && (((0i64).wrapping_add(1i64)) == 1i64
-                && (__sp[3usize] as usize) == (__sp[0] as usize) + 6usize)
+                && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize)
               && ::kernel_std::__private::device::fits(
                 __sp[0],
                 __p_y_ptr,
                 __len_y_ptr,
-                4usize,
+                8usize,
               )
             {
               ::kernel_std::__private::device::store_vec::<
                 ::kernel_std::__private::device::F16,
-                4usize,
+                8usize,
               >(__sp[0], __sv);
             } else {
               if __sm[0usize]
@@ -1620,6 +2206,70 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                 ::kernel_std::__private::device::store(
                   __sp[3usize],
                   __sv[3usize],
+                );
+              }
+              if __sm[4usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[4usize],
+                  __p_y_ptr,
+                  __len_y_ptr,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[4usize],
+                  __sv[4usize],
+                );
+              }
+              if __sm[5usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[5usize],
+                  __p_y_ptr,
+                  __len_y_ptr,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[5usize],
+                  __sv[5usize],
+                );
+              }
+              if __sm[6usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[6usize],
+                  __p_y_ptr,
+                  __len_y_ptr,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[6usize],
+                  __sv[6usize],
+                );
+              }
+              if __sm[7usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[7usize],
+                  __p_y_ptr,
+                  __len_y_ptr,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[7usize],
+                  __sv[7usize],
                 );
               }
             }

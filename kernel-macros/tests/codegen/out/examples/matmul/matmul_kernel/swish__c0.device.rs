@@ -95,15 +95,15 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
       0,
     );
     let mut accumulator_14: [f32; 128usize] = unsafe { ::core::mem::zeroed() };
-    for __jc in 0..32usize {
-      let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+    for __jc in 0..16usize {
+      let __f0: usize = (__jc * 256usize + __tid) * 8usize;
       ::kernel_std::__private::device::unroll::<
-        4usize,
+        8usize,
         _,
       >(
         #[inline(always)]
         |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
+          let __j: usize = __jc * 8usize + __v;
           let __f: usize = __f0 + __v;
           accumulator_14[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
             0i64,
@@ -130,15 +130,15 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
       {
         let k_15: i32 = __i;
         let mut __dot0: [f32; 128usize] = [0.0f32; 128usize];
-        for __jc in 0..8usize {
-          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        for __jc in 0..4usize {
+          let __f0: usize = (__jc * 256usize + __tid) * 8usize;
           ::kernel_std::__private::device::unroll::<
-            4usize,
+            8usize,
             _,
           >(
             #[inline(always)]
             |__v: usize| {
-              let __j: usize = __jc * 4usize + __v;
+              let __j: usize = __jc * 8usize + __v;
               let __f: usize = __f0 + __v;
               ::kernel_std::__private::device::store(
                 (__smem.add(0usize)
@@ -223,15 +223,15 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
             },
           );
         }
-        for __jc in 0..16usize {
-          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        for __jc in 0..8usize {
+          let __f0: usize = (__jc * 256usize + __tid) * 8usize;
           ::kernel_std::__private::device::unroll::<
-            4usize,
+            8usize,
             _,
           >(
             #[inline(always)]
             |__v: usize| {
-              let __j: usize = __jc * 4usize + __v;
+              let __j: usize = __jc * 8usize + __v;
               let __f: usize = __f0 + __v;
               ::kernel_std::__private::device::store(
                 (__smem.add(16384usize)
@@ -317,15 +317,15 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
           );
         }
         ::kernel_std::__private::device::bar_sync();
-        for __jc in 0..32usize {
-          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        for __jc in 0..16usize {
+          let __f0: usize = (__jc * 256usize + __tid) * 8usize;
           ::kernel_std::__private::device::unroll::<
-            4usize,
+            8usize,
             _,
           >(
             #[inline(always)]
             |__v: usize| {
-              let __j: usize = __jc * 4usize + __v;
+              let __j: usize = __jc * 8usize + __v;
               let __f: usize = __f0 + __v;
               let __row = __f / 256usize;
               let __col = __f % 256usize;
@@ -352,15 +352,15 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
           );
         }
         ::kernel_std::__private::device::bar_sync();
-        for __jc in 0..32usize {
-          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        for __jc in 0..16usize {
+          let __f0: usize = (__jc * 256usize + __tid) * 8usize;
           ::kernel_std::__private::device::unroll::<
-            4usize,
+            8usize,
             _,
           >(
             #[inline(always)]
             |__v: usize| {
-              let __j: usize = __jc * 4usize + __v;
+              let __j: usize = __jc * 8usize + __v;
               let __f: usize = __f0 + __v;
               accumulator_14[__j] = __dot0[__j];
             },
@@ -401,29 +401,29 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
       }
     }
     let mut x_18: [f32; 128usize] = unsafe { ::core::mem::zeroed() };
-    for __jc in 0..32usize {
-      let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+    for __jc in 0..16usize {
+      let __f0: usize = (__jc * 256usize + __tid) * 8usize;
       ::kernel_std::__private::device::unroll::<
-        4usize,
+        8usize,
         _,
       >(
         #[inline(always)]
         |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
+          let __j: usize = __jc * 8usize + __v;
           let __f: usize = __f0 + __v;
           x_18[__j] = accumulator_14[__j];
         },
       );
     }
-    for __jc in 0..32usize {
-      let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+    for __jc in 0..16usize {
+      let __f0: usize = (__jc * 256usize + __tid) * 8usize;
       ::kernel_std::__private::device::unroll::<
-        4usize,
+        8usize,
         _,
       >(
         #[inline(always)]
         |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
+          let __j: usize = __jc * 8usize + __v;
           let __f: usize = __f0 + __v;
           accumulator_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
             x_18[__j],
@@ -470,15 +470,15 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
     let mut c_22: [::kernel_std::__private::device::F16; 128usize] = unsafe {
       ::core::mem::zeroed()
     };
-    for __jc in 0..32usize {
-      let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+    for __jc in 0..16usize {
+      let __f0: usize = (__jc * 256usize + __tid) * 8usize;
       ::kernel_std::__private::device::unroll::<
-        4usize,
+        8usize,
         _,
       >(
         #[inline(always)]
         |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
+          let __j: usize = __jc * 8usize + __v;
           let __f: usize = __f0 + __v;
           c_22[__j] = ::kernel_std::__private::device::cast::<
             f32,
@@ -488,18 +488,18 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
       );
     }
     ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..32usize {
-      let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-      let mut __sp: [*mut ::kernel_std::__private::device::F16; 4usize] = [::core::ptr::null_mut(); 4usize];
-      let mut __sv: [::kernel_std::__private::device::F16; 4usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 4usize];
-      let mut __sm: [bool; 4usize] = [false; 4usize];
+    for __jc in 0..16usize {
+      let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+      let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
+      let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
+      let mut __sm: [bool; 8usize] = [false; 8usize];
       ::kernel_std::__private::device::unroll::<
-        4usize,
+        8usize,
         _,
       >(
         #[inline(always)]
         |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
+          let __j: usize = __jc * 8usize + __v;
           let __f: usize = __f0 + __v;
           __sp[__v] = ::kernel_std::__private::device::ptr_add(
             ::kernel_std::__private::device::ptr_add(
@@ -584,20 +584,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
         },
       );
       if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
-        && (__sp[0] as usize) % 8usize == 0
+        && __sm[4usize] && __sm[5usize] && __sm[6usize] && __sm[7usize]
+        && (__sp[0] as usize) % 16usize == 0
         && ((::kernel_std::__private::device::cast::<i32, i64>(__p_stride_cn)
           .wrapping_mul((0i64).wrapping_add(1i64))) == 1i64
-          && (__sp[3usize] as usize) == (__sp[0] as usize) + 6usize)
+          && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize)
         && ::kernel_std::__private::device::fits(
           __sp[0],
           __p_c_ptr,
           __len_c_ptr,
-          4usize,
+          8usize,
         )
       {
         ::kernel_std::__private::device::store_vec::<
           ::kernel_std::__private::device::F16,
-          4usize,
+          8usize,
         >(__sp[0], __sv);
       } else {
         if __sm[0usize]
@@ -651,6 +652,58 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
           )
         {
           ::kernel_std::__private::device::store(__sp[3usize], __sv[3usize]);
+        }
+        if __sm[4usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[4usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[4usize], __sv[4usize]);
+        }
+        if __sm[5usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[5usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[5usize], __sv[5usize]);
+        }
+        if __sm[6usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[6usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[6usize], __sv[6usize]);
+        }
+        if __sm[7usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[7usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[7usize], __sv[7usize]);
         }
       }
     }

@@ -5129,19 +5129,19 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
     );
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::unroll::<
-      8usize,
+      4usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             atomic_24[__j] = {
               let __a = ::kernel_std::__private::device::ptr_add(

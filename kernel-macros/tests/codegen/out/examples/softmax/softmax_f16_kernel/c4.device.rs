@@ -38,17 +38,17 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c4(
       ),
     );
     let mut x_4: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
-    let mut __ld0_all: [[::kernel_std::__private::device::F16; 4usize]; 2usize] = unsafe {
+    let mut __ld0_all: [[::kernel_std::__private::device::F16; 8usize]; 1usize] = unsafe {
       ::core::mem::zeroed()
     };
     ::kernel_std::__private::device::unroll::<
-      2usize,
+      1usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-        let __ld0: [::kernel_std::__private::device::F16; 4usize] = {
+        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+        let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
           let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
             row_ptr_3,
             <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -77,32 +77,60 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c4(
               __p_input_col_stride,
             ),
           );
+          let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            row_ptr_3,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+              __p_input_col_stride,
+            ),
+          );
+          let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            row_ptr_3,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+              __p_input_col_stride,
+            ),
+          );
+          let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            row_ptr_3,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+              __p_input_col_stride,
+            ),
+          );
+          let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            row_ptr_3,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+              __p_input_col_stride,
+            ),
+          );
           if {
             let __x1 = (0i32).wrapping_add(((__f0)) as i32);
-            let __x2 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+            let __x2 = (0i32).wrapping_add(((__f0 + 7usize)) as i32);
             let __c3 = __p_n_cols;
             <i32 as ::kernel_std::__private::device::Num>::ge(__x2, __x1)
               && <i32 as ::kernel_std::__private::device::Num>::lt(
                 __x2,
                 __c3,
               )
-          } && (__q0 as usize) % 8usize == 0
+          } && (__q0 as usize) % 16usize == 0
             && ((::kernel_std::__private::device::cast::<
               i32,
               i64,
             >(__p_input_col_stride)
               .wrapping_mul(1i64)) == 1i64
-              && (__q3 as usize) == (__q0 as usize) + 6usize)
+              && (__q7 as usize) == (__q0 as usize) + 14usize)
             && ::kernel_std::__private::device::fits(
               __q0,
               __p_input_ptr,
               __len_input_ptr,
-              4usize,
+              8usize,
             )
           {
             ::kernel_std::__private::device::load_vec::<
               ::kernel_std::__private::device::F16,
-              4usize,
+              8usize,
             >(__q0)
           } else {
             [
@@ -186,6 +214,86 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c4(
                   f64::NEG_INFINITY,
                 )
               },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                __p_n_cols,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q4,
+                  __p_input_ptr,
+                  __len_input_ptr,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q4)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  f64::NEG_INFINITY,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                __p_n_cols,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q5,
+                  __p_input_ptr,
+                  __len_input_ptr,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q5)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  f64::NEG_INFINITY,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                __p_n_cols,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q6,
+                  __p_input_ptr,
+                  __len_input_ptr,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q6)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  f64::NEG_INFINITY,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                __p_n_cols,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q7,
+                  __p_input_ptr,
+                  __len_input_ptr,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q7)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  f64::NEG_INFINITY,
+                )
+              },
             ]
           }
         };
@@ -193,20 +301,20 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c4(
       },
     );
     ::kernel_std::__private::device::unroll::<
-      2usize,
+      1usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-        let __ld0: [::kernel_std::__private::device::F16; 4usize] = __ld0_all[__jc];
+        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+        let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             x_4[__j] = ::kernel_std::__private::device::cast::<
               ::kernel_std::__private::device::F16,
@@ -218,19 +326,19 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c4(
     );
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
     ::kernel_std::__private::device::unroll::<
-      2usize,
+      1usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             let __x = x_4[__j];
             let __i: usize = {
@@ -295,7 +403,7 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c4(
       let __po = __smem.add(0usize) as *mut f32;
       let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
         | ((__warp >> 1u32) & 1) << 1usize | ((__warp >> 2u32) & 1) << 2usize;
-      let __f: usize = ((0usize * 256usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((0usize * 256usize + __tid) * 8usize + 0usize);
       if __f < 2048usize {
         let __o: usize = ((__f >> 11u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -343,19 +451,19 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c4(
     ::kernel_std::__private::device::bar_sync();
     let mut shifted_5: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
-      2usize,
+      1usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             shifted_5[__j] = <f32 as ::kernel_std::__private::device::Num>::sub(
               x_4[__j],
@@ -369,19 +477,19 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c4(
       0,
     ); 1usize];
     ::kernel_std::__private::device::unroll::<
-      2usize,
+      1usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             let __x = <f32 as ::kernel_std::__private::device::Float>::exp(
               shifted_5[__j],
@@ -448,7 +556,7 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c4(
       let __po = __smem.add(0usize) as *mut f32;
       let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
         | ((__warp >> 1u32) & 1) << 1usize | ((__warp >> 2u32) & 1) << 2usize;
-      let __f: usize = ((0usize * 256usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((0usize * 256usize + __tid) * 8usize + 0usize);
       if __f < 2048usize {
         let __o: usize = ((__f >> 11u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -504,22 +612,22 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c4(
     );
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::unroll::<
-      2usize,
+      1usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-        let mut __sp: [*mut ::kernel_std::__private::device::F16; 4usize] = [::core::ptr::null_mut(); 4usize];
-        let mut __sv: [::kernel_std::__private::device::F16; 4usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 4usize];
-        let mut __sm: [bool; 4usize] = [false; 4usize];
+        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+        let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
+        let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
+        let mut __sm: [bool; 8usize] = [false; 8usize];
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               out_ptr_8,
@@ -543,19 +651,20 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c4(
           },
         );
         if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
-          && (__sp[0] as usize) % 8usize == 0
+          && __sm[4usize] && __sm[5usize] && __sm[6usize] && __sm[7usize]
+          && (__sp[0] as usize) % 16usize == 0
           && ((1i64) == 1i64
-            && (__sp[3usize] as usize) == (__sp[0] as usize) + 6usize)
+            && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize)
           && ::kernel_std::__private::device::fits(
             __sp[0],
             __p_output_ptr,
             __len_output_ptr,
-            4usize,
+            8usize,
           )
         {
           ::kernel_std::__private::device::store_vec::<
             ::kernel_std::__private::device::F16,
-            4usize,
+            8usize,
           >(__sp[0], __sv);
         } else {
           if __sm[0usize]
@@ -620,6 +729,70 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c4(
             ::kernel_std::__private::device::store(
               __sp[3usize],
               __sv[3usize],
+            );
+          }
+          if __sm[4usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[4usize],
+              __p_output_ptr,
+              __len_output_ptr,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[4usize],
+              __sv[4usize],
+            );
+          }
+          if __sm[5usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[5usize],
+              __p_output_ptr,
+              __len_output_ptr,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[5usize],
+              __sv[5usize],
+            );
+          }
+          if __sm[6usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[6usize],
+              __p_output_ptr,
+              __len_output_ptr,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[6usize],
+              __sv[6usize],
+            );
+          }
+          if __sm[7usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[7usize],
+              __p_output_ptr,
+              __len_output_ptr,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[7usize],
+              __sv[7usize],
             );
           }
         }

@@ -30,15 +30,15 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut v_2: [i32; 16usize] = unsafe { ::core::mem::zeroed() };
-    let mut __ld0_all: [[i32; 4usize]; 4usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld0_all: [[i32; 8usize]; 2usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
-      4usize,
+      2usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-        let __ld0: [i32; 4usize] = {
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        let __ld0: [i32; 8usize] = {
           let __q0: *mut i32 = ::kernel_std::__private::device::ptr_add(
             ::kernel_std::__private::device::ptr_add(
               __p_x,
@@ -135,17 +135,113 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
                 }) as i32,
               ),
           );
+          let __q4: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 4usize);
+                      0usize + ((__pf / 512usize) % 4usize) * 1usize
+                    }) as i32,
+                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  512i64,
+                ),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 4usize);
+                  0usize + ((__pf / 1usize) % 512usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q5: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 5usize);
+                      0usize + ((__pf / 512usize) % 4usize) * 1usize
+                    }) as i32,
+                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  512i64,
+                ),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 5usize);
+                  0usize + ((__pf / 1usize) % 512usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q6: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 6usize);
+                      0usize + ((__pf / 512usize) % 4usize) * 1usize
+                    }) as i32,
+                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  512i64,
+                ),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 6usize);
+                  0usize + ((__pf / 1usize) % 512usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q7: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 7usize);
+                      0usize + ((__pf / 512usize) % 4usize) * 1usize
+                    }) as i32,
+                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  512i64,
+                ),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 1usize) % 512usize) * 1usize
+                }) as i32,
+              ),
+          );
           if true && (__q0 as usize) % 16usize == 0
             && ((1i64) == 1i64
-              && (__q3 as usize) == (__q0 as usize) + 12usize)
+              && (__q7 as usize) == (__q0 as usize) + 28usize)
             && ::kernel_std::__private::device::fits(
               __q0,
               __p_x,
               __len_x,
-              4usize,
+              8usize,
             )
           {
-            ::kernel_std::__private::device::load_vec::<i32, 4usize>(__q0)
+            ::kernel_std::__private::device::load_vec::<i32, 8usize>(__q0)
           } else {
             [
               if true
@@ -208,6 +304,66 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
               } else {
                 <i32 as ::core::default::Default>::default()
               },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q4,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q4)
+              } else {
+                <i32 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q5,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q5)
+              } else {
+                <i32 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q6,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q6)
+              } else {
+                <i32 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q7,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q7)
+              } else {
+                <i32 as ::core::default::Default>::default()
+              },
             ]
           }
         };
@@ -215,20 +371,20 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
       },
     );
     ::kernel_std::__private::device::unroll::<
-      4usize,
+      2usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-        let __ld0: [i32; 4usize] = __ld0_all[__jc];
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        let __ld0: [i32; 8usize] = __ld0_all[__jc];
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             v_2[__j] = __ld0[__v];
           },
@@ -236,30 +392,30 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
       },
     );
     let mut __red1: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-    let mut __p: [i32; 4usize] = [<i32 as ::kernel_std::__private::device::Elem>::from_i64(
+    let mut __p: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
-    ); 4usize];
+    ); 2usize];
     ::kernel_std::__private::device::unroll::<
-      4usize,
+      2usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             let __x = v_2[__j];
             let __i: usize = {
               const __L: [usize; 16usize] = [
-                0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
-                1usize, 2usize, 2usize, 2usize, 2usize, 3usize, 3usize,
-                3usize, 3usize,
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 1usize, 1usize, 1usize, 1usize, 1usize, 1usize,
+                1usize, 1usize,
               ];
               __L[__j]
             };
@@ -272,7 +428,7 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
       },
     );
     ::kernel_std::__private::device::unroll::<
-      4usize,
+      2usize,
       _,
     >(
       #[inline(always)]
@@ -316,42 +472,23 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
     );
     if ((__lane as u32) & 31u32) == 0 {
       let __po = __smem.add(0usize) as *mut i32;
-      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-        | ((__warp >> 1u32) & 1) << 1usize;
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 2048usize {
         let __o: usize = ((__f >> 9u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
+          __po.add(__o * 2usize + __w),
           __p[0usize],
         );
       }
-      let __f: usize = ((1usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((1usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 2048usize {
         let __o: usize = ((__f >> 9u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
+          __po.add(__o * 2usize + __w),
           __p[1usize],
-        );
-      }
-      let __f: usize = ((2usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 2048usize {
-        let __o: usize = ((__f >> 9u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
-          __p[2usize],
-        );
-      }
-      let __f: usize = ((3usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 2048usize {
-        let __o: usize = ((__f >> 9u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
-          __p[3usize],
         );
       }
     }
@@ -366,21 +503,13 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
         if __f < 4usize {
           __red1[__j] = {
             let __po = __smem.add(0usize) as *mut i32;
-            let __o: usize = (__f) * 4usize;
+            let __o: usize = (__f) * 2usize;
             let mut __a: i32 = ::kernel_std::__private::device::load(
               __po.add(__o),
             );
             __a = <i32 as ::kernel_std::__private::device::Num>::add(
               __a,
               ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-            );
-            __a = <i32 as ::kernel_std::__private::device::Num>::add(
-              __a,
-              ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-            );
-            __a = <i32 as ::kernel_std::__private::device::Num>::add(
-              __a,
-              ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
             );
             (__a)
           };
@@ -419,28 +548,28 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
     );
     ::kernel_std::__private::device::bar_sync();
     let mut __red2: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-    let mut __p: [i32; 4usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
+    let mut __p: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
     ::kernel_std::__private::device::unroll::<
-      4usize,
+      2usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             let __x = v_2[__j];
             let __i: usize = {
               const __L: [usize; 16usize] = [
-                0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
-                1usize, 2usize, 2usize, 2usize, 2usize, 3usize, 3usize,
-                3usize, 3usize,
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 1usize, 1usize, 1usize, 1usize, 1usize, 1usize,
+                1usize, 1usize,
               ];
               __L[__j]
             };
@@ -453,7 +582,7 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
       },
     );
     ::kernel_std::__private::device::unroll::<
-      4usize,
+      2usize,
       _,
     >(
       #[inline(always)]
@@ -497,42 +626,23 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
     );
     if ((__lane as u32) & 31u32) == 0 {
       let __po = __smem.add(0usize) as *mut i32;
-      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-        | ((__warp >> 1u32) & 1) << 1usize;
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 2048usize {
         let __o: usize = ((__f >> 9u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
+          __po.add(__o * 2usize + __w),
           __p[0usize],
         );
       }
-      let __f: usize = ((1usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((1usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 2048usize {
         let __o: usize = ((__f >> 9u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
+          __po.add(__o * 2usize + __w),
           __p[1usize],
-        );
-      }
-      let __f: usize = ((2usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 2048usize {
-        let __o: usize = ((__f >> 9u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
-          __p[2usize],
-        );
-      }
-      let __f: usize = ((3usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 2048usize {
-        let __o: usize = ((__f >> 9u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
-          __p[3usize],
         );
       }
     }
@@ -547,21 +657,13 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
         if __f < 4usize {
           __red2[__j] = {
             let __po = __smem.add(0usize) as *mut i32;
-            let __o: usize = (__f) * 4usize;
+            let __o: usize = (__f) * 2usize;
             let mut __a: i32 = ::kernel_std::__private::device::load(
               __po.add(__o),
             );
             __a = <i32 as ::kernel_std::__private::device::Num>::max(
               __a,
               ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-            );
-            __a = <i32 as ::kernel_std::__private::device::Num>::max(
-              __a,
-              ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-            );
-            __a = <i32 as ::kernel_std::__private::device::Num>::max(
-              __a,
-              ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
             );
             (__a)
           };
@@ -604,28 +706,28 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
     );
     ::kernel_std::__private::device::bar_sync();
     let mut __red3: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-    let mut __p: [i32; 4usize] = [<i32 as ::kernel_std::__private::device::Bounds>::highest(); 4usize];
+    let mut __p: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Bounds>::highest(); 2usize];
     ::kernel_std::__private::device::unroll::<
-      4usize,
+      2usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             let __x = v_2[__j];
             let __i: usize = {
               const __L: [usize; 16usize] = [
-                0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
-                1usize, 2usize, 2usize, 2usize, 2usize, 3usize, 3usize,
-                3usize, 3usize,
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 1usize, 1usize, 1usize, 1usize, 1usize, 1usize,
+                1usize, 1usize,
               ];
               __L[__j]
             };
@@ -638,7 +740,7 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
       },
     );
     ::kernel_std::__private::device::unroll::<
-      4usize,
+      2usize,
       _,
     >(
       #[inline(always)]
@@ -682,42 +784,23 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
     );
     if ((__lane as u32) & 31u32) == 0 {
       let __po = __smem.add(0usize) as *mut i32;
-      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-        | ((__warp >> 1u32) & 1) << 1usize;
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 2048usize {
         let __o: usize = ((__f >> 9u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
+          __po.add(__o * 2usize + __w),
           __p[0usize],
         );
       }
-      let __f: usize = ((1usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((1usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 2048usize {
         let __o: usize = ((__f >> 9u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
+          __po.add(__o * 2usize + __w),
           __p[1usize],
-        );
-      }
-      let __f: usize = ((2usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 2048usize {
-        let __o: usize = ((__f >> 9u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
-          __p[2usize],
-        );
-      }
-      let __f: usize = ((3usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 2048usize {
-        let __o: usize = ((__f >> 9u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
-          __p[3usize],
         );
       }
     }
@@ -732,21 +815,13 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
         if __f < 4usize {
           __red3[__j] = {
             let __po = __smem.add(0usize) as *mut i32;
-            let __o: usize = (__f) * 4usize;
+            let __o: usize = (__f) * 2usize;
             let mut __a: i32 = ::kernel_std::__private::device::load(
               __po.add(__o),
             );
             __a = <i32 as ::kernel_std::__private::device::Num>::min(
               __a,
               ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-            );
-            __a = <i32 as ::kernel_std::__private::device::Num>::min(
-              __a,
-              ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-            );
-            __a = <i32 as ::kernel_std::__private::device::Num>::min(
-              __a,
-              ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
             );
             (__a)
           };
@@ -792,28 +867,28 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
     );
     ::kernel_std::__private::device::bar_sync();
     let mut __red4: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-    let mut __p: [i32; 4usize] = [<i32 as ::kernel_std::__private::device::Bounds>::highest(); 4usize];
+    let mut __p: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Bounds>::highest(); 2usize];
     ::kernel_std::__private::device::unroll::<
-      4usize,
+      2usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             let __x = v_2[__j];
             let __i: usize = {
               const __L: [usize; 16usize] = [
-                0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
-                1usize, 2usize, 2usize, 2usize, 2usize, 3usize, 3usize,
-                3usize, 3usize,
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 1usize, 1usize, 1usize, 1usize, 1usize, 1usize,
+                1usize, 1usize,
               ];
               __L[__j]
             };
@@ -826,7 +901,7 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
       },
     );
     ::kernel_std::__private::device::unroll::<
-      4usize,
+      2usize,
       _,
     >(
       #[inline(always)]
@@ -870,42 +945,23 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
     );
     if ((__lane as u32) & 31u32) == 0 {
       let __po = __smem.add(0usize) as *mut i32;
-      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-        | ((__warp >> 1u32) & 1) << 1usize;
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 2048usize {
         let __o: usize = ((__f >> 9u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
+          __po.add(__o * 2usize + __w),
           __p[0usize],
         );
       }
-      let __f: usize = ((1usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((1usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 2048usize {
         let __o: usize = ((__f >> 9u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
+          __po.add(__o * 2usize + __w),
           __p[1usize],
-        );
-      }
-      let __f: usize = ((2usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 2048usize {
-        let __o: usize = ((__f >> 9u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
-          __p[2usize],
-        );
-      }
-      let __f: usize = ((3usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 2048usize {
-        let __o: usize = ((__f >> 9u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
-          __p[3usize],
         );
       }
     }
@@ -920,21 +976,13 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
         if __f < 4usize {
           __red4[__j] = {
             let __po = __smem.add(0usize) as *mut i32;
-            let __o: usize = (__f) * 4usize;
+            let __o: usize = (__f) * 2usize;
             let mut __a: i32 = ::kernel_std::__private::device::load(
               __po.add(__o),
             );
             __a = <i32 as ::kernel_std::__private::device::Num>::min(
               __a,
               ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-            );
-            __a = <i32 as ::kernel_std::__private::device::Num>::min(
-              __a,
-              ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-            );
-            __a = <i32 as ::kernel_std::__private::device::Num>::min(
-              __a,
-              ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
             );
             (__a)
           };
@@ -986,7 +1034,7 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
       },
     );
     if ((__lane as u32) & 3u32) == 0 {
-      let __po = __smem.add(64usize) as *mut i32;
+      let __po = __smem.add(32usize) as *mut i32;
       let __w: usize = 0;
       let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
       if __f < 4usize {
@@ -1000,7 +1048,7 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
     }
     ::kernel_std::__private::device::bar_sync();
     let __red5: i32 = {
-      let __po = __smem.add(64usize) as *mut i32;
+      let __po = __smem.add(32usize) as *mut i32;
       let __o: usize = (0usize) * 1usize;
       let mut __a: i32 = ::kernel_std::__private::device::load(__po.add(__o));
       (__a)
@@ -1032,23 +1080,23 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
     let mut __red6: [::kernel_std::__private::device::F16; 1usize] = unsafe {
       ::core::mem::zeroed()
     };
-    let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+    let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
-    ); 4usize];
+    ); 2usize];
     ::kernel_std::__private::device::unroll::<
-      4usize,
+      2usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             let __x = {
               let __a = ::kernel_std::__private::device::ptr_add(
@@ -1093,9 +1141,9 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
             };
             let __i: usize = {
               const __L: [usize; 16usize] = [
-                0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
-                1usize, 2usize, 2usize, 2usize, 2usize, 3usize, 3usize,
-                3usize, 3usize,
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 1usize, 1usize, 1usize, 1usize, 1usize, 1usize,
+                1usize, 1usize,
               ];
               __L[__j]
             };
@@ -1110,7 +1158,7 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
       },
     );
     ::kernel_std::__private::device::unroll::<
-      4usize,
+      2usize,
       _,
     >(
       #[inline(always)]
@@ -1154,42 +1202,23 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
     );
     if ((__lane as u32) & 31u32) == 0 {
       let __po = __smem.add(0usize) as *mut f32;
-      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-        | ((__warp >> 1u32) & 1) << 1usize;
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 2048usize {
         let __o: usize = ((__f >> 9u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
+          __po.add(__o * 2usize + __w),
           __p[0usize],
         );
       }
-      let __f: usize = ((1usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((1usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 2048usize {
         let __o: usize = ((__f >> 9u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
+          __po.add(__o * 2usize + __w),
           __p[1usize],
-        );
-      }
-      let __f: usize = ((2usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 2048usize {
-        let __o: usize = ((__f >> 9u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
-          __p[2usize],
-        );
-      }
-      let __f: usize = ((3usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 2048usize {
-        let __o: usize = ((__f >> 9u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
-          __p[3usize],
         );
       }
     }
@@ -1204,21 +1233,13 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
         if __f < 4usize {
           __red6[__j] = {
             let __po = __smem.add(0usize) as *mut f32;
-            let __o: usize = (__f) * 4usize;
+            let __o: usize = (__f) * 2usize;
             let mut __a: f32 = ::kernel_std::__private::device::load(
               __po.add(__o),
             );
             __a = <f32 as ::kernel_std::__private::device::Num>::add(
               __a,
               ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-            );
-            __a = <f32 as ::kernel_std::__private::device::Num>::add(
-              __a,
-              ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-            );
-            __a = <f32 as ::kernel_std::__private::device::Num>::add(
-              __a,
-              ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
             );
             <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
               __a,
@@ -1268,7 +1289,7 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_long_reductions__R_4__C_512: [u8; 201usize] = *b"{\"entry\": \"long_reductions__R_4__C_512\", \"kernel\": \"long_reductions\", \"meta\": {\"C\": 512, \"R\": 4}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 68}";
+pub static __KERNEL_META_long_reductions__R_4__C_512: [u8; 201usize] = *b"{\"entry\": \"long_reductions__R_4__C_512\", \"kernel\": \"long_reductions\", \"meta\": {\"C\": 512, \"R\": 4}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 36}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -62,7 +62,7 @@ pub mod long_reductions {
         variant: 0usize,
         launch_metas: &[("R", 4i64), ("C", 512i64)],
         threads: 128u32,
-        shared_bytes: 68u32,
+        shared_bytes: 36u32,
         tma: &[],
         split_bytes: 0u32,
       },

@@ -32,15 +32,15 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut __dot0: [f32; 128usize] = [0.0f32; 128usize];
-    for __jc in 0..8usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+    for __jc in 0..4usize {
+      let __f0: usize = (__jc * 128usize + __tid) * 8usize;
       ::kernel_std::__private::device::unroll::<
-        4usize,
+        8usize,
         _,
       >(
         #[inline(always)]
         |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
+          let __j: usize = __jc * 8usize + __v;
           let __f: usize = __f0 + __v;
           ::kernel_std::__private::device::store(
             (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
@@ -88,15 +88,15 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         },
       );
     }
-    for __jc in 0..8usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+    for __jc in 0..4usize {
+      let __f0: usize = (__jc * 128usize + __tid) * 8usize;
       ::kernel_std::__private::device::unroll::<
-        4usize,
+        8usize,
         _,
       >(
         #[inline(always)]
         |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
+          let __j: usize = __jc * 8usize + __v;
           let __f: usize = __f0 + __v;
           ::kernel_std::__private::device::store(
             (__smem.add(8192usize)
@@ -148,15 +148,15 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
       );
     }
     ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..32usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+    for __jc in 0..16usize {
+      let __f0: usize = (__jc * 128usize + __tid) * 8usize;
       ::kernel_std::__private::device::unroll::<
-        4usize,
+        8usize,
         _,
       >(
         #[inline(always)]
         |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
+          let __j: usize = __jc * 8usize + __v;
           let __f: usize = __f0 + __v;
           let __row = __f / 128usize;
           let __col = __f % 128usize;
@@ -184,56 +184,55 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
     }
     ::kernel_std::__private::device::bar_sync();
     let mut s_3: [f32; 128usize] = unsafe { ::core::mem::zeroed() };
-    for __jc in 0..32usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+    for __jc in 0..16usize {
+      let __f0: usize = (__jc * 128usize + __tid) * 8usize;
       ::kernel_std::__private::device::unroll::<
-        4usize,
+        8usize,
         _,
       >(
         #[inline(always)]
         |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
+          let __j: usize = __jc * 8usize + __v;
           let __f: usize = __f0 + __v;
           s_3[__j] = __dot0[__j];
         },
       );
     }
     let mut __red1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    let mut __p: [f32; 32usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 32usize];
-    for __jc in 0..32usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+    let mut __p: [f32; 16usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 16usize];
+    for __jc in 0..16usize {
+      let __f0: usize = (__jc * 128usize + __tid) * 8usize;
       ::kernel_std::__private::device::unroll::<
-        4usize,
+        8usize,
         _,
       >(
         #[inline(always)]
         |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
+          let __j: usize = __jc * 8usize + __v;
           let __f: usize = __f0 + __v;
           let __x = s_3[__j];
           let __i: usize = {
             const __L: [usize; 128usize] = [
-              0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
-              1usize, 2usize, 2usize, 2usize, 2usize, 3usize, 3usize,
-              3usize, 3usize, 4usize, 4usize, 4usize, 4usize, 5usize,
-              5usize, 5usize, 5usize, 6usize, 6usize, 6usize, 6usize,
-              7usize, 7usize, 7usize, 7usize, 8usize, 8usize, 8usize,
-              8usize, 9usize, 9usize, 9usize, 9usize, 10usize, 10usize,
-              10usize, 10usize, 11usize, 11usize, 11usize, 11usize,
-              12usize, 12usize, 12usize, 12usize, 13usize, 13usize,
-              13usize, 13usize, 14usize, 14usize, 14usize, 14usize,
-              15usize, 15usize, 15usize, 15usize, 16usize, 16usize,
-              16usize, 16usize, 17usize, 17usize, 17usize, 17usize,
-              18usize, 18usize, 18usize, 18usize, 19usize, 19usize,
-              19usize, 19usize, 20usize, 20usize, 20usize, 20usize,
-              21usize, 21usize, 21usize, 21usize, 22usize, 22usize,
-              22usize, 22usize, 23usize, 23usize, 23usize, 23usize,
-              24usize, 24usize, 24usize, 24usize, 25usize, 25usize,
-              25usize, 25usize, 26usize, 26usize, 26usize, 26usize,
-              27usize, 27usize, 27usize, 27usize, 28usize, 28usize,
-              28usize, 28usize, 29usize, 29usize, 29usize, 29usize,
-              30usize, 30usize, 30usize, 30usize, 31usize, 31usize,
-              31usize, 31usize,
+              0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+              0usize, 1usize, 1usize, 1usize, 1usize, 1usize, 1usize,
+              1usize, 1usize, 2usize, 2usize, 2usize, 2usize, 2usize,
+              2usize, 2usize, 2usize, 3usize, 3usize, 3usize, 3usize,
+              3usize, 3usize, 3usize, 3usize, 4usize, 4usize, 4usize,
+              4usize, 4usize, 4usize, 4usize, 4usize, 5usize, 5usize,
+              5usize, 5usize, 5usize, 5usize, 5usize, 5usize, 6usize,
+              6usize, 6usize, 6usize, 6usize, 6usize, 6usize, 6usize,
+              7usize, 7usize, 7usize, 7usize, 7usize, 7usize, 7usize,
+              7usize, 8usize, 8usize, 8usize, 8usize, 8usize, 8usize,
+              8usize, 8usize, 9usize, 9usize, 9usize, 9usize, 9usize,
+              9usize, 9usize, 9usize, 10usize, 10usize, 10usize, 10usize,
+              10usize, 10usize, 10usize, 10usize, 11usize, 11usize,
+              11usize, 11usize, 11usize, 11usize, 11usize, 11usize,
+              12usize, 12usize, 12usize, 12usize, 12usize, 12usize,
+              12usize, 12usize, 13usize, 13usize, 13usize, 13usize,
+              13usize, 13usize, 13usize, 13usize, 14usize, 14usize,
+              14usize, 14usize, 14usize, 14usize, 14usize, 14usize,
+              15usize, 15usize, 15usize, 15usize, 15usize, 15usize,
+              15usize, 15usize,
             ];
             __L[__j]
           };
@@ -245,7 +244,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
       );
     }
     ::kernel_std::__private::device::unroll::<
-      32usize,
+      16usize,
       _,
     >(
       #[inline(always)]
@@ -278,19 +277,12 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
             8u32,
           ),
         );
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-            __p[__i],
-            16u32,
-          ),
-        );
       },
     );
-    if ((__lane as u32) & 31u32) == 0 {
+    if ((__lane as u32) & 15u32) == 0 {
       let __po = __smem.add(0usize) as *mut f32;
       let __w: usize = 0;
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -299,7 +291,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[0usize],
         );
       }
-      let __f: usize = ((1usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((1usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -308,7 +300,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[1usize],
         );
       }
-      let __f: usize = ((2usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((2usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -317,7 +309,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[2usize],
         );
       }
-      let __f: usize = ((3usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((3usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -326,7 +318,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[3usize],
         );
       }
-      let __f: usize = ((4usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((4usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -335,7 +327,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[4usize],
         );
       }
-      let __f: usize = ((5usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((5usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -344,7 +336,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[5usize],
         );
       }
-      let __f: usize = ((6usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((6usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -353,7 +345,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[6usize],
         );
       }
-      let __f: usize = ((7usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((7usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -362,7 +354,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[7usize],
         );
       }
-      let __f: usize = ((8usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((8usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -371,7 +363,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[8usize],
         );
       }
-      let __f: usize = ((9usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((9usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -380,7 +372,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[9usize],
         );
       }
-      let __f: usize = ((10usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((10usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -389,7 +381,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[10usize],
         );
       }
-      let __f: usize = ((11usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((11usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -398,7 +390,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[11usize],
         );
       }
-      let __f: usize = ((12usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((12usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -407,7 +399,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[12usize],
         );
       }
-      let __f: usize = ((13usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((13usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -416,7 +408,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[13usize],
         );
       }
-      let __f: usize = ((14usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((14usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -425,157 +417,13 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[14usize],
         );
       }
-      let __f: usize = ((15usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((15usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
           __p[15usize],
-        );
-      }
-      let __f: usize = ((16usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[16usize],
-        );
-      }
-      let __f: usize = ((17usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[17usize],
-        );
-      }
-      let __f: usize = ((18usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[18usize],
-        );
-      }
-      let __f: usize = ((19usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[19usize],
-        );
-      }
-      let __f: usize = ((20usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[20usize],
-        );
-      }
-      let __f: usize = ((21usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[21usize],
-        );
-      }
-      let __f: usize = ((22usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[22usize],
-        );
-      }
-      let __f: usize = ((23usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[23usize],
-        );
-      }
-      let __f: usize = ((24usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[24usize],
-        );
-      }
-      let __f: usize = ((25usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[25usize],
-        );
-      }
-      let __f: usize = ((26usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[26usize],
-        );
-      }
-      let __f: usize = ((27usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[27usize],
-        );
-      }
-      let __f: usize = ((28usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[28usize],
-        );
-      }
-      let __f: usize = ((29usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[29usize],
-        );
-      }
-      let __f: usize = ((30usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[30usize],
-        );
-      }
-      let __f: usize = ((31usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[31usize],
         );
       }
     }
@@ -626,9 +474,9 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
     }
     ::kernel_std::__private::device::bar_sync();
     let mut __red2: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    let mut __p: [f32; 32usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+    let mut __p: [f32; 16usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
-    ); 32usize];
+    ); 16usize];
     for __j in 0..1usize {
       let __f = __tid + __j * 128usize;
       if __f < 128usize {
@@ -639,15 +487,15 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..32usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+    for __jc in 0..16usize {
+      let __f0: usize = (__jc * 128usize + __tid) * 8usize;
       ::kernel_std::__private::device::unroll::<
-        4usize,
+        8usize,
         _,
       >(
         #[inline(always)]
         |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
+          let __j: usize = __jc * 8usize + __v;
           let __f: usize = __f0 + __v;
           let __x = <f32 as ::kernel_std::__private::device::Float>::exp(
             <f32 as ::kernel_std::__private::device::Num>::sub(
@@ -663,27 +511,26 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           );
           let __i: usize = {
             const __L: [usize; 128usize] = [
-              0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
-              1usize, 2usize, 2usize, 2usize, 2usize, 3usize, 3usize,
-              3usize, 3usize, 4usize, 4usize, 4usize, 4usize, 5usize,
-              5usize, 5usize, 5usize, 6usize, 6usize, 6usize, 6usize,
-              7usize, 7usize, 7usize, 7usize, 8usize, 8usize, 8usize,
-              8usize, 9usize, 9usize, 9usize, 9usize, 10usize, 10usize,
-              10usize, 10usize, 11usize, 11usize, 11usize, 11usize,
-              12usize, 12usize, 12usize, 12usize, 13usize, 13usize,
-              13usize, 13usize, 14usize, 14usize, 14usize, 14usize,
-              15usize, 15usize, 15usize, 15usize, 16usize, 16usize,
-              16usize, 16usize, 17usize, 17usize, 17usize, 17usize,
-              18usize, 18usize, 18usize, 18usize, 19usize, 19usize,
-              19usize, 19usize, 20usize, 20usize, 20usize, 20usize,
-              21usize, 21usize, 21usize, 21usize, 22usize, 22usize,
-              22usize, 22usize, 23usize, 23usize, 23usize, 23usize,
-              24usize, 24usize, 24usize, 24usize, 25usize, 25usize,
-              25usize, 25usize, 26usize, 26usize, 26usize, 26usize,
-              27usize, 27usize, 27usize, 27usize, 28usize, 28usize,
-              28usize, 28usize, 29usize, 29usize, 29usize, 29usize,
-              30usize, 30usize, 30usize, 30usize, 31usize, 31usize,
-              31usize, 31usize,
+              0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+              0usize, 1usize, 1usize, 1usize, 1usize, 1usize, 1usize,
+              1usize, 1usize, 2usize, 2usize, 2usize, 2usize, 2usize,
+              2usize, 2usize, 2usize, 3usize, 3usize, 3usize, 3usize,
+              3usize, 3usize, 3usize, 3usize, 4usize, 4usize, 4usize,
+              4usize, 4usize, 4usize, 4usize, 4usize, 5usize, 5usize,
+              5usize, 5usize, 5usize, 5usize, 5usize, 5usize, 6usize,
+              6usize, 6usize, 6usize, 6usize, 6usize, 6usize, 6usize,
+              7usize, 7usize, 7usize, 7usize, 7usize, 7usize, 7usize,
+              7usize, 8usize, 8usize, 8usize, 8usize, 8usize, 8usize,
+              8usize, 8usize, 9usize, 9usize, 9usize, 9usize, 9usize,
+              9usize, 9usize, 9usize, 10usize, 10usize, 10usize, 10usize,
+              10usize, 10usize, 10usize, 10usize, 11usize, 11usize,
+              11usize, 11usize, 11usize, 11usize, 11usize, 11usize,
+              12usize, 12usize, 12usize, 12usize, 12usize, 12usize,
+              12usize, 12usize, 13usize, 13usize, 13usize, 13usize,
+              13usize, 13usize, 13usize, 13usize, 14usize, 14usize,
+              14usize, 14usize, 14usize, 14usize, 14usize, 14usize,
+              15usize, 15usize, 15usize, 15usize, 15usize, 15usize,
+              15usize, 15usize,
             ];
             __L[__j]
           };
@@ -696,7 +543,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
     }
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::unroll::<
-      32usize,
+      16usize,
       _,
     >(
       #[inline(always)]
@@ -729,19 +576,12 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
             8u32,
           ),
         );
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-            __p[__i],
-            16u32,
-          ),
-        );
       },
     );
-    if ((__lane as u32) & 31u32) == 0 {
+    if ((__lane as u32) & 15u32) == 0 {
       let __po = __smem.add(0usize) as *mut f32;
       let __w: usize = 0;
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -750,7 +590,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[0usize],
         );
       }
-      let __f: usize = ((1usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((1usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -759,7 +599,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[1usize],
         );
       }
-      let __f: usize = ((2usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((2usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -768,7 +608,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[2usize],
         );
       }
-      let __f: usize = ((3usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((3usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -777,7 +617,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[3usize],
         );
       }
-      let __f: usize = ((4usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((4usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -786,7 +626,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[4usize],
         );
       }
-      let __f: usize = ((5usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((5usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -795,7 +635,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[5usize],
         );
       }
-      let __f: usize = ((6usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((6usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -804,7 +644,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[6usize],
         );
       }
-      let __f: usize = ((7usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((7usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -813,7 +653,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[7usize],
         );
       }
-      let __f: usize = ((8usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((8usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -822,7 +662,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[8usize],
         );
       }
-      let __f: usize = ((9usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((9usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -831,7 +671,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[9usize],
         );
       }
-      let __f: usize = ((10usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((10usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -840,7 +680,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[10usize],
         );
       }
-      let __f: usize = ((11usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((11usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -849,7 +689,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[11usize],
         );
       }
-      let __f: usize = ((12usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((12usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -858,7 +698,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[12usize],
         );
       }
-      let __f: usize = ((13usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((13usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -867,7 +707,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[13usize],
         );
       }
-      let __f: usize = ((14usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((14usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
@@ -876,157 +716,13 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[14usize],
         );
       }
-      let __f: usize = ((15usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((15usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 7u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
           __p[15usize],
-        );
-      }
-      let __f: usize = ((16usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[16usize],
-        );
-      }
-      let __f: usize = ((17usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[17usize],
-        );
-      }
-      let __f: usize = ((18usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[18usize],
-        );
-      }
-      let __f: usize = ((19usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[19usize],
-        );
-      }
-      let __f: usize = ((20usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[20usize],
-        );
-      }
-      let __f: usize = ((21usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[21usize],
-        );
-      }
-      let __f: usize = ((22usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[22usize],
-        );
-      }
-      let __f: usize = ((23usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[23usize],
-        );
-      }
-      let __f: usize = ((24usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[24usize],
-        );
-      }
-      let __f: usize = ((25usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[25usize],
-        );
-      }
-      let __f: usize = ((26usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[26usize],
-        );
-      }
-      let __f: usize = ((27usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[27usize],
-        );
-      }
-      let __f: usize = ((28usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[28usize],
-        );
-      }
-      let __f: usize = ((29usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[29usize],
-        );
-      }
-      let __f: usize = ((30usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[30usize],
-        );
-      }
-      let __f: usize = ((31usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[31usize],
         );
       }
     }
@@ -1069,41 +765,41 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
     }
     ::kernel_std::__private::device::bar_sync();
     let mut __red3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+    let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
-    ); 4usize];
-    for __jc in 0..32usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+    ); 8usize];
+    for __jc in 0..16usize {
+      let __f0: usize = (__jc * 128usize + __tid) * 8usize;
       ::kernel_std::__private::device::unroll::<
-        4usize,
+        8usize,
         _,
       >(
         #[inline(always)]
         |__v: usize| {
-          let __j: usize = __jc * 4usize + __v;
+          let __j: usize = __jc * 8usize + __v;
           let __f: usize = __f0 + __v;
           let __x = s_3[__j];
           let __i: usize = {
             const __L: [usize; 128usize] = [
-              0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
-              3usize, 0usize, 1usize, 2usize, 3usize, 0usize, 1usize,
-              2usize, 3usize, 0usize, 1usize, 2usize, 3usize, 0usize,
-              1usize, 2usize, 3usize, 0usize, 1usize, 2usize, 3usize,
-              0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
-              3usize, 0usize, 1usize, 2usize, 3usize, 0usize, 1usize,
-              2usize, 3usize, 0usize, 1usize, 2usize, 3usize, 0usize,
-              1usize, 2usize, 3usize, 0usize, 1usize, 2usize, 3usize,
-              0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
-              3usize, 0usize, 1usize, 2usize, 3usize, 0usize, 1usize,
-              2usize, 3usize, 0usize, 1usize, 2usize, 3usize, 0usize,
-              1usize, 2usize, 3usize, 0usize, 1usize, 2usize, 3usize,
-              0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
-              3usize, 0usize, 1usize, 2usize, 3usize, 0usize, 1usize,
-              2usize, 3usize, 0usize, 1usize, 2usize, 3usize, 0usize,
-              1usize, 2usize, 3usize, 0usize, 1usize, 2usize, 3usize,
-              0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
-              3usize, 0usize, 1usize, 2usize, 3usize, 0usize, 1usize,
-              2usize, 3usize,
+              0usize, 1usize, 2usize, 3usize, 4usize, 5usize, 6usize,
+              7usize, 0usize, 1usize, 2usize, 3usize, 4usize, 5usize,
+              6usize, 7usize, 0usize, 1usize, 2usize, 3usize, 4usize,
+              5usize, 6usize, 7usize, 0usize, 1usize, 2usize, 3usize,
+              4usize, 5usize, 6usize, 7usize, 0usize, 1usize, 2usize,
+              3usize, 4usize, 5usize, 6usize, 7usize, 0usize, 1usize,
+              2usize, 3usize, 4usize, 5usize, 6usize, 7usize, 0usize,
+              1usize, 2usize, 3usize, 4usize, 5usize, 6usize, 7usize,
+              0usize, 1usize, 2usize, 3usize, 4usize, 5usize, 6usize,
+              7usize, 0usize, 1usize, 2usize, 3usize, 4usize, 5usize,
+              6usize, 7usize, 0usize, 1usize, 2usize, 3usize, 4usize,
+              5usize, 6usize, 7usize, 0usize, 1usize, 2usize, 3usize,
+              4usize, 5usize, 6usize, 7usize, 0usize, 1usize, 2usize,
+              3usize, 4usize, 5usize, 6usize, 7usize, 0usize, 1usize,
+              2usize, 3usize, 4usize, 5usize, 6usize, 7usize, 0usize,
+              1usize, 2usize, 3usize, 4usize, 5usize, 6usize, 7usize,
+              0usize, 1usize, 2usize, 3usize, 4usize, 5usize, 6usize,
+              7usize, 0usize, 1usize, 2usize, 3usize, 4usize, 5usize,
+              6usize, 7usize,
             ];
             __L[__j]
           };
@@ -1114,11 +810,26 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
         },
       );
     }
-    if ((__lane as u32) & 0u32) == 0 {
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 16u32) == 0 {
       let __po = __smem.add(0usize) as *mut f32;
       let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
         | ((__warp >> 1u32) & 1) << 1usize;
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 14u32) << 7u32)
           | (__f & ((1usize << 7u32) - 1));
@@ -1127,7 +838,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[0usize],
         );
       }
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 1usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 1usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 14u32) << 7u32)
           | (__f & ((1usize << 7u32) - 1));
@@ -1136,7 +847,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[1usize],
         );
       }
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 2usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 2usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 14u32) << 7u32)
           | (__f & ((1usize << 7u32) - 1));
@@ -1145,13 +856,49 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
           __p[2usize],
         );
       }
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 3usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 3usize);
       if __f < 16384usize {
         let __o: usize = ((__f >> 14u32) << 7u32)
           | (__f & ((1usize << 7u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 4usize + __w),
           __p[3usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 4usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[4usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 5usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[5usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 6usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[6usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 7usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[7usize],
         );
       }
     }

@@ -26,17 +26,17 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_32(
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut v_0: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
-    let mut __ld0_all: [[::kernel_std::__private::device::F16; 4usize]; 2usize] = unsafe {
+    let mut __ld0_all: [[::kernel_std::__private::device::F16; 8usize]; 1usize] = unsafe {
       ::core::mem::zeroed()
     };
     ::kernel_std::__private::device::unroll::<
-      2usize,
+      1usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-        let __ld0: [::kernel_std::__private::device::F16; 4usize] = {
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
           let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
             __p_x,
             (0i32).wrapping_add(((__f0 + 0usize)) as i32),
@@ -53,19 +53,35 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_32(
             __p_x,
             (0i32).wrapping_add(((__f0 + 3usize)) as i32),
           );
-          if true && (__q0 as usize) % 8usize == 0
+          let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            __p_x,
+            (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+          );
+          let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            __p_x,
+            (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+          );
+          let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            __p_x,
+            (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+          );
+          let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            __p_x,
+            (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+          );
+          if true && (__q0 as usize) % 16usize == 0
             && ((1i64) == 1i64
-              && (__q3 as usize) == (__q0 as usize) + 6usize)
+              && (__q7 as usize) == (__q0 as usize) + 14usize)
             && ::kernel_std::__private::device::fits(
               __q0,
               __p_x,
               __len_x,
-              4usize,
+              8usize,
             )
           {
             ::kernel_std::__private::device::load_vec::<
               ::kernel_std::__private::device::F16,
-              4usize,
+              8usize,
             >(__q0)
           } else {
             [
@@ -129,6 +145,66 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_32(
               } else {
                 <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
               },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q4,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q4)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q5,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q5)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q6,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q6)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q7,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q7)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              },
             ]
           }
         };
@@ -136,20 +212,20 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_32(
       },
     );
     ::kernel_std::__private::device::unroll::<
-      2usize,
+      1usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-        let __ld0: [::kernel_std::__private::device::F16; 4usize] = __ld0_all[__jc];
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             v_0[__j] = ::kernel_std::__private::device::cast::<
               ::kernel_std::__private::device::F16,
@@ -164,19 +240,19 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_32(
       0,
     ); 8usize];
     ::kernel_std::__private::device::unroll::<
-      2usize,
+      1usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             let __x = v_0[__j];
             let __i: usize = {
@@ -200,6 +276,13 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_32(
     >(
       #[inline(always)]
       |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
         __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
           __p[__i],
           <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
@@ -230,78 +313,78 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_32(
         );
       },
     );
-    if ((__lane as u32) & 30u32) == 0 {
+    if ((__lane as u32) & 31u32) == 0 {
       let __po = __smem.add(0usize) as *mut f32;
-      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 1024usize {
         let __o: usize = ((__f >> 8u32) << 3u32)
           | (__f & ((1usize << 3u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 2usize + __w),
+          __po.add(__o * 1usize + __w),
           __p[0usize],
         );
       }
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 1usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 1usize);
       if __f < 1024usize {
         let __o: usize = ((__f >> 8u32) << 3u32)
           | (__f & ((1usize << 3u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 2usize + __w),
+          __po.add(__o * 1usize + __w),
           __p[1usize],
         );
       }
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 2usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 2usize);
       if __f < 1024usize {
         let __o: usize = ((__f >> 8u32) << 3u32)
           | (__f & ((1usize << 3u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 2usize + __w),
+          __po.add(__o * 1usize + __w),
           __p[2usize],
         );
       }
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 3usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 3usize);
       if __f < 1024usize {
         let __o: usize = ((__f >> 8u32) << 3u32)
           | (__f & ((1usize << 3u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 2usize + __w),
+          __po.add(__o * 1usize + __w),
           __p[3usize],
         );
       }
-      let __f: usize = ((1usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 4usize);
       if __f < 1024usize {
         let __o: usize = ((__f >> 8u32) << 3u32)
           | (__f & ((1usize << 3u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 2usize + __w),
+          __po.add(__o * 1usize + __w),
           __p[4usize],
         );
       }
-      let __f: usize = ((1usize * 128usize + __tid) * 4usize + 1usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 5usize);
       if __f < 1024usize {
         let __o: usize = ((__f >> 8u32) << 3u32)
           | (__f & ((1usize << 3u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 2usize + __w),
+          __po.add(__o * 1usize + __w),
           __p[5usize],
         );
       }
-      let __f: usize = ((1usize * 128usize + __tid) * 4usize + 2usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 6usize);
       if __f < 1024usize {
         let __o: usize = ((__f >> 8u32) << 3u32)
           | (__f & ((1usize << 3u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 2usize + __w),
+          __po.add(__o * 1usize + __w),
           __p[6usize],
         );
       }
-      let __f: usize = ((1usize * 128usize + __tid) * 4usize + 3usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 7usize);
       if __f < 1024usize {
         let __o: usize = ((__f >> 8u32) << 3u32)
           | (__f & ((1usize << 3u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 2usize + __w),
+          __po.add(__o * 1usize + __w),
           __p[7usize],
         );
       }
@@ -317,13 +400,9 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_32(
         if __f < 32usize {
           __red1[__j] = {
             let __po = __smem.add(0usize) as *mut f32;
-            let __o: usize = (__f) * 2usize;
+            let __o: usize = (__f) * 1usize;
             let mut __a: f32 = ::kernel_std::__private::device::load(
               __po.add(__o),
-            );
-            __a = <f32 as ::kernel_std::__private::device::Num>::add(
-              __a,
-              ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
             );
             <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
           };
@@ -362,27 +441,27 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_32(
     );
     ::kernel_std::__private::device::bar_sync();
     let mut __red2: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-    let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
+    let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 8usize];
     ::kernel_std::__private::device::unroll::<
-      2usize,
+      1usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             let __x = v_0[__j];
             let __i: usize = {
               const __L: [usize; 8usize] = [
-                0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
-                3usize,
+                0usize, 1usize, 2usize, 3usize, 4usize, 5usize, 6usize,
+                7usize,
               ];
               __L[__j]
             };
@@ -396,41 +475,78 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_32(
     );
     if ((__lane as u32) & 0u32) == 0 {
       let __po = __smem.add(0usize) as *mut f32;
-      let __w: usize = 0 | ((__warp >> 1u32) & 1) << 0usize;
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 1024usize {
         let __o: usize = ((__f >> 10u32) << 8u32)
           | (__f & ((1usize << 8u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 2usize + __w),
+          __po.add(__o * 4usize + __w),
           __p[0usize],
         );
       }
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 1usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 1usize);
       if __f < 1024usize {
         let __o: usize = ((__f >> 10u32) << 8u32)
           | (__f & ((1usize << 8u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 2usize + __w),
+          __po.add(__o * 4usize + __w),
           __p[1usize],
         );
       }
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 2usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 2usize);
       if __f < 1024usize {
         let __o: usize = ((__f >> 10u32) << 8u32)
           | (__f & ((1usize << 8u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 2usize + __w),
+          __po.add(__o * 4usize + __w),
           __p[2usize],
         );
       }
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 3usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 3usize);
       if __f < 1024usize {
         let __o: usize = ((__f >> 10u32) << 8u32)
           | (__f & ((1usize << 8u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 2usize + __w),
+          __po.add(__o * 4usize + __w),
           __p[3usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 4usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 8u32)
+          | (__f & ((1usize << 8u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[4usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 5usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 8u32)
+          | (__f & ((1usize << 8u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[5usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 6usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 8u32)
+          | (__f & ((1usize << 8u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[6usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 7usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 8u32)
+          | (__f & ((1usize << 8u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[7usize],
         );
       }
     }
@@ -452,7 +568,7 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_32(
             let __f: usize = __f0 + __v;
             __red2[__j] = {
               let __po = __smem.add(0usize) as *mut f32;
-              let __o: usize = (__f) * 2usize;
+              let __o: usize = (__f) * 4usize;
               let mut __a: f32 = ::kernel_std::__private::device::load(
                 __po.add(__o),
               );
@@ -460,6 +576,18 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_32(
                 __a,
                 ::kernel_std::__private::device::load(
                   __po.add(__o + 1usize),
+                ),
+              );
+              __a = <f32 as ::kernel_std::__private::device::Num>::max(
+                __a,
+                ::kernel_std::__private::device::load(
+                  __po.add(__o + 2usize),
+                ),
+              );
+              __a = <f32 as ::kernel_std::__private::device::Num>::max(
+                __a,
+                ::kernel_std::__private::device::load(
+                  __po.add(__o + 3usize),
                 ),
               );
               <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
@@ -548,27 +676,27 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_32(
     );
     ::kernel_std::__private::device::bar_sync();
     let mut __red3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::highest(); 2usize];
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::highest(); 1usize];
     ::kernel_std::__private::device::unroll::<
-      2usize,
+      1usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          8usize,
           _,
         >(
           #[inline(always)]
           |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
+            let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
             let __x = v_0[__j];
             let __i: usize = {
               const __L: [usize; 8usize] = [
-                0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
-                1usize,
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize,
               ];
               __L[__j]
             };
@@ -580,40 +708,16 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_32(
         );
       },
     );
-    ::kernel_std::__private::device::unroll::<
-      2usize,
-      _,
-    >(
-      #[inline(always)]
-      |__i: usize| {
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-            __p[__i],
-            1u32,
-          ),
-        );
-      },
-    );
-    if ((__lane as u32) & 1u32) == 0 {
+    if ((__lane as u32) & 0u32) == 0 {
       let __po = __smem.add(0usize) as *mut f32;
       let __w: usize = 0;
-      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
       if __f < 1024usize {
         let __o: usize = ((__f >> 3u32) << 0u32)
           | (__f & ((1usize << 0u32) - 1));
         ::kernel_std::__private::device::store(
           __po.add(__o * 1usize + __w),
           __p[0usize],
-        );
-      }
-      let __f: usize = ((1usize * 128usize + __tid) * 4usize + 0usize);
-      if __f < 1024usize {
-        let __o: usize = ((__f >> 3u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[1usize],
         );
       }
     }
@@ -679,7 +783,7 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_32(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_reduce_3d__B_32: [u8; 176usize] = *b"{\"entry\": \"reduce_3d__B_32\", \"kernel\": \"reduce_3d\", \"meta\": {\"B\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 2048}";
+pub static __KERNEL_META_reduce_3d__B_32: [u8; 176usize] = *b"{\"entry\": \"reduce_3d__B_32\", \"kernel\": \"reduce_3d\", \"meta\": {\"B\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 4096}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -61,7 +61,7 @@ pub mod reduce_3d {
         variant: 0usize,
         launch_metas: &[("B", 32i64)],
         threads: 128u32,
-        shared_bytes: 2048u32,
+        shared_bytes: 4096u32,
         tma: &[],
         split_bytes: 0u32,
       },
