@@ -97,10 +97,7 @@ fn run() -> Result<()> {
     match cmd.as_str() {
         "matmul" => {
             // With a GPU present, the example needs the PTX of its kernels.
-            if let Some(arch) = gpu_arch() {
-                let args = ["--arch".to_string(), arch];
-                ptx::build_ptx(&root(), &ptx::Options::parse(&root(), &args)?)?;
-            }
+            build_ptx_for_gpu()?;
             cargo(&["run", "--release", "--quiet", "-p", "examples", "--example", "matmul", "--"], rest)
         }
         "bench" => bench(rest),
@@ -217,10 +214,7 @@ fn bench(rest: &[String]) -> Result<()> {
                 print!("{HELP}");
                 return Ok(());
             }
-            if let Some(arch) = gpu_arch() {
-                let args = ["--arch".to_string(), arch];
-                ptx::build_ptx(&root(), &ptx::Options::parse(&root(), &args)?)?;
-            }
+            build_ptx_for_gpu()?;
             cargo(&["run", "--release", "--quiet", "-p", "examples", "--example", "bench_matmul", "--"], &rest[1..])
         }
         Some(kernel @ ("memory" | "vector_add" | "softmax" | "layer_norm")) => bench_memory(kernel, &rest[1..]),
@@ -240,10 +234,9 @@ fn bench_memory(kernel: &str, rest: &[String]) -> Result<()> {
         _ => bail!("usage: cargo xtask bench {kernel} [--out DIR]"),
     };
     let only = if kernel == "memory" { "vector_add,softmax,layer_norm" } else { kernel };
-    let Some(arch) = gpu_arch() else {
+    if !build_ptx_for_gpu()? {
         bail!("`cargo xtask bench {kernel}` needs a GPU (nvidia-smi found none)");
-    };
-    ptx::build_ptx(&root(), &ptx::Options::parse(&root(), &["--arch".to_string(), arch])?)?;
+    }
     let out_s = out.to_string_lossy().to_string();
     let args = ["--only".to_string(), only.to_string(), "--out".to_string(), out_s.clone()];
     cargo(&["run", "--release", "--quiet", "-p", "examples", "--example", "bench_memory", "--"], &args)?;
@@ -259,6 +252,13 @@ fn bench_memory(kernel: &str, rest: &[String]) -> Result<()> {
     let status = Command::new("python3").args([script("memory_compare.py"), out_s.clone(), out_s, "--out".into(), md]).status()?;
     ensure!(status.success(), "scripts/memory_compare.py failed ({status})");
     Ok(())
+}
+
+/// Builds the PTX for the first GPU's architecture, when there is a GPU; says whether there is.
+fn build_ptx_for_gpu() -> Result<bool> {
+    let Some(arch) = gpu_arch() else { return Ok(false) };
+    ptx::build_ptx(&root(), &ptx::Options::parse(&root(), &["--arch".to_string(), arch])?)?;
+    Ok(true)
 }
 
 /// The PTX architecture of the first GPU, when `nvidia-smi` reports one.

@@ -3,7 +3,8 @@
 //!
 //! Layout: a block of N elements is spread over the T threads of the program cyclically, in
 //! chunks of V consecutive elements (`vec_width`: 8 in kernels that access blocks of 16- or
-//! 8-bit elements, else 4, or 2, when every thread gets whole chunks; else 1): thread `t` owns chunks `t, t + T, ...` and keeps their elements in a register array.
+//! 8-bit elements, else 4, or 2, when every thread gets whole chunks; else 1): thread `t` owns
+//! chunks `t, t + T, ...` and keeps their elements in a register array.
 //! Consecutive threads own consecutive chunks, so loads and stores of row-major blocks are
 //! coalesced, and a chunk moves with one vector access when it is contiguous and aligned
 //! (`vector.rs`). Scalars are computed by every thread (they are uniform).
@@ -590,8 +591,8 @@ impl<'a> DevGen<'a> {
 
     /// Elements per chunk of the cyclic layout of a block of `numel` elements: thread `t` owns
     /// the chunks `t, t + T, ...` of `V` consecutive elements, so that loads and stores move
-    /// `V` elements at a time. 4 or 2 when the block splits into whole chunks for every thread,
-    /// else 1.
+    /// `V` elements at a time. The longest of 8 (up to `max_vec`), 4 and 2 that splits the block
+    /// into whole chunks for every thread, else 1.
     fn vec_width(&self, numel: usize) -> usize {
         [8, 4, 2].into_iter().filter(|v| *v <= self.max_vec).find(|v| numel >= self.threads * v && numel.is_multiple_of(self.threads * v)).unwrap_or(1)
     }

@@ -97,44 +97,31 @@ impl DevGen<'_> {
             };
         }
         let chunks = self.per_thread(numel) / v;
+        let start = quote!(let __f0: usize = (__jc * #threads + __tid) * #v;);
         let copies = self.unrolled(v, quote!(__v), quote!(let __j: usize = __jc * #v + __v; let __f: usize = __f0 + __v; #b));
-        if self.unroll_slots && !loads.is_empty() {
-            // Every chunk's loads first, then the element code: all of the thread's loads are
-            // in flight at once (each chunk's test-and-load is a branch, so the code of one
-            // chunk between them would wait for each load in turn).
-            let k = self.k;
-            let all: Vec<Ident> = load_names.iter().map(|n| format_ident!("{}_all", n)).collect();
-            let tys: Vec<TokenStream> = loads.iter().map(|l| self.elem(&k.exprs[*l].ty)).collect();
-            let issue = self.unrolled(chunks, quote!(__jc), quote! {
-                let __f0: usize = (__jc * #threads + __tid) * #v;
-                #(#load_code)*
-                #(#all[__jc] = #load_names;)*
-            });
-            let compute = self.unrolled(chunks, quote!(__jc), quote! {
-                let __f0: usize = (__jc * #threads + __tid) * #v;
-                #decls
-                #(let #load_names: [#tys; #v] = #all[__jc];)*
-                #copies
-                #after
-            });
-            return quote! {
-                #pre
-                #(let mut #all: [[#tys; #v]; #chunks] = unsafe { ::core::mem::zeroed() };)*
-                #issue
-                #compute
-                #post
-            };
+        if !(self.unroll_slots && !loads.is_empty()) {
+            let chunk = self.slot_loop(chunks, quote!(__jc), quote!(#start #decls #(#load_code)* #copies #after));
+            return quote!(#pre #chunk #post);
         }
-        let chunk = self.slot_loop(chunks, quote!(__jc), quote! {
-            let __f0: usize = (__jc * #threads + __tid) * #v;
+        // Every chunk's loads first, then the element code: all of the thread's loads are in
+        // flight at once (each chunk's test-and-load is a branch, so the code of one chunk
+        // between them would wait for each load in turn).
+        let k = self.k;
+        let all: Vec<Ident> = load_names.iter().map(|n| format_ident!("{}_all", n)).collect();
+        let tys: Vec<TokenStream> = loads.iter().map(|l| self.elem(&k.exprs[*l].ty)).collect();
+        let issue = self.unrolled(chunks, quote!(__jc), quote!(#start #(#load_code)* #(#all[__jc] = #load_names;)*));
+        let compute = self.unrolled(chunks, quote!(__jc), quote! {
+            #start
             #decls
-            #(#load_code)*
+            #(let #load_names: [#tys; #v] = #all[__jc];)*
             #copies
             #after
         });
         quote! {
             #pre
-            #chunk
+            #(let mut #all: [[#tys; #v]; #chunks] = unsafe { ::core::mem::zeroed() };)*
+            #issue
+            #compute
             #post
         }
     }
