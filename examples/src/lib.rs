@@ -7,6 +7,7 @@
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
 pub mod activation;
+pub mod attention;
 pub mod batched_matmul;
 pub mod dropout;
 pub mod layer_norm;

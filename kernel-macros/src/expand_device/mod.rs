@@ -29,6 +29,8 @@ use quote::{format_ident, quote};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
+mod affine;
+mod bits;
 mod bounds;
 mod chunks;
 mod debug;
@@ -65,14 +67,42 @@ enum Layout {
     /// `tm` tiles of 64 rows by `8 tn` columns; warp `w % 4` of a warpgroup holds rows
     /// `16 (w % 4) ..` of each 64-row tile in the same per-16x8 register order.
     Mma { wm: usize, wn: usize, tm: usize, tn: usize, n: usize, wg: bool },
+    /// The rows of a block in the `Mma` layout with these fields: element `r` of an `[M]` block
+    /// (the result of reducing the `[M, n]` block along its columns, and elementwise values of
+    /// such results) is held by every thread that holds row `r` of the parent, in register
+    /// slot `2 t + h` for the parent's row tile `t` and half `h` (see `reduce.rs`). The lanes
+    /// of a quad, and the warps of a row of the warp grid, hold the same values.
+    MmaRows { wm: usize, wn: usize, tm: usize, tn: usize, n: usize, wg: bool },
+}
+
+impl Layout {
+    /// The `[M]` row layout of an `[M, n]` block in the `mma` layout `self`.
+    fn rows(self) -> Option<Layout> {
+        match self {
+            Layout::Mma { wm, wn, tm, tn, n, wg } => Some(Layout::MmaRows { wm, wn, tm, tn, n, wg }),
+            _ => None,
+        }
+    }
+
+    /// The `[M, n]` layout whose rows `self` holds.
+    fn parent(self) -> Option<Layout> {
+        match self {
+            Layout::MmaRows { wm, wn, tm, tn, n, wg } => Some(Layout::Mma { wm, wn, tm, tn, n, wg }),
+            _ => None,
+        }
+    }
 }
 
 /// Where an expression is evaluated: at the iteration's own flat index (`__f`, register
-/// slot `__j`) or at an arbitrary flat index.
+/// slot `__j`), at an arbitrary flat index, or at a flat index whose bits are known bits of the
+/// iteration's own (`Mapped(f, bits)`: bit `c` of `f` is bit `bits[c]` of `__f`), as broadcasts
+/// and transposes of power-of-two blocks give; a materialized value read there may be in the
+/// thread's own registers (`DevGen::read_local`).
 #[derive(Clone)]
 enum At {
     Own,
     Flat(TokenStream),
+    Mapped(TokenStream, std::rc::Rc<[u32]>),
 }
 
 /// A value held in per-thread register arrays.
@@ -198,6 +228,12 @@ struct DevGen<'a> {
     /// Materialized values the current phase reads at other threads' coordinates.
     staged: RefCell<Vec<(MatVar, usize)>>,
     cursor: Cell<usize>,
+    /// Where each statement's shared memory starts: above the loop-invariant `dot` operands
+    /// of the loops being generated (`resident`).
+    floor: Cell<usize>,
+    /// `dot` operands staged in shared memory once before the loop they are used in (they do
+    /// not change in it), by operand expression: their offset.
+    resident: RefCell<HashMap<ExprId, usize>>,
     smem_max: Cell<usize>,
     iter_numel: Cell<usize>,
     iter_layout: Cell<Layout>,
@@ -280,6 +316,8 @@ impl<'a> DevGen<'a> {
             temps: RefCell::new(HashMap::new()),
             staged: RefCell::new(vec![]),
             cursor: Cell::new(0),
+            floor: Cell::new(0),
+            resident: RefCell::new(HashMap::new()),
             smem_max: Cell::new(0),
             iter_numel: Cell::new(0),
             iter_layout: Cell::new(Layout::Cyclic),
@@ -335,13 +373,21 @@ impl<'a> DevGen<'a> {
         }
         walk(&k.body, &mut lets, &mut assigns);
         let inline = self.single_use_loads(&lets, &assigns);
+        let mut uses = vec![0usize; k.locals.len()];
+        for e in &k.exprs {
+            if let ExprKind::Local(l) = e.kind {
+                uses[l] += 1;
+            }
+        }
         let mut kinds: Vec<LocalKind> = Vec::with_capacity(k.locals.len());
         for (id, l) in k.locals.iter().enumerate() {
             let kind = if l.ty.is_scalar() {
                 LocalKind::Scalar
             } else {
+                // A value with transcendental functions read more than once is computed once.
+                let costly = |v: ExprId| uses[id] > 1 && self.has_transcendental(v, &kinds);
                 match (lets.get(&id), assigns.get(&id)) {
-                    (Some(v), None) if self.is_pure(*v, &kinds) => LocalKind::Pure(*v),
+                    (Some(v), None) if self.is_pure(*v, &kinds) && !costly(*v) => LocalKind::Pure(*v),
                     (Some(v), None) if inline.contains(&id) => LocalKind::Inline(*v),
                     (Some(v), Some(asg)) if self.is_pure(*v, &kinds) && asg.iter().all(|a| self.is_affine_step(id, *a)) => {
                         LocalKind::Affine(*v)
@@ -442,10 +488,16 @@ impl<'a> DevGen<'a> {
             return None;
         }
         match &ex.kind {
-            ExprKind::Local(l) => match layouts[*l] {
-                m @ Layout::Mma { .. } => Some(m),
-                _ => None,
+            ExprKind::Local(l) => match (&self.kinds[*l], layouts[*l]) {
+                // A local evaluated at its uses is where its value is.
+                (LocalKind::Pure(v) | LocalKind::Inline(v), _) => self.elementwise_mma_source(*v, shape, layouts),
+                (_, Layout::Cyclic) => None,
+                (_, m) => Some(m),
             },
+            ExprKind::Reduce { x, axis, .. } => {
+                let sx = &self.shapes[*x];
+                self.elementwise_mma_source(*x, sx, layouts).and_then(|l| self.reduce_result_layout(l, sx, *axis))
+            }
             ExprKind::Unary(..) | ExprKind::Binary(..) | ExprKind::Cast(_) | ExprKind::Math(..) | ExprKind::Where(..) => {
                 ex.kind.operands().into_iter().find_map(|c| self.elementwise_mma_source(c, shape, layouts))
             }
@@ -548,6 +600,15 @@ impl<'a> DevGen<'a> {
         }
     }
 
+    /// Whether evaluating `e` (through the pure locals it reads) calls a transcendental function.
+    fn has_transcendental(&self, e: ExprId, kinds: &[LocalKind]) -> bool {
+        match &self.k.exprs[e].kind {
+            ExprKind::Math(f, _) if f.is_transcendental() => true,
+            ExprKind::Local(l) => matches!(kinds.get(*l), Some(LocalKind::Pure(v)) if self.has_transcendental(*v, kinds)),
+            kind => kind.operands().into_iter().any(|c| self.has_transcendental(c, kinds)),
+        }
+    }
+
     /// `x = x + s`, `x = x - s` or `x = ptr_add(x, s)` with a uniform scalar `s`.
     fn is_affine_step(&self, l: LocalId, v: ExprId) -> bool {
         let k = self.k;
@@ -601,6 +662,7 @@ impl<'a> DevGen<'a> {
         match layout {
             Layout::Cyclic => self.per_thread(numel),
             Layout::Mma { tm, tn, .. } => tm * tn * 4,
+            Layout::MmaRows { tm, .. } => tm * 2,
         }
     }
 
@@ -674,7 +736,17 @@ impl<'a> DevGen<'a> {
     fn idx(&self, at: &At) -> TokenStream {
         match at {
             At::Own => quote!(__f),
-            At::Flat(t) => t.clone(),
+            At::Flat(t) | At::Mapped(t, _) => t.clone(),
+        }
+    }
+
+    /// For a value of `numel` elements evaluated at `at`: which bit of the iteration element's
+    /// flat index each bit of the value's flat index is (see [`At::Mapped`]), if known.
+    fn bit_map(&self, at: &At, numel: usize) -> Option<std::rc::Rc<[u32]>> {
+        match at {
+            At::Own if numel.is_power_of_two() && numel == self.iter_numel.get() => Some((0..numel.trailing_zeros()).collect()),
+            At::Mapped(_, bits) => Some(bits.clone()),
+            _ => None,
         }
     }
 
@@ -700,7 +772,11 @@ impl<'a> DevGen<'a> {
             }
             to_stride *= to[i];
         }
-        At::Flat(quote!({ let __pf: usize = #pf; 0usize #(+ #terms)* }))
+        let flat = quote!({ let __pf: usize = #pf; 0usize #(+ #terms)* });
+        match self.bit_map(at, from.iter().product()).and_then(|m| broadcast_bits(&m, from, to)) {
+            Some(bits) => At::Mapped(flat, bits.into()),
+            None => At::Flat(flat),
+        }
     }
 
     fn operand(&self, parent: ExprId, child: ExprId, at: &At) -> TokenStream {
@@ -721,6 +797,9 @@ impl<'a> DevGen<'a> {
         if matches!(at, At::Own) && m.numel == self.iter_numel.get() && m.layout == self.iter_layout.get() {
             return quote!(#id[__j]);
         }
+        if let Some(code) = self.read_local(m, at) {
+            return code;
+        }
         let idx = self.idx(at);
         let off = {
             let mut st = self.staged.borrow_mut();
@@ -737,6 +816,22 @@ impl<'a> DevGen<'a> {
         let e = &m.elem;
         let d = &self.d;
         quote!(#d::load((__smem.add(#off) as *mut #e).add(#idx)))
+    }
+
+    /// `m` at `at` read from this thread's own registers, when the layouts allow: every bit of
+    /// the element's flat index that `m`'s layout takes from the lane or warp index is the
+    /// same lane or warp bit of the iteration's element, and every bit it takes from the slot
+    /// index is some slot bit of the iteration's (`__j`); the slot read is then a function of
+    /// `__j` (a constant where the iteration is unrolled). A row of an `mma` block broadcast
+    /// along the block's columns, for instance, is in the registers of every thread that holds
+    /// the row.
+    fn read_local(&self, m: &MatVar, at: &At) -> Option<TokenStream> {
+        let map = self.bit_map(at, m.numel)?;
+        let iter = self.bit_layout(self.iter_numel.get(), self.iter_layout.get())?;
+        let from = self.bit_layout(m.numel, m.layout)?.local_read(&iter, &map)?;
+        let terms = from.iter().enumerate().map(|(p, q)| quote!((((__j >> #q) & 1) << #p)));
+        let id = &m.ident;
+        Some(quote!(#id[0usize #(| #terms)*]))
     }
 
     // ---------------------------------------------------------------- expressions
@@ -871,7 +966,15 @@ impl<'a> DevGen<'a> {
                 let s = &self.shapes[id];
                 let (r0, r1) = (s[0], s[1]);
                 let f = self.idx(at);
-                let child = At::Flat(quote!({ let __tf: usize = #f; (__tf % #r1) * #r0 + __tf / #r1 }));
+                let flat = quote!({ let __tf: usize = #f; (__tf % #r1) * #r0 + __tf / #r1 });
+                let child = match self.bit_map(at, r0 * r1).filter(|_| r0.is_power_of_two() && r1.is_power_of_two()) {
+                    // The child's column bits are the row bits here, and its row bits the columns.
+                    Some(m) => {
+                        let (b0, b1) = (r0.trailing_zeros() as usize, r1.trailing_zeros() as usize);
+                        At::Mapped(flat, m[b1..b1 + b0].iter().chain(&m[..b1]).copied().collect())
+                    }
+                    None => At::Flat(flat),
+                };
                 self.ev(*x, &child)
             }
             ExprKind::Math(m, xs) => {
@@ -1030,6 +1133,11 @@ impl<'a> DevGen<'a> {
                 let f = Self::mma_flat_at(layout, &quote!(__j));
                 self.unrolled(self.slots(numel, layout), quote!(__j), quote!(let __f: usize = #f; #body))
             }
+            Layout::MmaRows { .. } => {
+                let bits = self.bit_layout(numel, layout).expect("row layouts have power-of-two tiles");
+                let f = bits.flat_at(&quote!(__j));
+                self.unrolled(self.slots(numel, layout), quote!(__j), quote!(let __f: usize = #f; #body))
+            }
         }
     }
 
@@ -1110,10 +1218,25 @@ impl<'a> DevGen<'a> {
         debug_assert_eq!(sb[1], n);
         let ea = self.elem(&self.k.exprs[a].ty);
         let (align, fence) = self.operand_staging(layout);
-        let off_a = self.alloc_aligned((m * kk * 2).next_multiple_of(align), align);
-        let off_b = self.alloc_aligned((kk * n * 2).next_multiple_of(align), align);
-        let stage_a = self.stage_operand(a, Tile::of(layout, m, kk), off_a, &ea);
-        let stage_b = self.stage_operand(b, Tile::of(layout, kk, n), off_b, &ea);
+        // A `wgmma` operand loaded from memory that is contiguous down its columns is staged
+        // transposed (16-byte copies along the columns) and read with the transpose bit.
+        let transposed = |x: ExprId| {
+            let wg = matches!(layout, Layout::Mma { wg: true, .. });
+            let load = self.load_of(x).filter(|_| wg && !self.resident.borrow().contains_key(&x));
+            load.is_some_and(|l| matches!(self.k.exprs[l].kind, ExprKind::Load { ptr, .. } if self.contiguous_down(ptr)))
+        };
+        let staged = |x: ExprId, rows: usize, inner: usize| match self.resident.borrow().get(&x) {
+            Some(off) => (*off, quote!(), Staging::Rows),
+            None => {
+                let off = self.alloc_aligned((rows * inner * 2).next_multiple_of(align), align);
+                if let Some(code) = transposed(x).then(|| self.stage_operand_down(x, Tile::of(layout, inner, rows), off, &ea)).flatten() {
+                    return (off, code, Staging::Cols);
+                }
+                (off, self.stage_operand(x, Tile::of(layout, rows, inner), off, &ea), Staging::Rows)
+            }
+        };
+        let (off_a, stage_a, staging_a) = staged(a, m, kk);
+        let (off_b, stage_b, staging_b) = staged(b, kk, n);
         let out = self.fresh("mma");
         let slots = tm * tn * 4;
         let init = self.phase_in(m * n, layout, |g| {
@@ -1123,7 +1246,13 @@ impl<'a> DevGen<'a> {
             };
             quote!(#out[__j] = #v;)
         });
-        let compute = self.mma_compute(a, layout, kk, &out, quote!(#d::smem_addr() + #off_a as u32), quote!(#d::smem_addr() + #off_b as u32));
+        let (sa, sb) = (quote!(#d::smem_addr() + #off_a as u32), quote!(#d::smem_addr() + #off_b as u32));
+        let compute = if (staging_a, staging_b) == (Staging::Rows, Staging::Rows) {
+            self.mma_compute(a, layout, kk, &out, sa, sb)
+        } else {
+            let (setup, issue, finish) = self.wgmma_compute(a, layout, kk, &out, (sa, sb), None, [staging_a, staging_b]);
+            quote!({ #setup #issue #finish })
+        };
         self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: quote!(f32), numel: m * n, layout });
         quote! {
             let mut #out: [f32; #slots] = [0.0f32; #slots];
@@ -1135,6 +1264,49 @@ impl<'a> DevGen<'a> {
             #compute
             #d::bar_sync();
         }
+    }
+
+    /// Stages in shared memory, before a loop with body `body`, the tensor-core `dot` operands of
+    /// its statements that the loop does not change (immutable locals defined before it, such
+    /// as flash attention's query tile), and reserves their tiles below `floor` for the loop's
+    /// statements (the caller restores `floor` after the body). The code ends with a barrier.
+    fn stage_resident(&self, body: &[Stmt]) -> TokenStream {
+        let k = self.k;
+        let defined_inside = |l: LocalId| assigned_values_in(body).contains_key(&l);
+        let mut dots = Vec::new();
+        for s in body {
+            for r in Self::stmt_roots(s) {
+                collect_dots(k, r, &mut dots);
+            }
+        }
+        let mut plans = Vec::new();
+        for dot in dots {
+            let ExprKind::Dot { a, b, .. } = k.exprs[dot].kind else { continue };
+            let Some(layout) = self.mma_tiling(dot) else { continue };
+            let (m, kk, n) = (self.shapes[a][0], self.shapes[a][1], self.shapes[b][1]);
+            for (x, rows, inner) in [(a, m, kk), (b, kk, n)] {
+                let invariant = matches!(k.exprs[x].kind, ExprKind::Local(l) if !k.locals[l].mutable && matches!(self.kinds[l], LocalKind::Materialized) && !defined_inside(l));
+                if invariant && !self.resident.borrow().contains_key(&x) {
+                    let (align, fence) = self.operand_staging(layout);
+                    let off = self.alloc_aligned((rows * inner * 2).next_multiple_of(align), align);
+                    self.resident.borrow_mut().insert(x, off);
+                    plans.push((x, Tile::of(layout, rows, inner), off, fence));
+                }
+            }
+        }
+        if plans.is_empty() {
+            return quote!();
+        }
+        self.floor.set(self.cursor.get());
+        let d = &self.d;
+        let code = plans.iter().map(|(x, tile, off, fence)| {
+            let ea = self.elem(&k.exprs[*x].ty);
+            let stage = self.stage_operand(*x, *tile, *off, &ea);
+            quote!(#stage #fence)
+        });
+        let code: Vec<TokenStream> = code.collect();
+        self.cursor.set(self.floor.get());
+        quote!(#(#code)* #d::bar_sync();)
     }
 
     /// The alignment of staged operand tiles of a tensor-core `dot` in `layout`, and the fence
@@ -1398,8 +1570,10 @@ impl<'a> DevGen<'a> {
     fn stage_operand(&self, x: ExprId, tile: Tile, off: usize, e: &TokenStream) -> TokenStream {
         let d = &self.d;
         let (numel, inner) = (tile.rows * tile.inner, tile.inner);
+        // Iterated in the layout the operand's values are in (an `mma` result's own elements
+        // go straight to their place in the tile).
         let general = |g: &Self| {
-            g.phase(numel, |g| {
+            g.phase_in(numel, g.reduce_layout(x), |g| {
                 let v = g.ev(x, &At::Own);
                 let idx = tile.index(quote!(__f));
                 quote!(#d::store((__smem.add(#off) as *mut #e).add(#idx), #v);)
@@ -1455,6 +1629,60 @@ impl<'a> DevGen<'a> {
             }
             #d::cp_async_wait_all();
         }
+    }
+
+    /// Stages a 16-bit `dot` operand loaded from memory that is contiguous down its columns,
+    /// transposed (`Staging::Cols`: element `(r, c)` of the operand at row `c`, column `r` of
+    /// `tile`, swizzled), at `off`. Each chunk is 8 consecutive rows of one column, and
+    /// consecutive threads take consecutive chunks down a column (coalesced): when its 8
+    /// addresses are contiguous (the last one 7 elements past the first), 16-byte aligned,
+    /// unmasked and inside the buffer, one 16-byte `cp.async`; otherwise element by element.
+    /// `None` when the operand is not such a load or its rows are not whole chunks.
+    fn stage_operand_down(&self, x: ExprId, tile: Tile, off: usize, e: &TokenStream) -> Option<TokenStream> {
+        let d = &self.d;
+        let (rows, inner) = (self.shapes[x][0], self.shapes[x][1]);
+        let load = self.load_of(x).filter(|_| rows % 8 == 0)?;
+        let ExprKind::Load { ptr, mask, .. } = self.k.exprs[load].kind else { return None };
+        let threads = self.threads;
+        let (down, chunks) = (rows / 8, rows / 8 * inner);
+        let per_thread = chunks.div_ceil(threads);
+        let scope = self.enter_iteration(0, Layout::Cyclic);
+        let at = |i: usize| At::Flat(quote!(((__r0 + #i) * #inner + __col)));
+        let (p0, p7) = (self.operand(load, ptr, &at(0)), self.operand(load, ptr, &at(7)));
+        let masks: Vec<TokenStream> = match mask {
+            Some(m) => (0..8).map(|i| self.operand(load, m, &at(i))).collect(),
+            None => vec![quote!(true)],
+        };
+        let scalar: Vec<TokenStream> = (0..8)
+            .map(|i| {
+                let v = self.ev(x, &at(i));
+                let idx = tile.index(quote!((__col * #rows + __r0 + #i)));
+                quote!(#d::store((__smem.add(#off) as *mut #e).add(#idx), #v);)
+            })
+            .collect();
+        if !self.leave_iteration(scope).is_empty() {
+            return None;
+        }
+        let s0 = tile.index(quote!((__col * #rows + __r0)));
+        let fits = self.fits_code(ptr, &quote!(__p0), 8);
+        Some(quote! {
+            for __jc in 0..#per_thread {
+                let __c = __jc * #threads + __tid;
+                if __c < #chunks {
+                    let __r0: usize = (__c % #down) * 8;
+                    let __col: usize = __c / #down;
+                    let __p0 = #p0;
+                    let __p7 = #p7;
+                    if #(#masks)&* && (__p0 as usize) % 16 == 0 && (__p7 as usize) == (__p0 as usize) + 14 && #fits {
+                        let __s0: usize = #s0;
+                        #d::cp_async_16(#d::smem_addr() + (#off + __s0 * 2) as u32, __p0 as *const u8);
+                    } else {
+                        #(#scalar)*
+                    }
+                }
+            }
+            #d::cp_async_wait_all();
+        })
     }
 
     /// The value `id` computed into shared memory by `code` (which ends past a barrier), read
@@ -1673,7 +1901,7 @@ impl<'a> DevGen<'a> {
 
     /// One statement (its hoisted `dot`s and reductions first), keeping `synced` up to date.
     fn gen_stmt(&self, s: &Stmt, out: &mut TokenStream) {
-        self.cursor.set(0);
+        self.cursor.set(self.floor.get());
         self.temps.borrow_mut().clear();
         let touches = self.touches_global(s);
         let (synced, last) = (self.synced.get(), self.last.get());
@@ -1835,6 +2063,8 @@ impl<'a> DevGen<'a> {
                     ExprKind::Local(l) if matches!(self.kinds[*l], LocalKind::Materialized) && self.shapes[*value] == self.shapes[*ptr] => self.layouts[*l],
                     _ => Layout::Cyclic,
                 };
+                // Row layouts hold each element in several threads: a store writes it once.
+                let layout = if matches!(layout, Layout::MmaRows { .. }) { Layout::Cyclic } else { layout };
                 if self.chunk_len(numel, layout) > 1 {
                     let body = self.store_chunks(numel, layout, *ptr, *value, *mask, span.start);
                     return quote!(#before #body #after);
@@ -1864,7 +2094,9 @@ impl<'a> DevGen<'a> {
                 let t = self.elem(&k.locals[*var].ty);
                 let (s, e, st) = (self.ev(*start, &At::Own), self.ev(*end, &At::Own), self.ev(*step, &At::Own));
                 let split = self.split_of(*var).map(|sl| self.split_range_code(sl, &t));
+                let (floor, resident) = (self.floor.get(), self.stage_resident(body));
                 let body = self.stmts(body);
+                self.floor.set(floor);
                 if let Some((range, after)) = split {
                     // A part of the split loop runs its run of `__n` iterations.
                     return quote! {
@@ -1875,6 +2107,7 @@ impl<'a> DevGen<'a> {
                             let (__s64, __e64, __t64) = (__start as i64, __end as i64, __step as i64);
                             let __n: i64 = #d::trip_count(__s64, __e64, __t64);
                             #range
+                            #resident
                             let mut __i: #t = __start;
                             let mut __c: i64 = 0;
                             while __c < __n {
@@ -1892,6 +2125,7 @@ impl<'a> DevGen<'a> {
                     let __start: #t = #s;
                     let __end: #t = #e;
                     let __step: #t = #st;
+                    #resident
                     let mut __i: #t = __start;
                     while __step != 0 && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end)) {
                         let #id: #t = __i;
@@ -1919,8 +2153,36 @@ impl<'a> DevGen<'a> {
     }
 }
 
-/// Every value each local is given (its `let` and its assignments), anywhere in the kernel.
-fn assigned_values(k: &Kernel) -> HashMap<LocalId, Vec<ExprId>> {
+/// The bits of the flat index of a block of shape `to` broadcast to `from` (NumPy's rules), given
+/// which iteration bit each bit of `from`'s flat index is (`map`); `None` unless every
+/// dimension is a power of two.
+fn broadcast_bits(map: &[u32], from: &[usize], to: &[usize]) -> Option<Vec<u32>> {
+    if !from.iter().chain(to).all(|d| d.is_power_of_two()) || map.len() != from.iter().product::<usize>().trailing_zeros() as usize {
+        return None;
+    }
+    let mut bits = Vec::new();
+    for i in (0..to.len()).rev() {
+        let fi = i + from.len() - to.len();
+        if to[i] != 1 {
+            let lo = from[fi + 1..].iter().product::<usize>().trailing_zeros() as usize;
+            bits.extend_from_slice(&map[lo..lo + to[i].trailing_zeros() as usize]);
+        }
+    }
+    Some(bits)
+}
+
+/// The `dot` expressions inside `e`.
+fn collect_dots(k: &Kernel, e: ExprId, out: &mut Vec<ExprId>) {
+    for c in k.exprs[e].kind.operands() {
+        collect_dots(k, c, out);
+    }
+    if matches!(k.exprs[e].kind, ExprKind::Dot { .. }) {
+        out.push(e);
+    }
+}
+
+/// Every value each local is given (its `let` and its assignments) in `stmts`.
+fn assigned_values_in(stmts: &[Stmt]) -> HashMap<LocalId, Vec<ExprId>> {
     fn walk(stmts: &[Stmt], values: &mut HashMap<LocalId, Vec<ExprId>>) {
         for s in stmts {
             match s {
@@ -1939,8 +2201,13 @@ fn assigned_values(k: &Kernel) -> HashMap<LocalId, Vec<ExprId>> {
         }
     }
     let mut values = HashMap::new();
-    walk(&k.body, &mut values);
+    walk(stmts, &mut values);
     values
+}
+
+/// Every value each local is given (its `let` and its assignments), anywhere in the kernel.
+fn assigned_values(k: &Kernel) -> HashMap<LocalId, Vec<ExprId>> {
+    assigned_values_in(&k.body)
 }
 
 fn uses_local(k: &Kernel, e: ExprId, l: LocalId) -> bool {

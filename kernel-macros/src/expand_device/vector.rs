@@ -149,6 +149,7 @@ impl DevGen<'_> {
         match layout {
             Layout::Cyclic => self.vec_width(numel),
             Layout::Mma { .. } => 2,
+            Layout::MmaRows { .. } => 1,
         }
     }
 

@@ -4,6 +4,7 @@
 //! the kernels run on the GPU (`scripts/gpu-check.sh` runs the GPU subjects one by one).
 
 mod atomics;
+mod attention;
 mod batched_matmul;
 mod cpu_errors;
 mod debug;

@@ -195,6 +195,21 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c0(
         }
       },
     );
+    let mut numerator_6: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          numerator_6[__j] = <f32 as ::kernel_std::__private::device::Float>::exp(
+            shifted_5[__j],
+          );
+        }
+      },
+    );
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 1usize];
@@ -206,9 +221,7 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c0(
       |__j: usize| {
         let __f = __tid + __j * 128usize;
         if __f < 128usize {
-          let __x = <f32 as ::kernel_std::__private::device::Float>::exp(
-            shifted_5[__j],
-          );
+          let __x = numerator_6[__j];
           let __i: usize = {
             const __L: [usize; 1usize] = [0usize];
             __L[__j]
@@ -339,9 +352,7 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c0(
                     ::kernel_std::__private::device::F16,
                   >(
                     <f32 as ::kernel_std::__private::device::Num>::div(
-                      <f32 as ::kernel_std::__private::device::Float>::exp(
-                        shifted_5[__j],
-                      ),
+                      numerator_6[__j],
                       denominator_7,
                     ),
                   ),

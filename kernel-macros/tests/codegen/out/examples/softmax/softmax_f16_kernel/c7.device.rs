@@ -509,6 +509,29 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c7(
         );
       },
     );
+    let mut numerator_6: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 512usize + __tid) * 8usize;
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            numerator_6[__j] = <f32 as ::kernel_std::__private::device::Float>::exp(
+              shifted_5[__j],
+            );
+          },
+        );
+      },
+    );
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 1usize];
@@ -527,9 +550,7 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c7(
           |__v: usize| {
             let __j: usize = __jc * 8usize + __v;
             let __f: usize = __f0 + __v;
-            let __x = <f32 as ::kernel_std::__private::device::Float>::exp(
-              shifted_5[__j],
-            );
+            let __x = numerator_6[__j];
             let __i: usize = {
               const __L: [usize; 32usize] = [
                 0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
@@ -710,9 +731,7 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c7(
               ::kernel_std::__private::device::F16,
             >(
               <f32 as ::kernel_std::__private::device::Num>::div(
-                <f32 as ::kernel_std::__private::device::Float>::exp(
-                  shifted_5[__j],
-                ),
+                numerator_6[__j],
                 denominator_7,
               ),
             );

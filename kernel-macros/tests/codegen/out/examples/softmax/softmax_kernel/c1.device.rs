@@ -284,6 +284,29 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c1(
         );
       },
     );
+    let mut numerator_6: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            numerator_6[__j] = <f32 as ::kernel_std::__private::device::Float>::exp(
+              shifted_5[__j],
+            );
+          },
+        );
+      },
+    );
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 1usize];
@@ -302,9 +325,7 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c1(
           |__v: usize| {
             let __j: usize = __jc * 2usize + __v;
             let __f: usize = __f0 + __v;
-            let __x = <f32 as ::kernel_std::__private::device::Float>::exp(
-              shifted_5[__j],
-            );
+            let __x = numerator_6[__j];
             let __i: usize = {
               const __L: [usize; 2usize] = [0usize, 0usize];
               __L[__j]
@@ -426,9 +447,7 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c1(
               (0i32).wrapping_add((__f) as i32),
             );
             __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::div(
-              <f32 as ::kernel_std::__private::device::Float>::exp(
-                shifted_5[__j],
-              ),
+              numerator_6[__j],
               denominator_7,
             );
             __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(

@@ -390,6 +390,29 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c5(
         );
       },
     );
+    let mut numerator_6: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 512usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            numerator_6[__j] = <f32 as ::kernel_std::__private::device::Float>::exp(
+              shifted_5[__j],
+            );
+          },
+        );
+      },
+    );
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 1usize];
@@ -408,9 +431,7 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c5(
           |__v: usize| {
             let __j: usize = __jc * 4usize + __v;
             let __f: usize = __f0 + __v;
-            let __x = <f32 as ::kernel_std::__private::device::Float>::exp(
-              shifted_5[__j],
-            );
+            let __x = numerator_6[__j];
             let __i: usize = {
               const __L: [usize; 8usize] = [
                 0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
@@ -584,9 +605,7 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c5(
               (0i32).wrapping_add((__f) as i32),
             );
             __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::div(
-              <f32 as ::kernel_std::__private::device::Float>::exp(
-                shifted_5[__j],
-              ),
+              numerator_6[__j],
               denominator_7,
             );
             __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(

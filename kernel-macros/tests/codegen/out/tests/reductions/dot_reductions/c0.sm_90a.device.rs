@@ -1257,114 +1257,92 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c0(
         s_3[__j] = __mma0[__j];
       },
     );
-    let mut __red1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
-    ::kernel_std::__private::device::unroll::<
-      32usize,
-      _,
-    >(
-      #[inline(always)]
-      |__j: usize| {
-        let __f: usize = (((__warp / 4) / 1usize) * 64usize
-          + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8 + (__warp % 4) * 16
-          + __lane / 4) * 64usize + ((__warp / 4) % 1usize) * 64usize
-          + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-        let __x = s_3[__j];
-        let __i: usize = {
-          const __L: [usize; 32usize] = [
-            0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-            0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-            0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-            0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-          ];
-          __L[__j]
-        };
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-        );
-      },
-    );
+    let __red1: [f32; 2usize] = {
+      let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+      ::kernel_std::__private::device::unroll::<
+        32usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f: usize = (((__warp / 4) / 1usize) * 64usize
+            + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+            + (__warp % 4) * 16 + __lane / 4) * 64usize
+            + ((__warp / 4) % 1usize) * 64usize + (((__j) % 32usize) / 4) * 8
+            + (__j) % 2 + (__lane % 4) * 2;
+          let __x = s_3[__j];
+          let __i: usize = {
+            const __L: [usize; 32usize] = [
+              0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+              1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+              1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+              0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+              0usize, 0usize, 1usize, 1usize,
+            ];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        },
+      );
+      ::kernel_std::__private::device::unroll::<
+        2usize,
+        _,
+      >(
+        #[inline(always)]
+        |__i: usize| {
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+              __p[__i],
+              1u32,
+            ),
+          );
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+              __p[__i],
+              2u32,
+            ),
+          );
+        },
+      );
+      [
+        <f32 as ::kernel_std::__private::device::Elem>::from_f32(__p[0usize]),
+        <f32 as ::kernel_std::__private::device::Elem>::from_f32(__p[1usize]),
+      ]
+    };
+    let mut mx_4: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
       2usize,
       _,
     >(
       #[inline(always)]
-      |__i: usize| {
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-            __p[__i],
-            1u32,
-          ),
-        );
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-            __p[__i],
-            2u32,
-          ),
-        );
+      |__j: usize| {
+        let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+          | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
+          | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
+          | ((__warp >> 1usize) & 1) << 5u32);
+        mx_4[__j] = __red1[__j];
       },
     );
-    if ((__lane as u32) & 3u32) == 0 {
-      let __po = __smem.add(0usize) as *mut f32;
-      let __w: usize = 0;
-      let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
-        + (__warp % 4) * 16 + __lane / 4) * 64usize
-        + ((__warp / 4) % 1usize) * 64usize + 0usize + (__lane % 4) * 2;
-      if __f < 4096usize {
-        let __o: usize = ((__f >> 6u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[0usize],
-        );
-      }
-      let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
-        + (__warp % 4) * 16 + __lane / 4) * 64usize
-        + ((__warp / 4) % 1usize) * 64usize + 0usize + (__lane % 4) * 2;
-      if __f < 4096usize {
-        let __o: usize = ((__f >> 6u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[1usize],
-        );
-      }
-    }
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::unroll::<
-      1usize,
+      2usize,
       _,
     >(
       #[inline(always)]
       |__j: usize| {
-        let __f = __tid + __j * 128usize;
-        if __f < 64usize {
-          __red1[__j] = {
-            let __po = __smem.add(0usize) as *mut f32;
-            let __o: usize = (__f) * 1usize;
-            let mut __a: f32 = ::kernel_std::__private::device::load(
-              __po.add(__o),
-            );
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-          };
-        }
-      },
-    );
-    ::kernel_std::__private::device::bar_sync();
-    let mut mx_4: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    ::kernel_std::__private::device::unroll::<
-      1usize,
-      _,
-    >(
-      #[inline(always)]
-      |__j: usize| {
-        let __f = __tid + __j * 128usize;
-        if __f < 64usize {
-          mx_4[__j] = __red1[__j];
-        }
+        let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+          | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
+          | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
+          | ((__warp >> 1usize) & 1) << 5u32);
+        ::kernel_std::__private::device::store(
+          (__smem.add(0usize) as *mut f32).add(__f),
+          mx_4[__j],
+        );
       },
     );
     ::kernel_std::__private::device::bar_sync();
@@ -1390,137 +1368,97 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c0(
               2u32,
               ::core::line!(),
             ) {
-              ::kernel_std::__private::device::store(__a, mx_4[__j]);
+              ::kernel_std::__private::device::store(
+                __a,
+                ::kernel_std::__private::device::load(
+                  (__smem.add(0usize) as *mut f32).add(__f),
+                ),
+              );
             }
           }
         }
       },
     );
     ::kernel_std::__private::device::bar_sync();
-    let mut __red2: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-      0,
-    ); 2usize];
-    ::kernel_std::__private::device::unroll::<
-      1usize,
-      _,
-    >(
-      #[inline(always)]
-      |__j: usize| {
-        let __f = __tid + __j * 128usize;
-        if __f < 64usize {
-          ::kernel_std::__private::device::store(
-            (__smem.add(256usize) as *mut f32).add(__f),
-            mx_4[__j],
-          );
-        }
-      },
-    );
     ::kernel_std::__private::device::bar_sync();
-    ::kernel_std::__private::device::unroll::<
-      32usize,
-      _,
-    >(
-      #[inline(always)]
-      |__j: usize| {
-        let __f: usize = (((__warp / 4) / 1usize) * 64usize
-          + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8 + (__warp % 4) * 16
-          + __lane / 4) * 64usize + ((__warp / 4) % 1usize) * 64usize
-          + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-        let __x = <f32 as ::kernel_std::__private::device::Float>::exp(
-          <f32 as ::kernel_std::__private::device::Num>::sub(
-            s_3[__j],
-            ::kernel_std::__private::device::load(
-              (__smem.add(256usize) as *mut f32)
-                .add({
-                  let __pf: usize = __f;
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }),
+    let __red2: [f32; 2usize] = {
+      let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+        0,
+      ); 2usize];
+      ::kernel_std::__private::device::unroll::<
+        32usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f: usize = (((__warp / 4) / 1usize) * 64usize
+            + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+            + (__warp % 4) * 16 + __lane / 4) * 64usize
+            + ((__warp / 4) % 1usize) * 64usize + (((__j) % 32usize) / 4) * 8
+            + (__j) % 2 + (__lane % 4) * 2;
+          let __x = <f32 as ::kernel_std::__private::device::Float>::exp(
+            <f32 as ::kernel_std::__private::device::Num>::sub(
+              s_3[__j],
+              mx_4[0usize | (((__j >> 1usize) & 1) << 0usize)],
             ),
-          ),
-        );
-        let __i: usize = {
-          const __L: [usize; 32usize] = [
-            0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-            0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-            0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-            0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-          ];
-          __L[__j]
-        };
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-        );
-      },
-    );
-    ::kernel_std::__private::device::bar_sync();
+          );
+          let __i: usize = {
+            const __L: [usize; 32usize] = [
+              0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+              1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+              1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+              0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+              0usize, 0usize, 1usize, 1usize,
+            ];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        },
+      );
+      ::kernel_std::__private::device::unroll::<
+        2usize,
+        _,
+      >(
+        #[inline(always)]
+        |__i: usize| {
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+              __p[__i],
+              1u32,
+            ),
+          );
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+              __p[__i],
+              2u32,
+            ),
+          );
+        },
+      );
+      [
+        <f32 as ::kernel_std::__private::device::Elem>::from_f32(__p[0usize]),
+        <f32 as ::kernel_std::__private::device::Elem>::from_f32(__p[1usize]),
+      ]
+    };
     ::kernel_std::__private::device::unroll::<
       2usize,
       _,
     >(
       #[inline(always)]
-      |__i: usize| {
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-            __p[__i],
-            1u32,
-          ),
-        );
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-            __p[__i],
-            2u32,
-          ),
-        );
-      },
-    );
-    if ((__lane as u32) & 3u32) == 0 {
-      let __po = __smem.add(0usize) as *mut f32;
-      let __w: usize = 0;
-      let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
-        + (__warp % 4) * 16 + __lane / 4) * 64usize
-        + ((__warp / 4) % 1usize) * 64usize + 0usize + (__lane % 4) * 2;
-      if __f < 4096usize {
-        let __o: usize = ((__f >> 6u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[0usize],
-        );
-      }
-      let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
-        + (__warp % 4) * 16 + __lane / 4) * 64usize
-        + ((__warp / 4) % 1usize) * 64usize + 0usize + (__lane % 4) * 2;
-      if __f < 4096usize {
-        let __o: usize = ((__f >> 6u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 1usize + __w),
-          __p[1usize],
-        );
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    ::kernel_std::__private::device::unroll::<
-      1usize,
-      _,
-    >(
-      #[inline(always)]
       |__j: usize| {
-        let __f = __tid + __j * 128usize;
-        if __f < 64usize {
-          __red2[__j] = {
-            let __po = __smem.add(0usize) as *mut f32;
-            let __o: usize = (__f) * 1usize;
-            let mut __a: f32 = ::kernel_std::__private::device::load(
-              __po.add(__o),
-            );
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-          };
-        }
+        let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+          | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
+          | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
+          | ((__warp >> 1usize) & 1) << 5u32);
+        ::kernel_std::__private::device::store(
+          (__smem.add(256usize) as *mut f32).add(__f),
+          __red2[__j],
+        );
       },
     );
     ::kernel_std::__private::device::bar_sync();
@@ -1546,12 +1484,18 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c0(
               3u32,
               ::core::line!(),
             ) {
-              ::kernel_std::__private::device::store(__a, __red2[__j]);
+              ::kernel_std::__private::device::store(
+                __a,
+                ::kernel_std::__private::device::load(
+                  (__smem.add(256usize) as *mut f32).add(__f),
+                ),
+              );
             }
           }
         }
       },
     );
+    ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::bar_sync();
     let mut __red3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
     let mut __p: [f32; 16usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(

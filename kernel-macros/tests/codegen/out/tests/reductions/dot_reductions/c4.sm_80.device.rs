@@ -1313,189 +1313,391 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c4(
         s_3[__j] = __mma0[__j];
       },
     );
-    let mut __red1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 8usize];
-    ::kernel_std::__private::device::unroll::<
-      64usize,
-      _,
-    >(
-      #[inline(always)]
-      |__j: usize| {
-        let __f: usize = ((__warp / 4usize) * 64usize + ((__j) / 16usize) * 16
-          + (((__j) % 4) / 2) * 8 + __lane / 4) * 128usize
-          + (__warp % 4usize) * 32usize + (((__j) % 16usize) / 4) * 8
-          + (__j) % 2 + (__lane % 4) * 2;
-        let __x = s_3[__j];
-        let __i: usize = {
-          const __L: [usize; 64usize] = [
-            0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-            0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-            2usize, 2usize, 3usize, 3usize, 2usize, 2usize, 3usize, 3usize,
-            2usize, 2usize, 3usize, 3usize, 2usize, 2usize, 3usize, 3usize,
-            4usize, 4usize, 5usize, 5usize, 4usize, 4usize, 5usize, 5usize,
-            4usize, 4usize, 5usize, 5usize, 4usize, 4usize, 5usize, 5usize,
-            6usize, 6usize, 7usize, 7usize, 6usize, 6usize, 7usize, 7usize,
-            6usize, 6usize, 7usize, 7usize, 6usize, 6usize, 7usize, 7usize,
-          ];
-          __L[__j]
-        };
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-        );
-      },
-    );
+    let __red1: [f32; 8usize] = {
+      let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 8usize];
+      ::kernel_std::__private::device::unroll::<
+        64usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f: usize = ((__warp / 4usize) * 64usize
+            + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
+            * 128usize + (__warp % 4usize) * 32usize
+            + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+          let __x = s_3[__j];
+          let __i: usize = {
+            const __L: [usize; 64usize] = [
+              0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+              1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+              1usize, 1usize, 2usize, 2usize, 3usize, 3usize, 2usize,
+              2usize, 3usize, 3usize, 2usize, 2usize, 3usize, 3usize,
+              2usize, 2usize, 3usize, 3usize, 4usize, 4usize, 5usize,
+              5usize, 4usize, 4usize, 5usize, 5usize, 4usize, 4usize,
+              5usize, 5usize, 4usize, 4usize, 5usize, 5usize, 6usize,
+              6usize, 7usize, 7usize, 6usize, 6usize, 7usize, 7usize,
+              6usize, 6usize, 7usize, 7usize, 6usize, 6usize, 7usize,
+              7usize,
+            ];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        },
+      );
+      ::kernel_std::__private::device::unroll::<
+        8usize,
+        _,
+      >(
+        #[inline(always)]
+        |__i: usize| {
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+              __p[__i],
+              1u32,
+            ),
+          );
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+              __p[__i],
+              2u32,
+            ),
+          );
+        },
+      );
+      if ((__lane as u32) & 3u32) == 0 {
+        let __po = __smem.add(0usize) as *mut f32;
+        let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+          | ((__warp >> 1u32) & 1) << 1usize;
+        let __f: usize = ((__warp / 4usize) * 64usize + 0usize + __lane / 4)
+          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
+        if __f < 16384usize {
+          let __o: usize = ((__f >> 7u32) << 0u32)
+            | (__f & ((1usize << 0u32) - 1));
+          ::kernel_std::__private::device::store(
+            __po.add(__o * 4usize + __w),
+            __p[0usize],
+          );
+        }
+        let __f: usize = ((__warp / 4usize) * 64usize + 8usize + __lane / 4)
+          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
+        if __f < 16384usize {
+          let __o: usize = ((__f >> 7u32) << 0u32)
+            | (__f & ((1usize << 0u32) - 1));
+          ::kernel_std::__private::device::store(
+            __po.add(__o * 4usize + __w),
+            __p[1usize],
+          );
+        }
+        let __f: usize = ((__warp / 4usize) * 64usize + 16usize + __lane / 4)
+          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
+        if __f < 16384usize {
+          let __o: usize = ((__f >> 7u32) << 0u32)
+            | (__f & ((1usize << 0u32) - 1));
+          ::kernel_std::__private::device::store(
+            __po.add(__o * 4usize + __w),
+            __p[2usize],
+          );
+        }
+        let __f: usize = ((__warp / 4usize) * 64usize + 24usize + __lane / 4)
+          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
+        if __f < 16384usize {
+          let __o: usize = ((__f >> 7u32) << 0u32)
+            | (__f & ((1usize << 0u32) - 1));
+          ::kernel_std::__private::device::store(
+            __po.add(__o * 4usize + __w),
+            __p[3usize],
+          );
+        }
+        let __f: usize = ((__warp / 4usize) * 64usize + 32usize + __lane / 4)
+          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
+        if __f < 16384usize {
+          let __o: usize = ((__f >> 7u32) << 0u32)
+            | (__f & ((1usize << 0u32) - 1));
+          ::kernel_std::__private::device::store(
+            __po.add(__o * 4usize + __w),
+            __p[4usize],
+          );
+        }
+        let __f: usize = ((__warp / 4usize) * 64usize + 40usize + __lane / 4)
+          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
+        if __f < 16384usize {
+          let __o: usize = ((__f >> 7u32) << 0u32)
+            | (__f & ((1usize << 0u32) - 1));
+          ::kernel_std::__private::device::store(
+            __po.add(__o * 4usize + __w),
+            __p[5usize],
+          );
+        }
+        let __f: usize = ((__warp / 4usize) * 64usize + 48usize + __lane / 4)
+          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
+        if __f < 16384usize {
+          let __o: usize = ((__f >> 7u32) << 0u32)
+            | (__f & ((1usize << 0u32) - 1));
+          ::kernel_std::__private::device::store(
+            __po.add(__o * 4usize + __w),
+            __p[6usize],
+          );
+        }
+        let __f: usize = ((__warp / 4usize) * 64usize + 56usize + __lane / 4)
+          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
+        if __f < 16384usize {
+          let __o: usize = ((__f >> 7u32) << 0u32)
+            | (__f & ((1usize << 0u32) - 1));
+          ::kernel_std::__private::device::store(
+            __po.add(__o * 4usize + __w),
+            __p[7usize],
+          );
+        }
+      }
+      ::kernel_std::__private::device::bar_sync();
+      [
+        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = ((0usize | (((0usize) >> 0usize) & 1) << 3u32
+            | (((0usize) >> 1usize) & 1) << 4u32
+            | (((0usize) >> 2usize) & 1) << 5u32
+            | ((__lane >> 2usize) & 1) << 0u32
+            | ((__lane >> 3usize) & 1) << 1u32
+            | ((__lane >> 4usize) & 1) << 2u32
+            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          __a
+        }),
+        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = ((0usize | (((1usize) >> 0usize) & 1) << 3u32
+            | (((1usize) >> 1usize) & 1) << 4u32
+            | (((1usize) >> 2usize) & 1) << 5u32
+            | ((__lane >> 2usize) & 1) << 0u32
+            | ((__lane >> 3usize) & 1) << 1u32
+            | ((__lane >> 4usize) & 1) << 2u32
+            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          __a
+        }),
+        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = ((0usize | (((2usize) >> 0usize) & 1) << 3u32
+            | (((2usize) >> 1usize) & 1) << 4u32
+            | (((2usize) >> 2usize) & 1) << 5u32
+            | ((__lane >> 2usize) & 1) << 0u32
+            | ((__lane >> 3usize) & 1) << 1u32
+            | ((__lane >> 4usize) & 1) << 2u32
+            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          __a
+        }),
+        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = ((0usize | (((3usize) >> 0usize) & 1) << 3u32
+            | (((3usize) >> 1usize) & 1) << 4u32
+            | (((3usize) >> 2usize) & 1) << 5u32
+            | ((__lane >> 2usize) & 1) << 0u32
+            | ((__lane >> 3usize) & 1) << 1u32
+            | ((__lane >> 4usize) & 1) << 2u32
+            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          __a
+        }),
+        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = ((0usize | (((4usize) >> 0usize) & 1) << 3u32
+            | (((4usize) >> 1usize) & 1) << 4u32
+            | (((4usize) >> 2usize) & 1) << 5u32
+            | ((__lane >> 2usize) & 1) << 0u32
+            | ((__lane >> 3usize) & 1) << 1u32
+            | ((__lane >> 4usize) & 1) << 2u32
+            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          __a
+        }),
+        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = ((0usize | (((5usize) >> 0usize) & 1) << 3u32
+            | (((5usize) >> 1usize) & 1) << 4u32
+            | (((5usize) >> 2usize) & 1) << 5u32
+            | ((__lane >> 2usize) & 1) << 0u32
+            | ((__lane >> 3usize) & 1) << 1u32
+            | ((__lane >> 4usize) & 1) << 2u32
+            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          __a
+        }),
+        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = ((0usize | (((6usize) >> 0usize) & 1) << 3u32
+            | (((6usize) >> 1usize) & 1) << 4u32
+            | (((6usize) >> 2usize) & 1) << 5u32
+            | ((__lane >> 2usize) & 1) << 0u32
+            | ((__lane >> 3usize) & 1) << 1u32
+            | ((__lane >> 4usize) & 1) << 2u32
+            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          __a
+        }),
+        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = ((0usize | (((7usize) >> 0usize) & 1) << 3u32
+            | (((7usize) >> 1usize) & 1) << 4u32
+            | (((7usize) >> 2usize) & 1) << 5u32
+            | ((__lane >> 2usize) & 1) << 0u32
+            | ((__lane >> 3usize) & 1) << 1u32
+            | ((__lane >> 4usize) & 1) << 2u32
+            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          __a
+        }),
+      ]
+    };
+    ::kernel_std::__private::device::bar_sync();
+    let mut mx_4: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
       8usize,
       _,
     >(
       #[inline(always)]
-      |__i: usize| {
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-            __p[__i],
-            1u32,
-          ),
-        );
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-            __p[__i],
-            2u32,
-          ),
-        );
+      |__j: usize| {
+        let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+          | (((__j) >> 1usize) & 1) << 4u32 | (((__j) >> 2usize) & 1) << 5u32
+          | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
+          | ((__lane >> 4usize) & 1) << 2u32
+          | ((__warp >> 2usize) & 1) << 6u32);
+        mx_4[__j] = __red1[__j];
       },
     );
-    if ((__lane as u32) & 3u32) == 0 {
-      let __po = __smem.add(0usize) as *mut f32;
-      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-        | ((__warp >> 1u32) & 1) << 1usize;
-      let __f: usize = ((__warp / 4usize) * 64usize + 0usize + __lane / 4)
-        * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
-          __p[0usize],
-        );
-      }
-      let __f: usize = ((__warp / 4usize) * 64usize + 8usize + __lane / 4)
-        * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
-          __p[1usize],
-        );
-      }
-      let __f: usize = ((__warp / 4usize) * 64usize + 16usize + __lane / 4)
-        * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
-          __p[2usize],
-        );
-      }
-      let __f: usize = ((__warp / 4usize) * 64usize + 24usize + __lane / 4)
-        * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
-          __p[3usize],
-        );
-      }
-      let __f: usize = ((__warp / 4usize) * 64usize + 32usize + __lane / 4)
-        * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
-          __p[4usize],
-        );
-      }
-      let __f: usize = ((__warp / 4usize) * 64usize + 40usize + __lane / 4)
-        * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
-          __p[5usize],
-        );
-      }
-      let __f: usize = ((__warp / 4usize) * 64usize + 48usize + __lane / 4)
-        * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
-          __p[6usize],
-        );
-      }
-      let __f: usize = ((__warp / 4usize) * 64usize + 56usize + __lane / 4)
-        * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
-          __p[7usize],
-        );
-      }
-    }
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::unroll::<
-      1usize,
+      8usize,
       _,
     >(
       #[inline(always)]
       |__j: usize| {
-        let __f = __tid + __j * 256usize;
-        if __f < 128usize {
-          __red1[__j] = {
-            let __po = __smem.add(0usize) as *mut f32;
-            let __o: usize = (__f) * 4usize;
-            let mut __a: f32 = ::kernel_std::__private::device::load(
-              __po.add(__o),
-            );
-            __a = <f32 as ::kernel_std::__private::device::Num>::max(
-              __a,
-              ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-            );
-            __a = <f32 as ::kernel_std::__private::device::Num>::max(
-              __a,
-              ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-            );
-            __a = <f32 as ::kernel_std::__private::device::Num>::max(
-              __a,
-              ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-            );
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-          };
-        }
-      },
-    );
-    ::kernel_std::__private::device::bar_sync();
-    let mut mx_4: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    ::kernel_std::__private::device::unroll::<
-      1usize,
-      _,
-    >(
-      #[inline(always)]
-      |__j: usize| {
-        let __f = __tid + __j * 256usize;
-        if __f < 128usize {
-          mx_4[__j] = __red1[__j];
-        }
+        let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+          | (((__j) >> 1usize) & 1) << 4u32 | (((__j) >> 2usize) & 1) << 5u32
+          | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
+          | ((__lane >> 4usize) & 1) << 2u32
+          | ((__warp >> 2usize) & 1) << 6u32);
+        ::kernel_std::__private::device::store(
+          (__smem.add(0usize) as *mut f32).add(__f),
+          mx_4[__j],
+        );
       },
     );
     ::kernel_std::__private::device::bar_sync();
@@ -1521,212 +1723,397 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c4(
               2u32,
               ::core::line!(),
             ) {
-              ::kernel_std::__private::device::store(__a, mx_4[__j]);
+              ::kernel_std::__private::device::store(
+                __a,
+                ::kernel_std::__private::device::load(
+                  (__smem.add(0usize) as *mut f32).add(__f),
+                ),
+              );
             }
           }
         }
       },
     );
     ::kernel_std::__private::device::bar_sync();
-    let mut __red2: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-      0,
-    ); 8usize];
-    ::kernel_std::__private::device::unroll::<
-      1usize,
-      _,
-    >(
-      #[inline(always)]
-      |__j: usize| {
-        let __f = __tid + __j * 256usize;
-        if __f < 128usize {
+    ::kernel_std::__private::device::bar_sync();
+    let __red2: [f32; 8usize] = {
+      let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+        0,
+      ); 8usize];
+      ::kernel_std::__private::device::unroll::<
+        64usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f: usize = ((__warp / 4usize) * 64usize
+            + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
+            * 128usize + (__warp % 4usize) * 32usize
+            + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+          let __x = <f32 as ::kernel_std::__private::device::Float>::exp(
+            <f32 as ::kernel_std::__private::device::Num>::sub(
+              s_3[__j],
+              mx_4[0usize | (((__j >> 1usize) & 1) << 0usize)
+                | (((__j >> 4usize) & 1) << 1usize)
+                | (((__j >> 5usize) & 1) << 2usize)],
+            ),
+          );
+          let __i: usize = {
+            const __L: [usize; 64usize] = [
+              0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+              1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+              1usize, 1usize, 2usize, 2usize, 3usize, 3usize, 2usize,
+              2usize, 3usize, 3usize, 2usize, 2usize, 3usize, 3usize,
+              2usize, 2usize, 3usize, 3usize, 4usize, 4usize, 5usize,
+              5usize, 4usize, 4usize, 5usize, 5usize, 4usize, 4usize,
+              5usize, 5usize, 4usize, 4usize, 5usize, 5usize, 6usize,
+              6usize, 7usize, 7usize, 6usize, 6usize, 7usize, 7usize,
+              6usize, 6usize, 7usize, 7usize, 6usize, 6usize, 7usize,
+              7usize,
+            ];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        },
+      );
+      ::kernel_std::__private::device::unroll::<
+        8usize,
+        _,
+      >(
+        #[inline(always)]
+        |__i: usize| {
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+              __p[__i],
+              1u32,
+            ),
+          );
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+              __p[__i],
+              2u32,
+            ),
+          );
+        },
+      );
+      if ((__lane as u32) & 3u32) == 0 {
+        let __po = __smem.add(0usize) as *mut f32;
+        let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+          | ((__warp >> 1u32) & 1) << 1usize;
+        let __f: usize = ((__warp / 4usize) * 64usize + 0usize + __lane / 4)
+          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
+        if __f < 16384usize {
+          let __o: usize = ((__f >> 7u32) << 0u32)
+            | (__f & ((1usize << 0u32) - 1));
           ::kernel_std::__private::device::store(
-            (__smem.add(2048usize) as *mut f32).add(__f),
-            mx_4[__j],
+            __po.add(__o * 4usize + __w),
+            __p[0usize],
           );
         }
-      },
-    );
-    ::kernel_std::__private::device::bar_sync();
-    ::kernel_std::__private::device::unroll::<
-      64usize,
-      _,
-    >(
-      #[inline(always)]
-      |__j: usize| {
-        let __f: usize = ((__warp / 4usize) * 64usize + ((__j) / 16usize) * 16
-          + (((__j) % 4) / 2) * 8 + __lane / 4) * 128usize
-          + (__warp % 4usize) * 32usize + (((__j) % 16usize) / 4) * 8
-          + (__j) % 2 + (__lane % 4) * 2;
-        let __x = <f32 as ::kernel_std::__private::device::Float>::exp(
-          <f32 as ::kernel_std::__private::device::Num>::sub(
-            s_3[__j],
-            ::kernel_std::__private::device::load(
-              (__smem.add(2048usize) as *mut f32)
-                .add({
-                  let __pf: usize = __f;
-                  0usize + ((__pf / 128usize) % 128usize) * 1usize
-                }),
-            ),
-          ),
-        );
-        let __i: usize = {
-          const __L: [usize; 64usize] = [
-            0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-            0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-            2usize, 2usize, 3usize, 3usize, 2usize, 2usize, 3usize, 3usize,
-            2usize, 2usize, 3usize, 3usize, 2usize, 2usize, 3usize, 3usize,
-            4usize, 4usize, 5usize, 5usize, 4usize, 4usize, 5usize, 5usize,
-            4usize, 4usize, 5usize, 5usize, 4usize, 4usize, 5usize, 5usize,
-            6usize, 6usize, 7usize, 7usize, 6usize, 6usize, 7usize, 7usize,
-            6usize, 6usize, 7usize, 7usize, 6usize, 6usize, 7usize, 7usize,
-          ];
-          __L[__j]
-        };
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-        );
-      },
-    );
+        let __f: usize = ((__warp / 4usize) * 64usize + 8usize + __lane / 4)
+          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
+        if __f < 16384usize {
+          let __o: usize = ((__f >> 7u32) << 0u32)
+            | (__f & ((1usize << 0u32) - 1));
+          ::kernel_std::__private::device::store(
+            __po.add(__o * 4usize + __w),
+            __p[1usize],
+          );
+        }
+        let __f: usize = ((__warp / 4usize) * 64usize + 16usize + __lane / 4)
+          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
+        if __f < 16384usize {
+          let __o: usize = ((__f >> 7u32) << 0u32)
+            | (__f & ((1usize << 0u32) - 1));
+          ::kernel_std::__private::device::store(
+            __po.add(__o * 4usize + __w),
+            __p[2usize],
+          );
+        }
+        let __f: usize = ((__warp / 4usize) * 64usize + 24usize + __lane / 4)
+          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
+        if __f < 16384usize {
+          let __o: usize = ((__f >> 7u32) << 0u32)
+            | (__f & ((1usize << 0u32) - 1));
+          ::kernel_std::__private::device::store(
+            __po.add(__o * 4usize + __w),
+            __p[3usize],
+          );
+        }
+        let __f: usize = ((__warp / 4usize) * 64usize + 32usize + __lane / 4)
+          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
+        if __f < 16384usize {
+          let __o: usize = ((__f >> 7u32) << 0u32)
+            | (__f & ((1usize << 0u32) - 1));
+          ::kernel_std::__private::device::store(
+            __po.add(__o * 4usize + __w),
+            __p[4usize],
+          );
+        }
+        let __f: usize = ((__warp / 4usize) * 64usize + 40usize + __lane / 4)
+          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
+        if __f < 16384usize {
+          let __o: usize = ((__f >> 7u32) << 0u32)
+            | (__f & ((1usize << 0u32) - 1));
+          ::kernel_std::__private::device::store(
+            __po.add(__o * 4usize + __w),
+            __p[5usize],
+          );
+        }
+        let __f: usize = ((__warp / 4usize) * 64usize + 48usize + __lane / 4)
+          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
+        if __f < 16384usize {
+          let __o: usize = ((__f >> 7u32) << 0u32)
+            | (__f & ((1usize << 0u32) - 1));
+          ::kernel_std::__private::device::store(
+            __po.add(__o * 4usize + __w),
+            __p[6usize],
+          );
+        }
+        let __f: usize = ((__warp / 4usize) * 64usize + 56usize + __lane / 4)
+          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
+        if __f < 16384usize {
+          let __o: usize = ((__f >> 7u32) << 0u32)
+            | (__f & ((1usize << 0u32) - 1));
+          ::kernel_std::__private::device::store(
+            __po.add(__o * 4usize + __w),
+            __p[7usize],
+          );
+        }
+      }
+      ::kernel_std::__private::device::bar_sync();
+      [
+        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = ((0usize | (((0usize) >> 0usize) & 1) << 3u32
+            | (((0usize) >> 1usize) & 1) << 4u32
+            | (((0usize) >> 2usize) & 1) << 5u32
+            | ((__lane >> 2usize) & 1) << 0u32
+            | ((__lane >> 3usize) & 1) << 1u32
+            | ((__lane >> 4usize) & 1) << 2u32
+            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          __a
+        }),
+        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = ((0usize | (((1usize) >> 0usize) & 1) << 3u32
+            | (((1usize) >> 1usize) & 1) << 4u32
+            | (((1usize) >> 2usize) & 1) << 5u32
+            | ((__lane >> 2usize) & 1) << 0u32
+            | ((__lane >> 3usize) & 1) << 1u32
+            | ((__lane >> 4usize) & 1) << 2u32
+            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          __a
+        }),
+        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = ((0usize | (((2usize) >> 0usize) & 1) << 3u32
+            | (((2usize) >> 1usize) & 1) << 4u32
+            | (((2usize) >> 2usize) & 1) << 5u32
+            | ((__lane >> 2usize) & 1) << 0u32
+            | ((__lane >> 3usize) & 1) << 1u32
+            | ((__lane >> 4usize) & 1) << 2u32
+            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          __a
+        }),
+        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = ((0usize | (((3usize) >> 0usize) & 1) << 3u32
+            | (((3usize) >> 1usize) & 1) << 4u32
+            | (((3usize) >> 2usize) & 1) << 5u32
+            | ((__lane >> 2usize) & 1) << 0u32
+            | ((__lane >> 3usize) & 1) << 1u32
+            | ((__lane >> 4usize) & 1) << 2u32
+            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          __a
+        }),
+        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = ((0usize | (((4usize) >> 0usize) & 1) << 3u32
+            | (((4usize) >> 1usize) & 1) << 4u32
+            | (((4usize) >> 2usize) & 1) << 5u32
+            | ((__lane >> 2usize) & 1) << 0u32
+            | ((__lane >> 3usize) & 1) << 1u32
+            | ((__lane >> 4usize) & 1) << 2u32
+            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          __a
+        }),
+        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = ((0usize | (((5usize) >> 0usize) & 1) << 3u32
+            | (((5usize) >> 1usize) & 1) << 4u32
+            | (((5usize) >> 2usize) & 1) << 5u32
+            | ((__lane >> 2usize) & 1) << 0u32
+            | ((__lane >> 3usize) & 1) << 1u32
+            | ((__lane >> 4usize) & 1) << 2u32
+            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          __a
+        }),
+        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = ((0usize | (((6usize) >> 0usize) & 1) << 3u32
+            | (((6usize) >> 1usize) & 1) << 4u32
+            | (((6usize) >> 2usize) & 1) << 5u32
+            | ((__lane >> 2usize) & 1) << 0u32
+            | ((__lane >> 3usize) & 1) << 1u32
+            | ((__lane >> 4usize) & 1) << 2u32
+            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          __a
+        }),
+        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = ((0usize | (((7usize) >> 0usize) & 1) << 3u32
+            | (((7usize) >> 1usize) & 1) << 4u32
+            | (((7usize) >> 2usize) & 1) << 5u32
+            | ((__lane >> 2usize) & 1) << 0u32
+            | ((__lane >> 3usize) & 1) << 1u32
+            | ((__lane >> 4usize) & 1) << 2u32
+            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          __a
+        }),
+      ]
+    };
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::unroll::<
       8usize,
       _,
     >(
       #[inline(always)]
-      |__i: usize| {
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-            __p[__i],
-            1u32,
-          ),
-        );
-        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-          __p[__i],
-          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-            __p[__i],
-            2u32,
-          ),
-        );
-      },
-    );
-    if ((__lane as u32) & 3u32) == 0 {
-      let __po = __smem.add(0usize) as *mut f32;
-      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-        | ((__warp >> 1u32) & 1) << 1usize;
-      let __f: usize = ((__warp / 4usize) * 64usize + 0usize + __lane / 4)
-        * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
-          __p[0usize],
-        );
-      }
-      let __f: usize = ((__warp / 4usize) * 64usize + 8usize + __lane / 4)
-        * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
-          __p[1usize],
-        );
-      }
-      let __f: usize = ((__warp / 4usize) * 64usize + 16usize + __lane / 4)
-        * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
-          __p[2usize],
-        );
-      }
-      let __f: usize = ((__warp / 4usize) * 64usize + 24usize + __lane / 4)
-        * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
-          __p[3usize],
-        );
-      }
-      let __f: usize = ((__warp / 4usize) * 64usize + 32usize + __lane / 4)
-        * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
-          __p[4usize],
-        );
-      }
-      let __f: usize = ((__warp / 4usize) * 64usize + 40usize + __lane / 4)
-        * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
-          __p[5usize],
-        );
-      }
-      let __f: usize = ((__warp / 4usize) * 64usize + 48usize + __lane / 4)
-        * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
-          __p[6usize],
-        );
-      }
-      let __f: usize = ((__warp / 4usize) * 64usize + 56usize + __lane / 4)
-        * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-      if __f < 16384usize {
-        let __o: usize = ((__f >> 7u32) << 0u32)
-          | (__f & ((1usize << 0u32) - 1));
-        ::kernel_std::__private::device::store(
-          __po.add(__o * 4usize + __w),
-          __p[7usize],
-        );
-      }
-    }
-    ::kernel_std::__private::device::bar_sync();
-    ::kernel_std::__private::device::unroll::<
-      1usize,
-      _,
-    >(
-      #[inline(always)]
       |__j: usize| {
-        let __f = __tid + __j * 256usize;
-        if __f < 128usize {
-          __red2[__j] = {
-            let __po = __smem.add(0usize) as *mut f32;
-            let __o: usize = (__f) * 4usize;
-            let mut __a: f32 = ::kernel_std::__private::device::load(
-              __po.add(__o),
-            );
-            __a = <f32 as ::kernel_std::__private::device::Num>::add(
-              __a,
-              ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-            );
-            __a = <f32 as ::kernel_std::__private::device::Num>::add(
-              __a,
-              ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-            );
-            __a = <f32 as ::kernel_std::__private::device::Num>::add(
-              __a,
-              ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-            );
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-          };
-        }
+        let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+          | (((__j) >> 1usize) & 1) << 4u32 | (((__j) >> 2usize) & 1) << 5u32
+          | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
+          | ((__lane >> 4usize) & 1) << 2u32
+          | ((__warp >> 2usize) & 1) << 6u32);
+        ::kernel_std::__private::device::store(
+          (__smem.add(2048usize) as *mut f32).add(__f),
+          __red2[__j],
+        );
       },
     );
     ::kernel_std::__private::device::bar_sync();
@@ -1752,12 +2139,18 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c4(
               3u32,
               ::core::line!(),
             ) {
-              ::kernel_std::__private::device::store(__a, __red2[__j]);
+              ::kernel_std::__private::device::store(
+                __a,
+                ::kernel_std::__private::device::load(
+                  (__smem.add(2048usize) as *mut f32).add(__f),
+                ),
+              );
             }
           }
         }
       },
     );
+    ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::bar_sync();
     let mut __red3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
     let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(

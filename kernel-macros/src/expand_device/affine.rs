@@ -1,0 +1,127 @@
+//! Affine analysis of integer and pointer blocks: an expression that is a uniform base plus,
+//! along each axis, the axis index times a stride (index arithmetic built from `arange`,
+//! broadcasts, sums, and products with uniform scalars) has per-axis strides, each a constant
+//! known when the kernel is compiled or a run-time value. The code generator uses them to pick,
+//! before run time, the axis along which a pointer block is contiguous.
+
+use super::*;
+
+/// The stride of an affine block along one axis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Stride {
+    /// Known when the kernel is compiled (in elements for pointers).
+    Const(i64),
+    /// A uniform value known at run time.
+    Runtime,
+}
+
+impl Stride {
+    fn add(self, o: Stride) -> Stride {
+        match (self, o) {
+            (Stride::Const(a), Stride::Const(b)) => Stride::Const(a.wrapping_add(b)),
+            _ => Stride::Runtime,
+        }
+    }
+
+    fn scale(self, by: Stride) -> Stride {
+        match (self, by) {
+            (Stride::Const(0), _) | (_, Stride::Const(0)) => Stride::Const(0),
+            (Stride::Const(a), Stride::Const(b)) => Stride::Const(a.wrapping_mul(b)),
+            _ => Stride::Runtime,
+        }
+    }
+}
+
+impl DevGen<'_> {
+    /// The per-axis strides of `e` (one per axis of its shape) when it is affine in its
+    /// indices; `None` otherwise (loads, remainders, comparisons, ...). Integer wrap-around is
+    /// not modelled: callers check addresses at run time before relying on contiguity.
+    pub(super) fn strides(&self, e: ExprId) -> Option<Vec<Stride>> {
+        let k = self.k;
+        let shape = &self.shapes[e];
+        let int = |x: ExprId| matches!(k.exprs[x].ty.dtype(), Some(DType::I32 | DType::I64 | DType::U32)) || matches!(k.exprs[x].ty.elem, Elem::Ptr(_));
+        if shape.is_empty() {
+            // A uniform scalar: no axes.
+            return Some(Vec::new());
+        }
+        // An operand broadcast to `shape` (right-aligned; new and unit axes do not move).
+        let aligned = |x: ExprId| -> Option<Vec<Stride>> {
+            let sx = &self.shapes[x];
+            let inner = self.strides(x)?;
+            let pad = shape.len().checked_sub(sx.len())?;
+            Some((0..shape.len()).map(|i| if i < pad || sx[i - pad] == 1 { Stride::Const(0) } else { inner[i - pad] }).collect())
+        };
+        match &k.exprs[e].kind {
+            ExprKind::Arange { .. } => Some(vec![Stride::Const(1)]),
+            ExprKind::Full(_) => Some(vec![Stride::Const(0); shape.len()]),
+            ExprKind::Local(l) => match self.kinds[*l] {
+                LocalKind::Pure(init) => self.strides(init),
+                _ => None,
+            },
+            ExprKind::ExpandDims(x, ax) => {
+                let mut s = self.strides(*x)?;
+                s.insert((*ax).min(s.len()), Stride::Const(0));
+                Some(s)
+            }
+            ExprKind::Reshape(x) if self.shapes[*x] == *shape => self.strides(*x),
+            ExprKind::BroadcastTo(x) => aligned(*x),
+            ExprKind::Cast(x) if int(e) && int(*x) => aligned(*x),
+            ExprKind::Unary(UnOp::Neg, x) if int(e) => Some(aligned(*x)?.into_iter().map(|s| s.scale(Stride::Const(-1))).collect()),
+            ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) if int(e) => {
+                let (sa, sb) = (aligned(*a)?, aligned(*b)?);
+                let neg = if *op == BinOp::Sub { Stride::Const(-1) } else { Stride::Const(1) };
+                Some(sa.into_iter().zip(sb).map(|(x, y)| x.add(y.scale(neg))).collect())
+            }
+            ExprKind::PtrAdd(p, o) => {
+                let (sp, so) = (aligned(*p)?, aligned(*o)?);
+                Some(sp.into_iter().zip(so).map(|(x, y)| x.add(y)).collect())
+            }
+            ExprKind::Binary(BinOp::Mul, a, b) if int(e) => {
+                let (sa, sb) = (aligned(*a)?, aligned(*b)?);
+                let uniform = |s: &[Stride]| s.iter().all(|x| *x == Stride::Const(0));
+                let (x, c) = if uniform(&sb) { (sa, *b) } else if uniform(&sa) { (sb, *a) } else { return None };
+                let by = self.constant(c).map_or(Stride::Runtime, Stride::Const);
+                Some(x.into_iter().map(|s| s.scale(by)).collect())
+            }
+            _ => None,
+        }
+    }
+
+    /// The value of an integer expression that is the same constant everywhere (a literal, a
+    /// meta-parameter, or a block full of one), if known when the kernel is compiled.
+    fn constant(&self, e: ExprId) -> Option<i64> {
+        let k = self.k;
+        match &k.exprs[e].kind {
+            ExprKind::Lit(Lit::Int(v)) => Some(*v),
+            ExprKind::Meta(i) => self.vals.get(&k.metas[*i].name).copied(),
+            ExprKind::Full(v) | ExprKind::BroadcastTo(v) | ExprKind::ExpandDims(v, _) => self.constant(*v),
+            ExprKind::Local(l) => match self.kinds[*l] {
+                LocalKind::Pure(init) => self.constant(init),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Whether a 2-D pointer block steps by one element along its first axis and not along its
+    /// second (as the transposed view `k_ptr + cols[None, :] * stride + offs_d[:, None]` does):
+    /// its tile is then copied in chunks along the columns.
+    pub(super) fn contiguous_down(&self, ptr: ExprId) -> bool {
+        matches!(self.strides(ptr).as_deref(), Some([Stride::Const(1), s]) if *s != Stride::Const(1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Stride;
+
+    #[test]
+    fn strides_combine() {
+        assert_eq!(Stride::Const(2).add(Stride::Const(3)), Stride::Const(5));
+        assert_eq!(Stride::Const(2).add(Stride::Runtime), Stride::Runtime);
+        assert_eq!(Stride::Runtime.scale(Stride::Const(0)), Stride::Const(0));
+        assert_eq!(Stride::Const(0).scale(Stride::Runtime), Stride::Const(0));
+        assert_eq!(Stride::Const(1).scale(Stride::Runtime), Stride::Runtime);
+        assert_eq!(Stride::Const(4).scale(Stride::Const(-1)), Stride::Const(-4));
+    }
+}
