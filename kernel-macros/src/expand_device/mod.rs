@@ -33,6 +33,7 @@ mod affine;
 mod bits;
 mod bounds;
 mod chunks;
+mod operands;
 mod debug;
 mod pipeline;
 mod reduce;
@@ -234,6 +235,8 @@ struct DevGen<'a> {
     /// `dot` operands staged in shared memory once before the loop they are used in (they do
     /// not change in it), by operand expression: their offset.
     resident: RefCell<HashMap<ExprId, usize>>,
+    /// `dot` operands copied one iteration ahead in the loops being generated (`operands.rs`).
+    ahead: RefCell<HashMap<ExprId, operands::Ahead>>,
     smem_max: Cell<usize>,
     iter_numel: Cell<usize>,
     iter_layout: Cell<Layout>,
@@ -318,6 +321,7 @@ impl<'a> DevGen<'a> {
             cursor: Cell::new(0),
             floor: Cell::new(0),
             resident: RefCell::new(HashMap::new()),
+            ahead: RefCell::new(HashMap::new()),
             smem_max: Cell::new(0),
             iter_numel: Cell::new(0),
             iter_layout: Cell::new(Layout::Cyclic),
@@ -1218,25 +1222,8 @@ impl<'a> DevGen<'a> {
         debug_assert_eq!(sb[1], n);
         let ea = self.elem(&self.k.exprs[a].ty);
         let (align, fence) = self.operand_staging(layout);
-        // A `wgmma` operand loaded from memory that is contiguous down its columns is staged
-        // transposed (16-byte copies along the columns) and read with the transpose bit.
-        let transposed = |x: ExprId| {
-            let wg = matches!(layout, Layout::Mma { wg: true, .. });
-            let load = self.load_of(x).filter(|_| wg && !self.resident.borrow().contains_key(&x));
-            load.is_some_and(|l| matches!(self.k.exprs[l].kind, ExprKind::Load { ptr, .. } if self.contiguous_down(ptr)))
-        };
-        let staged = |x: ExprId, rows: usize, inner: usize| match self.resident.borrow().get(&x) {
-            Some(off) => (*off, quote!(), Staging::Rows),
-            None => {
-                let off = self.alloc_aligned((rows * inner * 2).next_multiple_of(align), align);
-                if let Some(code) = transposed(x).then(|| self.stage_operand_down(x, Tile::of(layout, inner, rows), off, &ea)).flatten() {
-                    return (off, code, Staging::Cols);
-                }
-                (off, self.stage_operand(x, Tile::of(layout, rows, inner), off, &ea), Staging::Rows)
-            }
-        };
-        let (off_a, stage_a, staging_a) = staged(a, m, kk);
-        let (off_b, stage_b, staging_b) = staged(b, kk, n);
+        let (off_a, stage_a, staging_a) = self.operand_source(a, layout, (m, kk), align, &ea);
+        let (off_b, stage_b, staging_b) = self.operand_source(b, layout, (kk, n), align, &ea);
         let out = self.fresh("mma");
         let slots = tm * tn * 4;
         let init = self.phase_in(m * n, layout, |g| {
@@ -1264,49 +1251,6 @@ impl<'a> DevGen<'a> {
             #compute
             #d::bar_sync();
         }
-    }
-
-    /// Stages in shared memory, before a loop with body `body`, the tensor-core `dot` operands of
-    /// its statements that the loop does not change (immutable locals defined before it, such
-    /// as flash attention's query tile), and reserves their tiles below `floor` for the loop's
-    /// statements (the caller restores `floor` after the body). The code ends with a barrier.
-    fn stage_resident(&self, body: &[Stmt]) -> TokenStream {
-        let k = self.k;
-        let defined_inside = |l: LocalId| assigned_values_in(body).contains_key(&l);
-        let mut dots = Vec::new();
-        for s in body {
-            for r in Self::stmt_roots(s) {
-                collect_dots(k, r, &mut dots);
-            }
-        }
-        let mut plans = Vec::new();
-        for dot in dots {
-            let ExprKind::Dot { a, b, .. } = k.exprs[dot].kind else { continue };
-            let Some(layout) = self.mma_tiling(dot) else { continue };
-            let (m, kk, n) = (self.shapes[a][0], self.shapes[a][1], self.shapes[b][1]);
-            for (x, rows, inner) in [(a, m, kk), (b, kk, n)] {
-                let invariant = matches!(k.exprs[x].kind, ExprKind::Local(l) if !k.locals[l].mutable && matches!(self.kinds[l], LocalKind::Materialized) && !defined_inside(l));
-                if invariant && !self.resident.borrow().contains_key(&x) {
-                    let (align, fence) = self.operand_staging(layout);
-                    let off = self.alloc_aligned((rows * inner * 2).next_multiple_of(align), align);
-                    self.resident.borrow_mut().insert(x, off);
-                    plans.push((x, Tile::of(layout, rows, inner), off, fence));
-                }
-            }
-        }
-        if plans.is_empty() {
-            return quote!();
-        }
-        self.floor.set(self.cursor.get());
-        let d = &self.d;
-        let code = plans.iter().map(|(x, tile, off, fence)| {
-            let ea = self.elem(&k.exprs[*x].ty);
-            let stage = self.stage_operand(*x, *tile, *off, &ea);
-            quote!(#stage #fence)
-        });
-        let code: Vec<TokenStream> = code.collect();
-        self.cursor.set(self.floor.get());
-        quote!(#(#code)* #d::bar_sync();)
     }
 
     /// The alignment of staged operand tiles of a tensor-core `dot` in `layout`, and the fence
@@ -1561,128 +1505,6 @@ impl<'a> DevGen<'a> {
             },
             _ => None,
         }
-    }
-
-    /// Stages a 16-bit `dot` operand of `numel` elements (rows of `inner`) into shared memory at
-    /// `off`, swizzled (see [`Self::swizzle`]). An operand loaded from global memory moves in
-    /// chunks of 8 elements: when the chunk's 8 addresses are contiguous, 16-byte aligned and
-    /// unmasked (checked at run time), one 16-byte `cp.async`; otherwise element by element.
-    fn stage_operand(&self, x: ExprId, tile: Tile, off: usize, e: &TokenStream) -> TokenStream {
-        let d = &self.d;
-        let (numel, inner) = (tile.rows * tile.inner, tile.inner);
-        // Iterated in the layout the operand's values are in (an `mma` result's own elements
-        // go straight to their place in the tile).
-        let general = |g: &Self| {
-            g.phase_in(numel, g.reduce_layout(x), |g| {
-                let v = g.ev(x, &At::Own);
-                let idx = tile.index(quote!(__f));
-                quote!(#d::store((__smem.add(#off) as *mut #e).add(#idx), #v);)
-            })
-        };
-        let Some(load) = self.load_of(x).filter(|_| inner % 8 == 0 && numel % 8 == 0) else {
-            return general(self);
-        };
-        let ExprKind::Load { ptr, mask, .. } = self.k.exprs[load].kind else { return quote!() };
-        let threads = self.threads;
-        let chunks = numel / 8;
-        let per_thread = chunks.div_ceil(threads);
-        let scope = self.enter_iteration(0, Layout::Cyclic);
-        let at = |i: usize| At::Flat(quote!((__f0 + #i)));
-        let ptrs: Vec<TokenStream> = (0..8).map(|i| self.operand(load, ptr, &at(i))).collect();
-        let masks: Vec<TokenStream> = match mask {
-            Some(m) => (0..8).map(|i| self.operand(load, m, &at(i))).collect(),
-            None => vec![quote!(true); 8],
-        };
-        let scalar: Vec<TokenStream> = (0..8)
-            .map(|i| {
-                let v = self.ev(x, &at(i));
-                quote!(#d::store((__smem.add(#off) as *mut #e).add(__s0 + #i), #v);)
-            })
-            .collect();
-        let staged = self.leave_iteration(scope);
-        if !staged.is_empty() {
-            // Operands that need other threads' registers take the general path.
-            return general(self);
-        }
-        let p_names: Vec<Ident> = (0..8usize).map(|i| format_ident!("__p{}", i)).collect();
-        let contiguous = (1..8usize).map(|i| {
-            let p = &p_names[i];
-            let bytes = 2 * i;
-            quote!((#p as usize) == (__p0 as usize) + #bytes)
-        });
-        let s0 = tile.index(quote!(__f0));
-        let fits = self.fits_code(ptr, &quote!(__p0), 8);
-        quote! {
-            for __jc in 0..#per_thread {
-                let __c = __jc * #threads + __tid;
-                if __c < #chunks {
-                    let __f0 = __c * 8;
-                    let __s0: usize = #s0;
-                    #(let #p_names = #ptrs;)*
-                    let __all = #(#masks)&*;
-                    if __all && (__p0 as usize) % 16 == 0 #(&& #contiguous)* && #fits {
-                        #d::cp_async_16(#d::smem_addr() + (#off + __s0 * 2) as u32, __p0 as *const u8);
-                    } else {
-                        #(#scalar)*
-                    }
-                }
-            }
-            #d::cp_async_wait_all();
-        }
-    }
-
-    /// Stages a 16-bit `dot` operand loaded from memory that is contiguous down its columns,
-    /// transposed (`Staging::Cols`: element `(r, c)` of the operand at row `c`, column `r` of
-    /// `tile`, swizzled), at `off`. Each chunk is 8 consecutive rows of one column, and
-    /// consecutive threads take consecutive chunks down a column (coalesced): when its 8
-    /// addresses are contiguous (the last one 7 elements past the first), 16-byte aligned,
-    /// unmasked and inside the buffer, one 16-byte `cp.async`; otherwise element by element.
-    /// `None` when the operand is not such a load or its rows are not whole chunks.
-    fn stage_operand_down(&self, x: ExprId, tile: Tile, off: usize, e: &TokenStream) -> Option<TokenStream> {
-        let d = &self.d;
-        let (rows, inner) = (self.shapes[x][0], self.shapes[x][1]);
-        let load = self.load_of(x).filter(|_| rows % 8 == 0)?;
-        let ExprKind::Load { ptr, mask, .. } = self.k.exprs[load].kind else { return None };
-        let threads = self.threads;
-        let (down, chunks) = (rows / 8, rows / 8 * inner);
-        let per_thread = chunks.div_ceil(threads);
-        let scope = self.enter_iteration(0, Layout::Cyclic);
-        let at = |i: usize| At::Flat(quote!(((__r0 + #i) * #inner + __col)));
-        let (p0, p7) = (self.operand(load, ptr, &at(0)), self.operand(load, ptr, &at(7)));
-        let masks: Vec<TokenStream> = match mask {
-            Some(m) => (0..8).map(|i| self.operand(load, m, &at(i))).collect(),
-            None => vec![quote!(true)],
-        };
-        let scalar: Vec<TokenStream> = (0..8)
-            .map(|i| {
-                let v = self.ev(x, &at(i));
-                let idx = tile.index(quote!((__col * #rows + __r0 + #i)));
-                quote!(#d::store((__smem.add(#off) as *mut #e).add(#idx), #v);)
-            })
-            .collect();
-        if !self.leave_iteration(scope).is_empty() {
-            return None;
-        }
-        let s0 = tile.index(quote!((__col * #rows + __r0)));
-        let fits = self.fits_code(ptr, &quote!(__p0), 8);
-        Some(quote! {
-            for __jc in 0..#per_thread {
-                let __c = __jc * #threads + __tid;
-                if __c < #chunks {
-                    let __r0: usize = (__c % #down) * 8;
-                    let __col: usize = __c / #down;
-                    let __p0 = #p0;
-                    let __p7 = #p7;
-                    if #(#masks)&* && (__p0 as usize) % 16 == 0 && (__p7 as usize) == (__p0 as usize) + 14 && #fits {
-                        let __s0: usize = #s0;
-                        #d::cp_async_16(#d::smem_addr() + (#off + __s0 * 2) as u32, __p0 as *const u8);
-                    } else {
-                        #(#scalar)*
-                    }
-                }
-            }
-            #d::cp_async_wait_all();
-        })
     }
 
     /// The value `id` computed into shared memory by `code` (which ends past a barrier), read
@@ -2095,8 +1917,15 @@ impl<'a> DevGen<'a> {
                 let (s, e, st) = (self.ev(*start, &At::Own), self.ev(*end, &At::Own), self.ev(*step, &At::Own));
                 let split = self.split_of(*var).map(|sl| self.split_range_code(sl, &t));
                 let (floor, resident) = (self.floor.get(), self.stage_resident(body));
+                // Copies one iteration ahead, counting the iterations' parity (not in split loops,
+                // whose parts start inside the loop).
+                let ahead = if split.is_none() { self.plan_ahead(body, *var, &t) } else { None };
                 let body = self.stmts(body);
                 self.floor.set(floor);
+                let (resident, body) = match ahead {
+                    Some((first, next, parity)) => (quote!(#resident #first let mut #parity: u32 = 0;), quote!(#next #body #parity = #parity.wrapping_add(1);)),
+                    None => (resident, body),
+                };
                 if let Some((range, after)) = split {
                     // A part of the split loop runs its run of `__n` iterations.
                     return quote! {

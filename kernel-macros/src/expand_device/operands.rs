@@ -1,0 +1,339 @@
+//! Where the operands of tensor-core `dot`s come from outside the software-pipelined K loop
+//! (`pipeline.rs`): each is copied into a swizzled tile of shared memory, as the kernel's block
+//! (`Staging::Rows`) or transposed (`Staging::Cols`, for `wgmma` operands loaded from memory
+//! that is contiguous down their columns, read with the instruction's transpose bit). In a loop,
+//! an operand the loop does not change is copied once before it (*resident*), and an operand
+//! loaded from addresses that depend only on the loop variable and values the loop does not
+//! change is copied one iteration *ahead*, into the other of two buffers, while the iteration
+//! computes (flash attention's key and value tiles).
+
+use super::*;
+
+/// An operand copied one iteration ahead: its two buffers, how they are staged, and the
+/// variable holding the iteration's parity (which buffer the current iteration reads).
+#[derive(Clone)]
+pub(super) struct Ahead {
+    bufs: [usize; 2],
+    staging: Staging,
+    parity: Ident,
+}
+
+impl DevGen<'_> {
+    /// The tile and staging of operand `x` (`[rows, inner]`) of a `dot` in `layout`.
+    pub(super) fn operand_tile(&self, x: ExprId, layout: Layout, rows: usize, inner: usize) -> (Tile, Staging) {
+        let wg = matches!(layout, Layout::Mma { wg: true, .. });
+        let down = self.load_of(x).is_some_and(|l| matches!(self.k.exprs[l].kind, ExprKind::Load { ptr, .. } if self.contiguous_down(ptr)));
+        if wg && down && rows % 8 == 0 {
+            (Tile::of(layout, inner, rows), Staging::Cols)
+        } else {
+            (Tile::of(layout, rows, inner), Staging::Rows)
+        }
+    }
+
+    /// Operand `x` (`[rows, inner]`) of a `dot` in `layout`, for the statement being generated:
+    /// the shared-memory offset of its tile (a `usize` expression), the code that makes it
+    /// ready there (to be followed by the staging fence and a barrier), and its staging.
+    pub(super) fn operand_source(&self, x: ExprId, layout: Layout, (rows, inner): (usize, usize), align: usize, e: &TokenStream) -> (TokenStream, TokenStream, Staging) {
+        let d = &self.d;
+        if let Some(off) = self.resident.borrow().get(&x) {
+            return (quote!(#off), quote!(), Staging::Rows);
+        }
+        if let Some(Ahead { bufs: [b0, b1], staging, parity }) = self.ahead.borrow().get(&x).cloned() {
+            // This iteration's copy is the older of the (at most) two pending groups.
+            let delta = b1 - b0;
+            return (quote!((#b0 + ((#parity & 1) as usize) * #delta)), quote!(#d::cp_async_wait_group::<1>();), staging);
+        }
+        let off = self.alloc_aligned((rows * inner * 2).next_multiple_of(align), align);
+        let (tile, staging) = self.operand_tile(x, layout, rows, inner);
+        let code = self.stage_operand(x, tile, staging, &quote!(#off), e);
+        (quote!(#off), quote!(#code #d::cp_async_wait_all();), staging)
+    }
+
+    /// Code copying operand `x` into `tile` at shared offset `off` (a `usize` expression) as
+    /// `staging` says; its `cp.async` copies are left in flight.
+    pub(super) fn stage_operand(&self, x: ExprId, tile: Tile, staging: Staging, off: &TokenStream, e: &TokenStream) -> TokenStream {
+        match staging {
+            Staging::Rows => self.stage_rows(x, tile, off, e),
+            Staging::Cols => self.stage_cols(x, tile, off, e),
+        }
+    }
+
+    /// The `dot`s of the top-level statements of a loop body.
+    fn body_dots(&self, body: &[Stmt]) -> Vec<ExprId> {
+        let mut dots = Vec::new();
+        for s in body {
+            for r in Self::stmt_roots(s) {
+                collect_dots(self.k, r, &mut dots);
+            }
+        }
+        dots
+    }
+
+    /// Stages in shared memory, before a loop with body `body`, the tensor-core `dot` operands of
+    /// its statements that the loop does not change (immutable locals defined before it, such
+    /// as flash attention's query tile), and reserves their tiles below `floor` for the loop's
+    /// statements (the caller restores `floor` after the body). The code ends with a barrier.
+    pub(super) fn stage_resident(&self, body: &[Stmt]) -> TokenStream {
+        let k = self.k;
+        let defined_inside = |l: LocalId| assigned_values_in(body).contains_key(&l);
+        let mut plans = Vec::new();
+        for dot in self.body_dots(body) {
+            let ExprKind::Dot { a, b, .. } = k.exprs[dot].kind else { continue };
+            let Some(layout) = self.mma_tiling(dot) else { continue };
+            let (m, kk, n) = (self.shapes[a][0], self.shapes[a][1], self.shapes[b][1]);
+            for (x, rows, inner) in [(a, m, kk), (b, kk, n)] {
+                let invariant = matches!(k.exprs[x].kind, ExprKind::Local(l) if !k.locals[l].mutable && matches!(self.kinds[l], LocalKind::Materialized) && !defined_inside(l));
+                if invariant && !self.resident.borrow().contains_key(&x) {
+                    let (align, fence) = self.operand_staging(layout);
+                    let off = self.alloc_aligned((rows * inner * 2).next_multiple_of(align), align);
+                    self.resident.borrow_mut().insert(x, off);
+                    plans.push((x, self.operand_tile(x, layout, rows, inner), off, fence));
+                }
+            }
+        }
+        if plans.is_empty() {
+            return quote!();
+        }
+        self.floor.set(self.cursor.get());
+        let d = &self.d;
+        let code = plans.iter().map(|(x, (tile, staging), off, fence)| {
+            let ea = self.elem(&k.exprs[*x].ty);
+            let stage = self.stage_operand(*x, *tile, *staging, &quote!(#off), &ea);
+            quote!(#stage #d::cp_async_wait_all(); #fence)
+        });
+        let code: Vec<TokenStream> = code.collect();
+        self.cursor.set(self.floor.get());
+        quote!(#(#code)* #d::bar_sync();)
+    }
+
+    /// Plans the operands of the `dot`s of a loop body (loop variable `var`, of device type `t`)
+    /// to copy one iteration ahead, reserving their buffers below `floor`: loads (inline locals
+    /// of the body, or loads in place) whose pointers, masks and fill values depend only on
+    /// `var` and values the loop does not change, in a body that stores nothing (a copy moved
+    /// ahead of a store could read memory the store was to change). Returns the code before the
+    /// loop (the first iteration's copies) and at the top of each iteration (the next one's,
+    /// `__i` being the iteration's variable), each ending with a `cp.async` group, and the
+    /// variable the caller declares and counts the iterations' parity in.
+    pub(super) fn plan_ahead(&self, body: &[Stmt], var: LocalId, t: &TokenStream) -> Option<(TokenStream, TokenStream, Ident)> {
+        let k = self.k;
+        if body_writes(k, body) {
+            return None;
+        }
+        let inside = assigned_values_in(body);
+        // Named when the first operand is planned (no name is used up otherwise).
+        let parity = std::cell::OnceCell::new();
+        let mut ops = Vec::new();
+        for dot in self.body_dots(body) {
+            let ExprKind::Dot { a, b, .. } = k.exprs[dot].kind else { continue };
+            let Some(layout) = self.mma_tiling(dot) else { continue };
+            let (m, kk, n) = (self.shapes[a][0], self.shapes[a][1], self.shapes[b][1]);
+            for (x, rows, inner) in [(a, m, kk), (b, kk, n)] {
+                let Some(load) = self.load_of(x) else { continue };
+                let ExprKind::Load { ptr, mask, other } = k.exprs[load].kind else { continue };
+                let steady = [Some(ptr), mask, other].into_iter().flatten().all(|e| self.loop_steady(e, var, &inside));
+                if steady && !self.ahead.borrow().contains_key(&x) && !self.resident.borrow().contains_key(&x) {
+                    let (align, _) = self.operand_staging(layout);
+                    let size = (rows * inner * 2).next_multiple_of(align);
+                    let bufs = [self.alloc_aligned(size, align), self.alloc_aligned(size, align)];
+                    let (tile, staging) = self.operand_tile(x, layout, rows, inner);
+                    let parity = parity.get_or_init(|| self.fresh("it")).clone();
+                    self.ahead.borrow_mut().insert(x, Ahead { bufs, staging, parity });
+                    ops.push((x, tile, staging, bufs));
+                }
+            }
+        }
+        let parity = &parity.get()?.clone();
+        self.floor.set(self.cursor.get());
+        let d = &self.d;
+        let id = crate::expand_cpu::local_ident(k, var);
+        // The copies of the iteration whose variable is `value` into buffer `buf` (0 or 1).
+        let copies = |value: TokenStream, buf: TokenStream| {
+            let code = ops.iter().map(|(x, tile, staging, [b0, b1])| {
+                let ea = self.elem(&k.exprs[*x].ty);
+                let delta = b1 - b0;
+                self.stage_operand(*x, *tile, *staging, &quote!((#b0 + (#buf) * #delta)), &ea)
+            });
+            let code: Vec<TokenStream> = code.collect();
+            quote!({ let #id: #t = #value; #(#code)* })
+        };
+        let in_range = |v: TokenStream| quote!(((__step > 0 && #v < __end) || (__step < 0 && #v > __end)));
+        let (first_in, next_in) = (in_range(quote!(__start)), in_range(quote!(__nx)));
+        let (first, next) = (copies(quote!(__start), quote!(0usize)), copies(quote!(__nx), quote!((((#parity + 1) & 1) as usize))));
+        self.cursor.set(self.floor.get());
+        Some((
+            quote! {
+                if __step != 0 && #first_in { #first }
+                #d::cp_async_commit();
+            },
+            quote! {
+                if let Some(__nx) = __i.checked_add(__step) {
+                    if #next_in { #next }
+                }
+                #d::cp_async_commit();
+            },
+            parity.clone(),
+        ))
+    }
+
+    /// Whether `e` has the same value in every iteration of a loop over `var` once `var` is
+    /// fixed: it reads no local the loop body assigns (`inside`) other than `var` and locals
+    /// evaluated at their uses whose values are themselves steady.
+    fn loop_steady(&self, e: ExprId, var: LocalId, inside: &HashMap<LocalId, Vec<ExprId>>) -> bool {
+        let k = self.k;
+        match &k.exprs[e].kind {
+            ExprKind::Local(l) if *l == var || !inside.contains_key(l) => true,
+            ExprKind::Local(l) => match self.kinds[*l] {
+                LocalKind::Pure(v) | LocalKind::Inline(v) => self.loop_steady(v, var, inside),
+                _ => false,
+            },
+            ExprKind::Load { .. } | ExprKind::Atomic { .. } | ExprKind::Random { .. } => false,
+            kind => kind.operands().into_iter().all(|c| self.loop_steady(c, var, inside)),
+        }
+    }
+
+    /// Copies a 16-bit `dot` operand of `numel` elements (rows of `inner`) into shared memory at
+    /// `off` (`Staging::Rows`), swizzled (see [`DevGen::swizzle`]). An operand loaded from global memory moves in
+    /// chunks of 8 elements: when the chunk's 8 addresses are contiguous, 16-byte aligned and
+    /// unmasked (checked at run time), one 16-byte `cp.async`; otherwise element by element.
+    pub(super) fn stage_rows(&self, x: ExprId, tile: Tile, off: &TokenStream, e: &TokenStream) -> TokenStream {
+        let d = &self.d;
+        let (numel, inner) = (tile.rows * tile.inner, tile.inner);
+        // Iterated in the layout the operand's values are in (an `mma` result's own elements
+        // go straight to their place in the tile).
+        let general = |g: &Self| {
+            g.phase_in(numel, g.reduce_layout(x), |g| {
+                let v = g.ev(x, &At::Own);
+                let idx = tile.index(quote!(__f));
+                quote!(#d::store((__smem.add(#off) as *mut #e).add(#idx), #v);)
+            })
+        };
+        let Some(load) = self.load_of(x).filter(|_| inner % 8 == 0 && numel % 8 == 0) else {
+            return general(self);
+        };
+        let ExprKind::Load { ptr, mask, .. } = self.k.exprs[load].kind else { return quote!() };
+        let threads = self.threads;
+        let chunks = numel / 8;
+        let per_thread = chunks.div_ceil(threads);
+        let scope = self.enter_iteration(0, Layout::Cyclic);
+        let at = |i: usize| At::Flat(quote!((__f0 + #i)));
+        let ptrs: Vec<TokenStream> = (0..8).map(|i| self.operand(load, ptr, &at(i))).collect();
+        let masks: Vec<TokenStream> = match mask {
+            Some(m) => (0..8).map(|i| self.operand(load, m, &at(i))).collect(),
+            None => vec![quote!(true); 8],
+        };
+        let scalar: Vec<TokenStream> = (0..8)
+            .map(|i| {
+                let v = self.ev(x, &at(i));
+                quote!(#d::store((__smem.add(#off) as *mut #e).add(__s0 + #i), #v);)
+            })
+            .collect();
+        let staged = self.leave_iteration(scope);
+        if !staged.is_empty() {
+            // Operands that need other threads' registers take the general path.
+            return general(self);
+        }
+        let p_names: Vec<Ident> = (0..8usize).map(|i| format_ident!("__p{}", i)).collect();
+        let contiguous = (1..8usize).map(|i| {
+            let p = &p_names[i];
+            let bytes = 2 * i;
+            quote!((#p as usize) == (__p0 as usize) + #bytes)
+        });
+        let s0 = tile.index(quote!(__f0));
+        let fits = self.fits_code(ptr, &quote!(__p0), 8);
+        quote! {
+            for __jc in 0..#per_thread {
+                let __c = __jc * #threads + __tid;
+                if __c < #chunks {
+                    let __f0 = __c * 8;
+                    let __s0: usize = #s0;
+                    #(let #p_names = #ptrs;)*
+                    let __all = #(#masks)&*;
+                    if __all && (__p0 as usize) % 16 == 0 #(&& #contiguous)* && #fits {
+                        #d::cp_async_16(#d::smem_addr() + (#off + __s0 * 2) as u32, __p0 as *const u8);
+                    } else {
+                        #(#scalar)*
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stages a 16-bit `dot` operand loaded from memory that is contiguous down its columns,
+    /// transposed (`Staging::Cols`: element `(r, c)` of the operand at row `c`, column `r` of
+    /// `tile`, swizzled), at `off`. Each chunk is 8 consecutive rows of one column, and
+    /// consecutive threads take consecutive chunks down a column (coalesced): when its 8
+    /// addresses are contiguous (the last one 7 elements past the first), 16-byte aligned,
+    /// unmasked and inside the buffer, one 16-byte `cp.async`; otherwise element by element.
+    /// Other operands are copied element by element into the transposed tile.
+    fn stage_cols(&self, x: ExprId, tile: Tile, off: &TokenStream, e: &TokenStream) -> TokenStream {
+        let d = &self.d;
+        let (rows, inner) = (self.shapes[x][0], self.shapes[x][1]);
+        let general = |g: &Self| {
+            g.phase(rows * inner, |g| {
+                let v = g.ev(x, &At::Own);
+                let idx = tile.index(quote!(((__f % #inner) * #rows + __f / #inner)));
+                quote!(#d::store((__smem.add(#off) as *mut #e).add(#idx), #v);)
+            })
+        };
+        let Some(load) = self.load_of(x).filter(|_| rows % 8 == 0) else { return general(self) };
+        let ExprKind::Load { ptr, mask, .. } = self.k.exprs[load].kind else { return general(self) };
+        let threads = self.threads;
+        let (down, chunks) = (rows / 8, rows / 8 * inner);
+        let per_thread = chunks.div_ceil(threads);
+        let scope = self.enter_iteration(0, Layout::Cyclic);
+        let at = |i: usize| At::Flat(quote!(((__r0 + #i) * #inner + __col)));
+        let (p0, p7) = (self.operand(load, ptr, &at(0)), self.operand(load, ptr, &at(7)));
+        let masks: Vec<TokenStream> = match mask {
+            Some(m) => (0..8).map(|i| self.operand(load, m, &at(i))).collect(),
+            None => vec![quote!(true)],
+        };
+        let scalar: Vec<TokenStream> = (0..8)
+            .map(|i| {
+                let v = self.ev(x, &at(i));
+                let idx = tile.index(quote!((__col * #rows + __r0 + #i)));
+                quote!(#d::store((__smem.add(#off) as *mut #e).add(#idx), #v);)
+            })
+            .collect();
+        if !self.leave_iteration(scope).is_empty() {
+            return general(self);
+        }
+        let s0 = tile.index(quote!((__col * #rows + __r0)));
+        let fits = self.fits_code(ptr, &quote!(__p0), 8);
+        quote! {
+            for __jc in 0..#per_thread {
+                let __c = __jc * #threads + __tid;
+                if __c < #chunks {
+                    let __r0: usize = (__c % #down) * 8;
+                    let __col: usize = __c / #down;
+                    let __p0 = #p0;
+                    let __p7 = #p7;
+                    if #(#masks)&* && (__p0 as usize) % 16 == 0 && (__p7 as usize) == (__p0 as usize) + 14 && #fits {
+                        let __s0: usize = #s0;
+                        #d::cp_async_16(#d::smem_addr() + (#off + __s0 * 2) as u32, __p0 as *const u8);
+                    } else {
+                        #(#scalar)*
+                    }
+                }
+            }
+        }
+    }
+
+}
+
+/// Whether `stmts` may write memory (a store, an atomic, a debugging statement) or leave the
+/// loop early (`return`).
+fn body_writes(k: &Kernel, stmts: &[Stmt]) -> bool {
+    let atomic = |e: ExprId| -> bool {
+        fn walk(k: &Kernel, e: ExprId) -> bool {
+            matches!(k.exprs[e].kind, ExprKind::Atomic { .. }) || k.exprs[e].kind.operands().into_iter().any(|c| walk(k, c))
+        }
+        walk(k, e)
+    };
+    stmts.iter().any(|s| match s {
+        Stmt::Store { .. } | Stmt::Assert { .. } | Stmt::Print { .. } | Stmt::Return => true,
+        Stmt::For { body, .. } => body_writes(k, body),
+        Stmt::While { pre, body, test } => atomic(*test) || body_writes(k, pre) || body_writes(k, body),
+        Stmt::If { cond, then, els } => atomic(*cond) || body_writes(k, then) || body_writes(k, els),
+        _ => DevGen::stmt_roots(s).into_iter().any(atomic),
+    })
+}
