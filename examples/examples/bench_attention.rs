@@ -166,6 +166,8 @@ fn main() -> Result<()> {
             return Ok(());
         }
     };
+    // Autotuning decisions (with `KERNEL_PRINT_AUTOTUNING=1`, each config's time) go to stderr.
+    examples::logging::init_logging();
     check_configs(&dev)?;
     let opts = BenchOptions::default();
     let mut points = Vec::new();

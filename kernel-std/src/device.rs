@@ -472,8 +472,10 @@ impl Int for bool {
 fn ex2(x: f32) -> f32 {
     let v: f32;
     // Not `pure`: LLVM would hoist and interleave every exponential of an unrolled epilogue,
-    // raising register pressure past the accumulator's budget.
-    unsafe { asm!("ex2.approx.f32 {v}, {x};", v = out(reg32) v, x = in(reg32) x, options(nomem, nostack)) };
+    // raising register pressure past the accumulator's budget. `.ftz`, as Triton emits it: one
+    // `MUFU.EX2` (without it, ptxas wraps each in a subnormal range test and two multiplies);
+    // results below 2^-126 are flushed to zero.
+    unsafe { asm!("ex2.approx.ftz.f32 {v}, {x};", v = out(reg32) v, x = in(reg32) x, options(nomem, nostack)) };
     v
 }
 

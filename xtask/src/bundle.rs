@@ -13,14 +13,16 @@ const SUITE: &str = "suite";
 /// Its subjects (modules) that run on a GPU (`KERNEL_TEST_DEVICE=cuda`), listed one a line in
 /// `tests/suite.subjects` for `scripts/gpu-check.sh`, which runs each as a step of its own
 /// (`suite <subject>::`).
-const GPU_SUBJECTS: &[&str] = &["matmul", "batched_matmul", "kernels", "language", "numerics", "launch_errors", "tensors", "math", "atomics", "random", "scans", "layer_norm", "softmax", "matmul_split_k", "debug", "types"];
+const GPU_SUBJECTS: &[&str] = &["matmul", "batched_matmul", "kernels", "language", "numerics", "launch_errors", "tensors", "math", "atomics", "random", "scans", "reductions", "layer_norm", "softmax", "attention", "matmul_split_k", "debug", "types"];
+/// The suite's modules that test the CPU backend or the documentation only.
+const CPU_SUBJECTS: &[&str] = &["cpu_errors", "guide"];
 /// kernel-runtime's own GPU tests (`tests/cuda.rs`, also run by `KERNEL_TEST_DEVICE=cuda`), bundled as
 /// `tests/runtime_cuda`.
 const RUNTIME_TEST: &str = "cuda";
 /// The examples (`examples/examples/`, run by `scripts/gpu-check.sh`), copied to `bin/`.
 const EXAMPLES: &[&str] = &["matmul", "vector_add"];
 /// The benchmark examples, in `target/gpu-bundle/bench/` (not run by `gpu-check.sh`).
-const BENCHES: &[&str] = &["bench_matmul", "bench_bmm", "bench_memory"];
+const BENCHES: &[&str] = &["bench_matmul", "bench_bmm", "bench_memory", "bench_attention"];
 
 pub fn gpu_bundle(root: &Path) -> Result<()> {
     let out = root.join("target/gpu-bundle");
@@ -97,6 +99,10 @@ mod tests {
         let main = std::fs::read_to_string(crate::root().join("tests/tests").join(SUITE).join("main.rs")).unwrap();
         for s in GPU_SUBJECTS {
             assert!(main.lines().any(|l| l == format!("mod {s};")), "tests/tests/{SUITE}/main.rs has no `mod {s};`");
+        }
+        // And every module is one or the other: a new subject is not left off the GPU run.
+        for m in main.lines().filter_map(|l| l.strip_prefix("mod ")?.strip_suffix(';')) {
+            assert!(GPU_SUBJECTS.contains(&m) || CPU_SUBJECTS.contains(&m), "module `{m}` of the suite is in neither GPU_SUBJECTS nor CPU_SUBJECTS (xtask/src/bundle.rs)");
         }
     }
 }

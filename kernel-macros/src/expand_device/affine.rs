@@ -103,6 +103,37 @@ impl DevGen<'_> {
         }
     }
 
+    /// Whether the value of `e` may change along axis `axis` of its shape: a block reaches it
+    /// only through broadcasts, unit axes and elementwise operations from values that vary
+    /// there (an `arange` along it, a load or a materialized value that is not one element wide
+    /// there). A mask that does not vary along a chunk is evaluated once per chunk.
+    pub(super) fn varies_along(&self, e: ExprId, axis: usize) -> bool {
+        let k = self.k;
+        let shape = &self.shapes[e];
+        if axis >= shape.len() || shape[axis] == 1 {
+            return false;
+        }
+        // The same axis of an operand, right-aligned; `None` when the operand lacks it.
+        let child = |c: ExprId| (axis + self.shapes[c].len()).checked_sub(shape.len());
+        let sub = |c: ExprId| child(c).is_some_and(|a| self.varies_along(c, a));
+        match &k.exprs[e].kind {
+            ExprKind::Full(_) | ExprKind::Param(_) | ExprKind::Meta(_) | ExprKind::Lit(_) | ExprKind::ProgramId(_) | ExprKind::NumPrograms(_) => false,
+            ExprKind::Local(l) => match self.kinds[*l] {
+                LocalKind::Pure(init) => self.varies_along(init, axis),
+                LocalKind::Scalar => false,
+                _ => true,
+            },
+            ExprKind::ExpandDims(x, ax) if *ax == axis => false,
+            ExprKind::ExpandDims(x, ax) => self.varies_along(*x, if axis > *ax { axis - 1 } else { axis }),
+            ExprKind::Reshape(x) => self.shapes[*x] != *shape || self.varies_along(*x, axis),
+            ExprKind::BroadcastTo(x) => sub(*x),
+            ExprKind::Unary(..) | ExprKind::Binary(..) | ExprKind::Cast(_) | ExprKind::Math(..) | ExprKind::Where(..) | ExprKind::PtrAdd(..) => {
+                k.exprs[e].kind.operands().into_iter().any(sub)
+            }
+            _ => true,
+        }
+    }
+
     /// Whether a 2-D pointer block steps by one element along its first axis and not along its
     /// second (as the transposed view `k_ptr + cols[None, :] * stride + offs_d[:, None]` does):
     /// its tile is then copied in chunks along the columns.

@@ -276,6 +276,9 @@ struct DevGen<'a> {
     /// The longest chunk of the cyclic layout (`vec_width`): 8 when the kernel accesses blocks of
     /// 16- or 8-bit elements in memory (16-byte accesses), else 4.
     max_vec: usize,
+    /// Whether `mma.sync` tilings keep whole rows in one warp: the kernel has a `dot` and reduces
+    /// a 2-D block along its rows (flash attention's row maxima and sums).
+    rows_per_warp: bool,
 }
 
 fn elem_size(e: &Elem) -> usize {
@@ -340,7 +343,10 @@ impl<'a> DevGen<'a> {
             split: None,
             unroll_slots: false,
             max_vec: 4,
+            rows_per_warp: false,
         };
+        g.rows_per_warp = k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Dot { .. }))
+            && k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Reduce { x, axis: 1, .. } if g.shapes[x].len() == 2));
         g.max_vec = if k.exprs.iter().any(|e| !e.ty.shape.is_empty() && matches!(e.ty.elem, Elem::Ptr(d) if elem_size(&Elem::Val(d)) <= 2)) { 8 } else { 4 };
         g.unroll_slots = g.shapes.iter().all(|s| g.per_thread(s.iter().product()) <= MAX_UNROLLED_SLOTS);
         g.kinds = g.classify_locals();
@@ -538,7 +544,10 @@ impl<'a> DevGen<'a> {
             if tm * tn * 4 > self.accumulator_budget() {
                 continue;
             }
-            let score = (tm * 16).abs_diff(tn * 8);
+            // Square warp tiles read the fewest shared-memory bytes per multiply-add; in a
+            // kernel that reduces `dot` results along their rows, whole rows per warp (the row
+            // statistics stay in the warp's registers and line up between the kernel's `dot`s).
+            let score = if self.rows_per_warp && wn == 1 { 0 } else { (tm * 16).abs_diff(tn * 8) + 1 };
             if best.as_ref().is_none_or(|(s, _)| score < *s) {
                 best = Some((score, Layout::Mma { wm, wn, tm, tn, n, wg: false }));
             }
@@ -1222,7 +1231,11 @@ impl<'a> DevGen<'a> {
         debug_assert_eq!(sb[1], n);
         let ea = self.elem(&self.k.exprs[a].ty);
         let (align, fence) = self.operand_staging(layout);
-        let (off_a, stage_a, staging_a) = self.operand_source(a, layout, (m, kk), align, &ea);
+        let reg_a = self.register_a(a, layout, kk);
+        let (off_a, stage_a, staging_a) = match reg_a {
+            Some(_) => (quote!(0usize), quote!(), Staging::Rows),
+            None => self.operand_source(a, layout, (m, kk), align, &ea),
+        };
         let (off_b, stage_b, staging_b) = self.operand_source(b, layout, (kk, n), align, &ea);
         let out = self.fresh("mma");
         let slots = tm * tn * 4;
@@ -1234,7 +1247,10 @@ impl<'a> DevGen<'a> {
             quote!(#out[__j] = #v;)
         });
         let (sa, sb) = (quote!(#d::smem_addr() + #off_a as u32), quote!(#d::smem_addr() + #off_b as u32));
-        let compute = if (staging_a, staging_b) == (Staging::Rows, Staging::Rows) {
+        let compute = if let Some((fill, ar)) = &reg_a {
+            let (setup, issue, finish) = self.wgmma_compute_rs(a, layout, kk, &out, sb, staging_b, ar);
+            quote!({ #fill #setup #issue #finish })
+        } else if (staging_a, staging_b) == (Staging::Rows, Staging::Rows) {
             self.mma_compute(a, layout, kk, &out, sa, sb)
         } else {
             let (setup, issue, finish) = self.wgmma_compute(a, layout, kk, &out, (sa, sb), None, [staging_a, staging_b]);
@@ -1383,25 +1399,7 @@ impl<'a> DevGen<'a> {
         let tie = format_ident!("wgmma_tie_n{}", np);
         let slots = tm * tn * 4;
         let (ta, tb) = (u32::from(staging[0] == Staging::Cols), u32::from(staging[1] == Staging::Rows));
-        // Each operand: its descriptor's (lbo, sbo, swizzled row bytes), the byte offset of this
-        // warpgroup's first row (M or N) as code, and the byte offset of K step `ks` and 64-row
-        // tile `t` of M (A only). K-major (A as written, B transposed): rows of M or N of
-        // `kk` elements in column blocks of up to 64, `x * rb` apart. M/N-major (B as written,
-        // A transposed): rows of K of `x` elements in column blocks of up to 64, `kk * rb` apart.
-        // `wg`: this warpgroup's index along M or N, `per_wg` its rows there.
-        type Offset = Box<dyn Fn(usize, usize) -> usize>;
-        let operand = |x: usize, wg: TokenStream, per_wg: usize, k_major: bool| -> ((usize, usize, usize), TokenStream, Offset) {
-            if k_major {
-                let bk = kk.min(64);
-                let rb = bk * 2;
-                ((16, 8 * rb, rb), quote!((#wg * #per_wg * #rb) as u32), Box::new(move |ks, t| (ks * 16 / bk) * x * rb + t * 64 * rb + (ks * 16 % bk) * 2))
-            } else {
-                let bx = x.min(64);
-                let rb = bx * 2;
-                let lbo = kk * rb;
-                ((lbo, 8 * rb, rb), quote!((#wg * (#per_wg / #bx) * #lbo) as u32), Box::new(move |ks, t| ks * 16 * rb + (t * 64 / bx) * lbo))
-            }
-        };
+        let operand = |x, wg, per_wg, k_major| wgmma_operand(kk, x, wg, per_wg, k_major);
         let ((lbo_a, sbo_a, row_a), first_a, off_a) = operand(wm * tm * 64, quote!((__wg / #wn)), tm * 64, ta == 0);
         let ((lbo_b, sbo_b, row_b), first_b, off_b) = operand(n, quote!((__wg % #wn)), np, tb == 0);
         let f = &f;
@@ -1449,6 +1447,92 @@ impl<'a> DevGen<'a> {
             #(#ties)*
         };
         (setup, issue, finish)
+    }
+
+    /// The A operand of a `wgmma` `dot` in `layout` (depth `kk`) taken from the threads'
+    /// registers instead of shared memory: an f16 cast of f32 values computed elementwise from
+    /// a block in a `wgmma` accumulator layout with the same warpgroups and row tiles (one
+    /// warpgroup per row block) and `kk` columns, such as flash attention's `p.to::<f16>()`. The
+    /// accumulator of an `m64nK` tile holds, in each thread, the elements the A fragments of
+    /// the 16-wide steps of K need (slots `4 t_n + {0, 1}` and `4 t_n + {2, 3}` of column tiles
+    /// `t_n = 2 ks, 2 ks + 1`), so no value moves between threads. Returns the code filling the
+    /// fragments (`[u32; 4 * tm * kk / 16]`, four per row tile and step) and their array.
+    fn register_a(&self, a: ExprId, layout: Layout, kk: usize) -> Option<(TokenStream, Ident)> {
+        let d = &self.d;
+        let Layout::Mma { wm, wn: 1, tm, wg: true, .. } = layout else { return None };
+        let src = self.elementwise_mma_source(a, &self.shapes[a], &self.layouts)?;
+        let Layout::Mma { wm: wm_a, wn: 1, tm: tm_a, tn: tn_a, n: n_a, wg: true } = src else { return None };
+        if (wm_a, tm_a, n_a, tn_a * 8) != (wm, tm, kk, kk) || self.k.exprs[a].ty.dtype() != Some(DType::F16) {
+            return None;
+        }
+        let x = self.cast_from_f32(a)?;
+        let scope = self.enter_iteration(self.numel(a), src);
+        let xv = self.ev(x, &At::Own);
+        if !self.leave_iteration(scope).is_empty() {
+            return None;
+        }
+        let flat = Self::mma_flat_at(src, &quote!(__j));
+        let steps = kk / 16;
+        let regs = (0..tm).flat_map(|t| {
+            (0..steps).flat_map(move |ks| {
+                (0..4).map(move |q| {
+                    let j = t * 4 * tn_a + (2 * ks + q / 2) * 4 + (q % 2) * 2;
+                    let j1 = j + 1;
+                    quote!(#d::pack_f16x2(__val(#j), __val(#j1)))
+                })
+            })
+        });
+        let n = tm * steps * 4;
+        let ar = self.fresh("ar");
+        let fill = quote! {
+            let #ar: [u32; #n] = {
+                let __val = #d::inline_fn(#[inline(always)] |__j: usize| -> f32 { let __f: usize = #flat; #xv });
+                [#(#regs),*]
+            };
+        };
+        Some((fill, ar))
+    }
+
+    /// [`Self::wgmma_compute`] with A in registers (`ar`, from [`Self::register_a`]) and B staged
+    /// at shared address `sb` as `staging_b` says.
+    #[allow(clippy::too_many_arguments)]
+    fn wgmma_compute_rs(&self, a: ExprId, layout: Layout, kk: usize, acc: &Ident, sb: TokenStream, staging_b: Staging, ar: &Ident) -> (TokenStream, TokenStream, TokenStream) {
+        let d = &self.d;
+        let Layout::Mma { wn, tm, tn, n, .. } = layout else { return (quote!(), quote!(), quote!()) };
+        let np = tn * 8;
+        let bf16 = self.k.exprs[a].ty.dtype() == Some(DType::BF16);
+        let f = format_ident!("wgmma_m64n{}k16_{}_rs", np, if bf16 { "bf16" } else { "f16" });
+        let tie = format_ident!("wgmma_tie_n{}", np);
+        let slots = tm * tn * 4;
+        let tb = u32::from(staging_b == Staging::Rows);
+        let ((lbo_b, sbo_b, row_b), first_b, off_b) = wgmma_operand(kk, n, quote!((__wg % #wn)), np, tb == 0);
+        let steps = kk / 16;
+        let calls = (0..steps).flat_map(|ks| {
+            let (off_b, f) = (&off_b, &f);
+            (0..tm).map(move |t| {
+                let off = t * tn * 4;
+                let db = (off_b(ks, 0) >> 4) as u64;
+                let r = (t * steps + ks) * 4;
+                let (r1, r2, r3) = (r + 1, r + 2, r + 3);
+                quote!(#d::#f::<#slots, #off, #tb>(&mut #acc, [#ar[#r], #ar[#r1], #ar[#r2], #ar[#r3]], __db + #db);)
+            })
+        });
+        let ties = (0..tm).map(|t| {
+            let off = t * tn * 4;
+            quote!(#d::#tie::<#slots, #off>(&mut #acc);)
+        });
+        let issue = quote! {{
+            let __wg: usize = __warp / 4;
+            let __db: u64 = #d::wgmma_desc(#sb + #first_b, #lbo_b as u32, #sbo_b as u32, #d::wgmma_swizzle_mode(#row_b));
+            #d::wgmma_fence();
+            #(#calls)*
+            #d::wgmma_commit();
+        }};
+        let finish = quote! {
+            #d::wgmma_wait::<0>();
+            #(#ties)*
+        };
+        (quote!(), issue, finish)
     }
 
     /// An f16 block in an `mma` layout cast from an f32 one (`acc.to::<f16>()`), assigned to
@@ -1998,6 +2082,28 @@ fn broadcast_bits(map: &[u32], from: &[usize], to: &[usize]) -> Option<Vec<u32>>
         }
     }
     Some(bits)
+}
+
+/// The byte offset of K step `ks` and 64-row tile `t` of M (A only) in a staged `wgmma` operand.
+type WgmmaOffset = Box<dyn Fn(usize, usize) -> usize>;
+
+/// A staged `wgmma` operand of a `dot` with depth `kk`: its descriptor's (lbo, sbo, swizzled
+/// row bytes), the byte offset of this warpgroup's first row (M or N) as code, and the byte
+/// offset of K step `ks` and 64-row tile `t` of M (A only). K-major (A as written, B
+/// transposed): rows of M or N of `kk` elements in column blocks of up to 64, `x * rb` apart.
+/// M/N-major (B as written, A transposed): rows of K of `x` elements in column blocks of up to
+/// 64, `kk * rb` apart. `wg`: this warpgroup's index along M or N, `per_wg` its rows there.
+fn wgmma_operand(kk: usize, x: usize, wg: TokenStream, per_wg: usize, k_major: bool) -> ((usize, usize, usize), TokenStream, WgmmaOffset) {
+    if k_major {
+        let bk = kk.min(64);
+        let rb = bk * 2;
+        ((16, 8 * rb, rb), quote!((#wg * #per_wg * #rb) as u32), Box::new(move |ks, t| (ks * 16 / bk) * x * rb + t * 64 * rb + (ks * 16 % bk) * 2))
+    } else {
+        let bx = x.min(64);
+        let rb = bx * 2;
+        let lbo = kk * rb;
+        ((lbo, 8 * rb, rb), quote!((#wg * (#per_wg / #bx) * #lbo) as u32), Box::new(move |ks, t| ks * 16 * rb + (t * 64 / bx) * lbo))
+    }
 }
 
 /// The `dot` expressions inside `e`.

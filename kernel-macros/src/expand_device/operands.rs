@@ -58,6 +58,13 @@ impl DevGen<'_> {
         }
     }
 
+    /// Whether the mask `m` of a 2-D load may change along axis `axis` of the load (it may have
+    /// fewer dimensions: it broadcasts, right-aligned).
+    fn mask_varies(&self, load: ExprId, m: ExprId, axis: usize) -> bool {
+        let (nl, nm) = (self.shapes[load].len(), self.shapes[m].len());
+        (axis + nm).checked_sub(nl).is_some_and(|a| self.varies_along(m, a))
+    }
+
     /// The `dot`s of the top-level statements of a loop body.
     fn body_dots(&self, body: &[Stmt]) -> Vec<ExprId> {
         let mut dots = Vec::new();
@@ -216,10 +223,16 @@ impl DevGen<'_> {
         let per_thread = chunks.div_ceil(threads);
         let scope = self.enter_iteration(0, Layout::Cyclic);
         let at = |i: usize| At::Flat(quote!((__f0 + #i)));
-        let ptrs: Vec<TokenStream> = (0..8).map(|i| self.operand(load, ptr, &at(i))).collect();
+        // A pointer block that steps by one element along the row needs only the chunk's ends.
+        let unit = matches!(self.strides(ptr).as_deref(), Some([.., affine::Stride::Const(1)]));
+        let ptrs: Vec<TokenStream> = if unit { [0, 7].iter() } else { [0, 1, 2, 3, 4, 5, 6, 7].iter() }.map(|i| self.operand(load, ptr, &at(*i))).collect();
         let masks: Vec<TokenStream> = match mask {
-            Some(m) => (0..8).map(|i| self.operand(load, m, &at(i))).collect(),
-            None => vec![quote!(true); 8],
+            Some(m) if !self.mask_varies(load, m, 1) => vec![self.operand(load, m, &at(0))],
+            Some(m) => match self.load_chunk_all(load, m, &quote!(__f0), 8) {
+                Some(all) => vec![all],
+                None => (0..8).map(|i| self.operand(load, m, &at(i))).collect(),
+            },
+            None => vec![quote!(true)],
         };
         let scalar: Vec<TokenStream> = (0..8)
             .map(|i| {
@@ -232,10 +245,9 @@ impl DevGen<'_> {
             // Operands that need other threads' registers take the general path.
             return general(self);
         }
-        let p_names: Vec<Ident> = (0..8usize).map(|i| format_ident!("__p{}", i)).collect();
-        let contiguous = (1..8usize).map(|i| {
-            let p = &p_names[i];
-            let bytes = 2 * i;
+        let p_names: Vec<Ident> = if unit { vec![format_ident!("__p0"), format_ident!("__p7")] } else { (0..8usize).map(|i| format_ident!("__p{}", i)).collect() };
+        let contiguous = p_names.iter().skip(1).map(|p| {
+            let bytes = 2 * p.to_string()[3..].parse::<usize>().unwrap_or(0);
             quote!((#p as usize) == (__p0 as usize) + #bytes)
         });
         let s0 = tile.index(quote!(__f0));
@@ -284,6 +296,7 @@ impl DevGen<'_> {
         let at = |i: usize| At::Flat(quote!(((__r0 + #i) * #inner + __col)));
         let (p0, p7) = (self.operand(load, ptr, &at(0)), self.operand(load, ptr, &at(7)));
         let masks: Vec<TokenStream> = match mask {
+            Some(m) if !self.mask_varies(load, m, 0) => vec![self.operand(load, m, &at(0))],
             Some(m) => (0..8).map(|i| self.operand(load, m, &at(i))).collect(),
             None => vec![quote!(true)],
         };

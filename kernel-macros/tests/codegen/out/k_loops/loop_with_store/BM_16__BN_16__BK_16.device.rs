@@ -70,7 +70,7 @@ pub unsafe extern "ptx-kernel" fn loop_with_store__BM_16__BN_16__BK_16(
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
         let k_6: i32 = __i;
-        let mut __mma0: [f32; 8usize] = [0.0f32; 8usize];
+        let mut __mma3: [f32; 8usize] = [0.0f32; 8usize];
         ::kernel_std::__private::device::unroll::<
           8usize,
           _,
@@ -81,7 +81,7 @@ pub unsafe extern "ptx-kernel" fn loop_with_store__BM_16__BN_16__BK_16(
               + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
               * 16usize + (__warp % 1usize) * 16usize
               + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma0[__j] = acc_5[__j];
+            __mma3[__j] = acc_5[__j];
           },
         );
         for __jc in 0..1usize {
@@ -384,15 +384,22 @@ pub unsafe extern "ptx-kernel" fn loop_with_store__BM_16__BN_16__BK_16(
               ),
               a_ptrs_3_off,
             );
-            let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32)
+            let __all = {
+              let __x0 = (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 0usize);
+                    let __pf: usize = (__f0);
                     0usize + ((__pf / 1usize) % 16usize) * 1usize
                   }) as i32,
-                ),
-              <i32 as ::kernel_std::__private::device::Num>::sub(
+                );
+              let __x1 = (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 7usize);
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                );
+              let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
                 __p_K,
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   k_6,
@@ -400,134 +407,13 @@ pub unsafe extern "ptx-kernel" fn loop_with_store__BM_16__BN_16__BK_16(
                     16i64,
                   ),
                 ),
-              ),
-            )
-              & <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                <i32 as ::kernel_std::__private::device::Num>::sub(
-                  __p_K,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    k_6,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                ),
-              )
-              & <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                <i32 as ::kernel_std::__private::device::Num>::sub(
-                  __p_K,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    k_6,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                ),
-              )
-              & <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                <i32 as ::kernel_std::__private::device::Num>::sub(
-                  __p_K,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    k_6,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                ),
-              )
-              & <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                <i32 as ::kernel_std::__private::device::Num>::sub(
-                  __p_K,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    k_6,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                ),
-              )
-              & <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                <i32 as ::kernel_std::__private::device::Num>::sub(
-                  __p_K,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    k_6,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                ),
-              )
-              & <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                <i32 as ::kernel_std::__private::device::Num>::sub(
-                  __p_K,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    k_6,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                ),
-              )
-              & <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                <i32 as ::kernel_std::__private::device::Num>::sub(
-                  __p_K,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    k_6,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                ),
               );
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x1, __x0)
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __x1,
+                  __c2,
+                )
+            };
             if __all && (__p0 as usize) % 16 == 0
               && (__p1 as usize) == (__p0 as usize) + 2usize
               && (__p2 as usize) == (__p0 as usize) + 4usize
@@ -1486,133 +1372,7 @@ pub unsafe extern "ptx-kernel" fn loop_with_store__BM_16__BN_16__BK_16(
                   ),
                 ),
               ),
-            )
-              & <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                <i32 as ::kernel_std::__private::device::Num>::sub(
-                  __p_K,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    k_6,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                ),
-              )
-              & <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                <i32 as ::kernel_std::__private::device::Num>::sub(
-                  __p_K,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    k_6,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                ),
-              )
-              & <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                <i32 as ::kernel_std::__private::device::Num>::sub(
-                  __p_K,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    k_6,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                ),
-              )
-              & <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                <i32 as ::kernel_std::__private::device::Num>::sub(
-                  __p_K,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    k_6,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                ),
-              )
-              & <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                <i32 as ::kernel_std::__private::device::Num>::sub(
-                  __p_K,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    k_6,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                ),
-              )
-              & <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                <i32 as ::kernel_std::__private::device::Num>::sub(
-                  __p_K,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    k_6,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                ),
-              )
-              & <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                <i32 as ::kernel_std::__private::device::Num>::sub(
-                  __p_K,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    k_6,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                ),
-              );
+            );
             if __all && (__p0 as usize) % 16 == 0
               && (__p1 as usize) == (__p0 as usize) + 2usize
               && (__p2 as usize) == (__p0 as usize) + 4usize
@@ -2311,16 +2071,16 @@ pub unsafe extern "ptx-kernel" fn loop_with_store__BM_16__BN_16__BK_16(
                         __af[__i],
                         [__bq[0], __bq[1]],
                         [
-                          __mma0[__b],
-                          __mma0[__b + 1],
-                          __mma0[__b + 2],
-                          __mma0[__b + 3],
+                          __mma3[__b],
+                          __mma3[__b + 1],
+                          __mma3[__b + 2],
+                          __mma3[__b + 3],
                         ],
                       );
-                      __mma0[__b] = __d[0];
-                      __mma0[__b + 1] = __d[1];
-                      __mma0[__b + 2] = __d[2];
-                      __mma0[__b + 3] = __d[3];
+                      __mma3[__b] = __d[0];
+                      __mma3[__b + 1] = __d[1];
+                      __mma3[__b + 2] = __d[2];
+                      __mma3[__b + 3] = __d[3];
                     },
                   );
                   ::kernel_std::__private::device::unroll::<
@@ -2334,16 +2094,16 @@ pub unsafe extern "ptx-kernel" fn loop_with_store__BM_16__BN_16__BK_16(
                         __af[__i],
                         [__bq[2], __bq[3]],
                         [
-                          __mma0[__b],
-                          __mma0[__b + 1],
-                          __mma0[__b + 2],
-                          __mma0[__b + 3],
+                          __mma3[__b],
+                          __mma3[__b + 1],
+                          __mma3[__b + 2],
+                          __mma3[__b + 3],
                         ],
                       );
-                      __mma0[__b] = __d[0];
-                      __mma0[__b + 1] = __d[1];
-                      __mma0[__b + 2] = __d[2];
-                      __mma0[__b + 3] = __d[3];
+                      __mma3[__b] = __d[0];
+                      __mma3[__b + 1] = __d[1];
+                      __mma3[__b + 2] = __d[2];
+                      __mma3[__b + 3] = __d[3];
                     },
                   );
                 },
@@ -2362,7 +2122,7 @@ pub unsafe extern "ptx-kernel" fn loop_with_store__BM_16__BN_16__BK_16(
               + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
               * 16usize + (__warp % 1usize) * 16usize
               + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_5[__j] = __mma0[__j];
+            acc_5[__j] = __mma3[__j];
           },
         );
         a_ptrs_3_off = <i64 as ::kernel_std::__private::device::Num>::add(

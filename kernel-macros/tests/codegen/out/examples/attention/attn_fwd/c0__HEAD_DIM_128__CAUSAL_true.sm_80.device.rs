@@ -95,622 +95,642 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
       ),
       <i32 as ::kernel_std::__private::device::Num>::mul(off_h_3, __p_stride_oh),
     );
-    let mut q_11: [::kernel_std::__private::device::F16; 128usize] = unsafe {
+    let mut q_11: [::kernel_std::__private::device::F16; 64usize] = unsafe {
       ::core::mem::zeroed()
     };
-    for __jc in 0..16usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-      let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
-        let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            q_base_4,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+    let mut __ld0_all: [[::kernel_std::__private::device::F16; 8usize]; 8usize] = unsafe {
+      ::core::mem::zeroed()
+    };
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+        let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
+          let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_stride_qm,
-            ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 0usize);
-                0usize + ((__pf / 1usize) % 128usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            q_base_4,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_stride_qm,
-            ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 1usize);
-                0usize + ((__pf / 1usize) % 128usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            q_base_4,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_stride_qm,
-            ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 2usize);
-                0usize + ((__pf / 1usize) % 128usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            q_base_4,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_stride_qm,
-            ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 3usize);
-                0usize + ((__pf / 1usize) % 128usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            q_base_4,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_stride_qm,
-            ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 4usize);
-                0usize + ((__pf / 1usize) % 128usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            q_base_4,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_stride_qm,
-            ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 5usize);
-                0usize + ((__pf / 1usize) % 128usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            q_base_4,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_stride_qm,
-            ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 6usize);
-                0usize + ((__pf / 1usize) % 128usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            q_base_4,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_stride_qm,
-            ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 7usize);
-                0usize + ((__pf / 1usize) % 128usize) * 1usize
-              }) as i32,
-            ),
-        );
-        if <i32 as ::kernel_std::__private::device::Num>::lt(
-          <i32 as ::kernel_std::__private::device::Num>::add(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              start_m_0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                128i64,
+                __p_stride_qm,
               ),
             ),
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0);
-                  0usize + ((__pf / 128usize) % 128usize) * 1usize
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
                 }) as i32,
               ),
-          ),
-          __p_n_ctx,
-        ) && (__q0 as usize) % 16usize == 0
-          && ((1i64) == 1i64 && (__q7 as usize) == (__q0 as usize) + 14usize)
-          && ::kernel_std::__private::device::fits(
-            __q0,
-            __p_q_ptr,
-            __len_q_ptr,
-            8usize,
-          )
-        {
-          ::kernel_std::__private::device::load_vec::<
-            ::kernel_std::__private::device::F16,
-            8usize,
-          >(__q0)
-        } else {
-          [
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+          );
+          let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_stride_qm,
               ),
-              __p_n_ctx,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q0,
-                __p_q_ptr,
-                __len_q_ptr,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q0)
-            } else {
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                0f64,
-              )
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 1usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_stride_qm,
               ),
-              __p_n_ctx,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q1,
-                __p_q_ptr,
-                __len_q_ptr,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q1)
-            } else {
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                0f64,
-              )
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 2usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_stride_qm,
               ),
-              __p_n_ctx,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q2,
-                __p_q_ptr,
-                __len_q_ptr,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q2)
-            } else {
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                0f64,
-              )
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 3usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_stride_qm,
               ),
-              __p_n_ctx,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q3,
-                __p_q_ptr,
-                __len_q_ptr,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q3)
-            } else {
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                0f64,
-              )
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 4usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_stride_qm,
               ),
-              __p_n_ctx,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q4,
-                __p_q_ptr,
-                __len_q_ptr,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q4)
-            } else {
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                0f64,
-              )
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 5usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_stride_qm,
               ),
-              __p_n_ctx,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q5,
-                __p_q_ptr,
-                __len_q_ptr,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q5)
-            } else {
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                0f64,
-              )
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 6usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_stride_qm,
               ),
-              __p_n_ctx,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q6,
-                __p_q_ptr,
-                __len_q_ptr,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q6)
-            } else {
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                0f64,
-              )
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                start_m_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  128i64,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
               ),
-              __p_n_ctx,
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0);
+                    0usize + ((__pf / 128usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_n_ctx,
+          ) && (__q0 as usize) % 16usize == 0
+            && ((1i64) == 1i64
+              && (__q7 as usize) == (__q0 as usize) + 14usize)
+            && ::kernel_std::__private::device::fits(
+              __q0,
+              __p_q_ptr,
+              __len_q_ptr,
+              8usize,
             )
-              && ::kernel_std::__private::device::in_bounds(
-                __q7,
-                __p_q_ptr,
-                __len_q_ptr,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
+          {
+            ::kernel_std::__private::device::load_vec::<
+              ::kernel_std::__private::device::F16,
+              8usize,
+            >(__q0)
+          } else {
+            [
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
               )
-            {
-              ::kernel_std::__private::device::load(__q7)
-            } else {
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                0f64,
+                && ::kernel_std::__private::device::in_bounds(
+                  __q0,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q0)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
               )
-            },
-          ]
-        }
-      };
-      ::kernel_std::__private::device::unroll::<
-        8usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 8usize + __v;
-          let __f: usize = __f0 + __v;
-          q_11[__j] = __ld0[__v];
-        },
-      );
-    }
-    let mut m_i_12: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+                && ::kernel_std::__private::device::in_bounds(
+                  __q1,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q1)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q2,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q2)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q3,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q3)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q4,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q4)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q5,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q5)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q6,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q6)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q7,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q7)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+            ]
+          }
+        };
+        __ld0_all[__jc] = __ld0;
+      },
+    );
     ::kernel_std::__private::device::unroll::<
       8usize,
       _,
     >(
       #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+        let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            q_11[__j] = __ld0[__v];
+          },
+        );
+      },
+    );
+    let mut m_i_12: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
       |__j: usize| {
         let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-          | (((__j) >> 1usize) & 1) << 4u32 | (((__j) >> 2usize) & 1) << 5u32
           | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
-          | ((__lane >> 4usize) & 1) << 2u32
-          | ((__warp >> 1usize) & 1) << 6u32);
+          | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
+          | ((__warp >> 1usize) & 1) << 5u32
+          | ((__warp >> 2usize) & 1) << 6u32);
         m_i_12[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
           f64::NEG_INFINITY,
         );
       },
     );
-    let mut l_i_13: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+    let mut l_i_13: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
-      8usize,
+      2usize,
       _,
     >(
       #[inline(always)]
       |__j: usize| {
         let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-          | (((__j) >> 1usize) & 1) << 4u32 | (((__j) >> 2usize) & 1) << 5u32
           | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
-          | ((__lane >> 4usize) & 1) << 2u32
-          | ((__warp >> 1usize) & 1) << 6u32);
+          | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
+          | ((__warp >> 1usize) & 1) << 5u32
+          | ((__warp >> 2usize) & 1) << 6u32);
         l_i_13[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
           1f64,
         );
       },
     );
-    let mut acc_14: [f32; 128usize] = unsafe { ::core::mem::zeroed() };
-    for __jc in 0..16usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-      ::kernel_std::__private::device::unroll::<
-        8usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 8usize + __v;
-          let __f: usize = __f0 + __v;
-          acc_14[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-            0i64,
-          );
-        },
-      );
-    }
+    let mut acc_14: [f32; 64usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      64usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f: usize = ((__warp / 1usize) * 16usize + ((__j) / 64usize) * 16
+          + (((__j) % 4) / 2) * 8 + __lane / 4) * 128usize
+          + (__warp % 1usize) * 128usize + (((__j) % 64usize) / 4) * 8
+          + (__j) % 2 + (__lane % 4) * 2;
+        acc_14[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+          0i64,
+        );
+      },
+    );
     let mut qk_scale_15: f32 = <f32 as ::kernel_std::__private::device::Num>::mul(
       __p_sm_scale,
       <f32 as ::kernel_std::__private::device::Elem>::from_f64(1.44269504f64),
@@ -732,37 +752,43 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
       let __start: i32 = (0i32);
       let __end: i32 = hi_16;
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-        64i64,
+        32i64,
       );
-      for __jc in 0..16usize {
-        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-        ::kernel_std::__private::device::unroll::<
-          8usize,
-          _,
-        >(
-          #[inline(always)]
-          |__v: usize| {
-            let __j: usize = __jc * 8usize + __v;
-            let __f: usize = __f0 + __v;
-            ::kernel_std::__private::device::store(
-              (__smem.add(0usize)
-                as *mut ::kernel_std::__private::device::F16)
-                .add(
-                  ({
-                    let __sf: usize = __f;
+      ::kernel_std::__private::device::unroll::<
+        8usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+          ::kernel_std::__private::device::unroll::<
+            8usize,
+            _,
+          >(
+            #[inline(always)]
+            |__v: usize| {
+              let __j: usize = __jc * 8usize + __v;
+              let __f: usize = __f0 + __v;
+              ::kernel_std::__private::device::store(
+                (__smem.add(0usize)
+                  as *mut ::kernel_std::__private::device::F16)
+                  .add(
                     ({
-                      let __r: usize = __sf / 128usize;
-                      __r * 128usize
-                        + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                          * 8)
-                    }) + __sf % 8
-                  }),
-                ),
-              q_11[__j],
-            );
-          },
-        );
-      }
+                      let __sf: usize = __f;
+                      ({
+                        let __r: usize = __sf / 128usize;
+                        __r * 128usize
+                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
+                    }),
+                  ),
+                q_11[__j],
+              );
+            },
+          );
+        },
+      );
       ::kernel_std::__private::device::cp_async_wait_all();
       ::kernel_std::__private::device::bar_sync();
       if __step != 0
@@ -770,16 +796,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
       {
         {
           let start_n_17: i32 = __start;
-          for __jc in 0..8usize {
-            let __c = __jc * 128usize + __tid;
-            if __c < 1024usize {
+          for __jc in 0..2usize {
+            let __c = __jc * 256usize + __tid;
+            if __c < 512usize {
               let __f0 = __c * 8;
               let __s0: usize = ({
                 let __sf: usize = __f0;
                 ({
-                  let __r: usize = __sf / 64usize;
-                  __r * 64usize
-                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                  let __r: usize = __sf / 32usize;
+                  __r * 32usize
+                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                 }) + __sf % 8
               });
               let __p0 = ::kernel_std::__private::device::ptr_add(
@@ -792,7 +818,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -803,7 +829,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 32usize) % 128usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -817,7 +843,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -828,7 +854,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 32usize) % 128usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -842,7 +868,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -853,7 +879,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 32usize) % 128usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -867,7 +893,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -878,7 +904,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 32usize) % 128usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -892,7 +918,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -903,7 +929,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 32usize) % 128usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -917,7 +943,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -928,7 +954,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 32usize) % 128usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -942,7 +968,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -953,7 +979,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 32usize) % 128usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -967,7 +993,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -978,114 +1004,41 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 32usize) % 128usize) * 1usize
                     }) as i32,
                   ),
               );
-              let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
+              let __all = {
+                let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
                   start_n_17,
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                       }) as i32,
                     ),
-                ),
-                __p_n_ctx,
-              )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
                 );
+                let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_n_17,
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __c4 = __p_n_ctx;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x3,
+                  __x2,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x3,
+                    __c4,
+                  )
+              };
               if __all && (__p0 as usize) % 16 == 0
                 && (__p1 as usize) == (__p0 as usize) + 2usize
                 && (__p2 as usize) == (__p0 as usize) + 4usize
@@ -1103,12 +1056,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
               {
                 ::kernel_std::__private::device::cp_async_16(
                   ::kernel_std::__private::device::smem_addr()
-                    + ((32768usize + (0usize) * 16384usize) + __s0 * 2) as u32,
+                    + ((32768usize + (0usize) * 8192usize) + __s0 * 2) as u32,
                   __p0 as *const u8,
                 );
               } else {
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 0usize),
                   {
@@ -1122,7 +1075,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1133,7 +1086,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1144,7 +1097,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1169,7 +1122,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 1usize),
                   {
@@ -1183,7 +1136,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1194,7 +1147,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1205,7 +1158,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1230,7 +1183,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 2usize),
                   {
@@ -1244,7 +1197,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1255,7 +1208,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1266,7 +1219,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1291,7 +1244,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 3usize),
                   {
@@ -1305,7 +1258,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1316,7 +1269,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1327,7 +1280,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1352,7 +1305,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 4usize),
                   {
@@ -1366,7 +1319,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1377,7 +1330,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1388,7 +1341,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1413,7 +1366,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 5usize),
                   {
@@ -1427,7 +1380,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1438,7 +1391,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1449,7 +1402,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1474,7 +1427,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 6usize),
                   {
@@ -1488,7 +1441,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1499,7 +1452,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1510,7 +1463,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1535,7 +1488,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 7usize),
                   {
@@ -1549,7 +1502,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1560,7 +1513,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1571,7 +1524,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1584,6 +1537,588 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         __fault,
                         __tag,
                         1u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    }
+                  },
+                );
+              }
+            }
+          }
+          for __jc in 0..2usize {
+            let __c = __jc * 256usize + __tid;
+            if __c < 512usize {
+              let __f0 = __c * 8;
+              let __s0: usize = ({
+                let __sf: usize = __f0;
+                ({
+                  let __r: usize = __sf / 128usize;
+                  __r * 128usize
+                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                      * 8)
+                }) + __sf % 8
+              });
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  v_base_6,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_17,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 128usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_vn,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              let __p7 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  v_base_6,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_17,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 128usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_vn,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 7usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_n_17,
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 128usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+              if __all && (__p0 as usize) % 16 == 0
+                && (__p7 as usize) == (__p0 as usize) + 14usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_v_ptr,
+                  __len_v_ptr,
+                  8usize,
+                )
+              {
+                ::kernel_std::__private::device::cp_async_16(
+                  ::kernel_std::__private::device::smem_addr()
+                    + ((49152usize + (0usize) * 8192usize) + __s0 * 2) as u32,
+                  __p0 as *const u8,
+                );
+              } else {
+                ::kernel_std::__private::device::store(
+                  (__smem.add((49152usize + (0usize) * 8192usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 0usize),
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        v_base_6,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_stride_vn,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_17,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_n_ctx,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_v_ptr,
+                        __len_v_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    }
+                  },
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((49152usize + (0usize) * 8192usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 1usize),
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        v_base_6,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_stride_vn,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 1usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_17,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_n_ctx,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_v_ptr,
+                        __len_v_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    }
+                  },
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((49152usize + (0usize) * 8192usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 2usize),
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        v_base_6,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_stride_vn,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_17,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_n_ctx,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_v_ptr,
+                        __len_v_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    }
+                  },
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((49152usize + (0usize) * 8192usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 3usize),
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        v_base_6,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_stride_vn,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_17,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_n_ctx,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_v_ptr,
+                        __len_v_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    }
+                  },
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((49152usize + (0usize) * 8192usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 4usize),
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        v_base_6,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_stride_vn,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 4usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_17,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_n_ctx,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_v_ptr,
+                        __len_v_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    }
+                  },
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((49152usize + (0usize) * 8192usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 5usize),
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        v_base_6,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_stride_vn,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 5usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_17,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_n_ctx,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_v_ptr,
+                        __len_v_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    }
+                  },
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((49152usize + (0usize) * 8192usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 6usize),
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        v_base_6,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_stride_vn,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 6usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_17,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_n_ctx,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_v_ptr,
+                        __len_v_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    }
+                  },
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((49152usize + (0usize) * 8192usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 7usize),
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        v_base_6,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_stride_vn,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_17,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_n_ctx,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_v_ptr,
+                        __len_v_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
                         ::core::line!(),
                       )
                     {
@@ -1611,16 +2146,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
           if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
             {
               let start_n_17: i32 = __nx;
-              for __jc in 0..8usize {
-                let __c = __jc * 128usize + __tid;
-                if __c < 1024usize {
+              for __jc in 0..2usize {
+                let __c = __jc * 256usize + __tid;
+                if __c < 512usize {
                   let __f0 = __c * 8;
                   let __s0: usize = ({
                     let __sf: usize = __f0;
                     ({
-                      let __r: usize = __sf / 64usize;
-                      __r * 64usize
-                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      let __r: usize = __sf / 32usize;
+                      __r * 32usize
+                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                     }) + __sf % 8
                   });
                   let __p0 = ::kernel_std::__private::device::ptr_add(
@@ -1633,7 +2168,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -1644,7 +2179,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -1658,7 +2193,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -1669,7 +2204,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -1683,7 +2218,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -1694,7 +2229,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -1708,7 +2243,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -1719,7 +2254,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -1733,7 +2268,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -1744,7 +2279,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -1758,7 +2293,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -1769,7 +2304,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -1783,7 +2318,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -1794,7 +2329,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -1808,7 +2343,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -1819,114 +2354,41 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   );
-                  let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __all = {
+                    let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
                       start_n_17,
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
-                    ),
-                    __p_n_ctx,
-                  )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
                     );
+                    let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_17,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __c7 = __p_n_ctx;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x6,
+                      __x5,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x6,
+                        __c7,
+                      )
+                  };
                   if __all && (__p0 as usize) % 16 == 0
                     && (__p1 as usize) == (__p0 as usize) + 2usize
                     && (__p2 as usize) == (__p0 as usize) + 4usize
@@ -1944,16 +2406,15 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr()
-                        + ((32768usize
-                          + ((((__it1 + 1) & 1) as usize)) * 16384usize) + __s0 * 2)
-                          as u32,
+                        + ((32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize)
+                          + __s0 * 2) as u32,
                       __p0 as *const u8,
                     );
                   } else {
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 0usize),
                       {
@@ -1967,7 +2428,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 0usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -1978,7 +2439,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -1989,7 +2450,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2016,7 +2477,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 1usize),
                       {
@@ -2030,7 +2491,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 1usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2041,7 +2502,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2052,7 +2513,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2079,7 +2540,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 2usize),
                       {
@@ -2093,7 +2554,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 2usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2104,7 +2565,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2115,7 +2576,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2142,7 +2603,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 3usize),
                       {
@@ -2156,7 +2617,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 3usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2167,7 +2628,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2178,7 +2639,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2205,7 +2666,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 4usize),
                       {
@@ -2219,7 +2680,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 4usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2230,7 +2691,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2241,7 +2702,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2268,7 +2729,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 5usize),
                       {
@@ -2282,7 +2743,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 5usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2293,7 +2754,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2304,7 +2765,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2331,7 +2792,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 6usize),
                       {
@@ -2345,7 +2806,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 6usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2356,7 +2817,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2367,7 +2828,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2394,7 +2855,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 7usize),
                       {
@@ -2408,7 +2869,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 7usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2419,7 +2880,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2430,7 +2891,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2457,22 +2918,621 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   }
                 }
               }
+              for __jc in 0..2usize {
+                let __c = __jc * 256usize + __tid;
+                if __c < 512usize {
+                  let __f0 = __c * 8;
+                  let __s0: usize = ({
+                    let __sf: usize = __f0;
+                    ({
+                      let __r: usize = __sf / 128usize;
+                      __r * 128usize
+                        + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                          * 8)
+                    }) + __sf % 8
+                  });
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      v_base_6,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_17,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_vn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      v_base_6,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_17,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_vn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_17,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 128usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n_ctx,
+                  );
+                  if __all && (__p0 as usize) % 16 == 0
+                    && (__p7 as usize) == (__p0 as usize) + 14usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_v_ptr,
+                      __len_v_ptr,
+                      8usize,
+                    )
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr()
+                        + ((49152usize + ((((__it1 + 1) & 1) as usize)) * 8192usize)
+                          + __s0 * 2) as u32,
+                      __p0 as *const u8,
+                    );
+                  } else {
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (49152usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 0usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_17,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 0usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (49152usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 1usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_17,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 1usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (49152usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 2usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_17,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 2usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (49152usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 3usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_17,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 3usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (49152usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 4usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_17,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 4usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (49152usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 5usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_17,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 5usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (49152usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 6usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_17,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 6usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (49152usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 7usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_17,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 7usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                  }
+                }
+              }
             }
           }
         }
         ::kernel_std::__private::device::cp_async_commit();
-        let mut __mma2: [f32; 64usize] = [0.0f32; 64usize];
+        let mut __mma8: [f32; 16usize] = [0.0f32; 16usize];
         ::kernel_std::__private::device::unroll::<
-          64usize,
+          16usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = ((__warp / 2usize) * 64usize
+            let __f: usize = ((__warp / 1usize) * 16usize
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma2[__j] = 0.0f32;
+            __mma8[__j] = 0.0f32;
           },
         );
         ::kernel_std::__private::device::cp_async_wait_group::<1>();
@@ -2481,16 +3541,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
           let __sa: u32 = ::kernel_std::__private::device::smem_addr()
             + 0usize as u32;
           let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-            + (32768usize + ((__it1 & 1) as usize) * 16384usize) as u32;
+            + (32768usize + ((__it1 & 1) as usize) * 8192usize) as u32;
           ::kernel_std::__private::device::unroll::<
             8usize,
             _,
           >(
             #[inline(always)]
             |__ks: usize| {
-              let mut __af: [[u32; 4]; 4usize] = [[0u32; 4]; 4usize];
+              let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
               ::kernel_std::__private::device::unroll::<
-                4usize,
+                1usize,
                 _,
               >(
                 #[inline(always)]
@@ -2498,7 +3558,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
                     __sa
                       + (({
-                        let __r: usize = (__warp / 2usize) * 64usize + __i * 16
+                        let __r: usize = (__warp / 1usize) * 16usize + __i * 16
                           + __lane % 16;
                         __r * 128usize
                           + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
@@ -2517,13 +3577,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     __sb
                       + (({
                         let __r: usize = __ks * 16 + __lane % 16;
-                        __r * 64usize
-                          + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
-                            ^ ((__r / 1usize) % 8usize)) * 8)
+                        __r * 32usize
+                          + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
+                            ^ ((__r / 2usize) % 4usize)) * 8)
                       }) * 2) as u32,
                   );
                   ::kernel_std::__private::device::unroll::<
-                    4usize,
+                    1usize,
                     _,
                   >(
                     #[inline(always)]
@@ -2533,20 +3593,20 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         __af[__i],
                         [__bq[0], __bq[1]],
                         [
-                          __mma2[__b],
-                          __mma2[__b + 1],
-                          __mma2[__b + 2],
-                          __mma2[__b + 3],
+                          __mma8[__b],
+                          __mma8[__b + 1],
+                          __mma8[__b + 2],
+                          __mma8[__b + 3],
                         ],
                       );
-                      __mma2[__b] = __d[0];
-                      __mma2[__b + 1] = __d[1];
-                      __mma2[__b + 2] = __d[2];
-                      __mma2[__b + 3] = __d[3];
+                      __mma8[__b] = __d[0];
+                      __mma8[__b + 1] = __d[1];
+                      __mma8[__b + 2] = __d[2];
+                      __mma8[__b + 3] = __d[3];
                     },
                   );
                   ::kernel_std::__private::device::unroll::<
-                    4usize,
+                    1usize,
                     _,
                   >(
                     #[inline(always)]
@@ -2556,16 +3616,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         __af[__i],
                         [__bq[2], __bq[3]],
                         [
-                          __mma2[__b],
-                          __mma2[__b + 1],
-                          __mma2[__b + 2],
-                          __mma2[__b + 3],
+                          __mma8[__b],
+                          __mma8[__b + 1],
+                          __mma8[__b + 2],
+                          __mma8[__b + 3],
                         ],
                       );
-                      __mma2[__b] = __d[0];
-                      __mma2[__b + 1] = __d[1];
-                      __mma2[__b + 2] = __d[2];
-                      __mma2[__b + 3] = __d[3];
+                      __mma8[__b] = __d[0];
+                      __mma8[__b + 1] = __d[1];
+                      __mma8[__b + 2] = __d[2];
+                      __mma8[__b + 3] = __d[3];
                     },
                   );
                 },
@@ -2574,31 +3634,31 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
           );
         }
         ::kernel_std::__private::device::bar_sync();
-        let mut qk_20: [f32; 64usize] = unsafe { ::core::mem::zeroed() };
+        let mut qk_20: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
-          64usize,
+          16usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = ((__warp / 2usize) * 64usize
+            let __f: usize = ((__warp / 1usize) * 16usize
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            qk_20[__j] = __mma2[__j];
+            qk_20[__j] = __mma8[__j];
           },
         );
-        let __red3: [f32; 8usize] = {
-          let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 8usize];
+        let __red9: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
           ::kernel_std::__private::device::unroll::<
-            64usize,
+            16usize,
             _,
           >(
             #[inline(always)]
             |__j: usize| {
-              let __f: usize = ((__warp / 2usize) * 64usize
+              let __f: usize = ((__warp / 1usize) * 16usize
                 + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-                + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+                + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
               let __x = if <bool as ::kernel_std::__private::device::Int>::and(
@@ -2609,7 +3669,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -2629,7 +3689,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -2639,7 +3699,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -2656,17 +3716,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                 )
               };
               let __i: usize = {
-                const __L: [usize; 64usize] = [
+                const __L: [usize; 16usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
                   1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                  1usize, 1usize, 2usize, 2usize, 3usize, 3usize, 2usize,
-                  2usize, 3usize, 3usize, 2usize, 2usize, 3usize, 3usize,
-                  2usize, 2usize, 3usize, 3usize, 4usize, 4usize, 5usize,
-                  5usize, 4usize, 4usize, 5usize, 5usize, 4usize, 4usize,
-                  5usize, 5usize, 4usize, 4usize, 5usize, 5usize, 6usize,
-                  6usize, 7usize, 7usize, 6usize, 6usize, 7usize, 7usize,
-                  6usize, 6usize, 7usize, 7usize, 6usize, 6usize, 7usize,
-                  7usize,
+                  1usize, 1usize,
                 ];
                 __L[__j]
               };
@@ -2677,7 +3730,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
             },
           );
           ::kernel_std::__private::device::unroll::<
-            8usize,
+            2usize,
             _,
           >(
             #[inline(always)]
@@ -2698,301 +3751,45 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
               );
             },
           );
-          if ((__lane as u32) & 3u32) == 0 {
-            let __po = __smem.add(65536usize) as *mut f32;
-            let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[0usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 64usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[1usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 64usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[2usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 64usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[3usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 64usize + 32usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[4usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 64usize + 40usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[5usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 64usize + 48usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[6usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 64usize + 56usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[7usize],
-              );
-            }
-          }
-          ::kernel_std::__private::device::bar_sync();
           [
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(65536usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((0usize) >> 0usize) & 1) << 3u32
-                | (((0usize) >> 1usize) & 1) << 4u32
-                | (((0usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(65536usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((1usize) >> 0usize) & 1) << 3u32
-                | (((1usize) >> 1usize) & 1) << 4u32
-                | (((1usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(65536usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((2usize) >> 0usize) & 1) << 3u32
-                | (((2usize) >> 1usize) & 1) << 4u32
-                | (((2usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(65536usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((3usize) >> 0usize) & 1) << 3u32
-                | (((3usize) >> 1usize) & 1) << 4u32
-                | (((3usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(65536usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((4usize) >> 0usize) & 1) << 3u32
-                | (((4usize) >> 1usize) & 1) << 4u32
-                | (((4usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(65536usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((5usize) >> 0usize) & 1) << 3u32
-                | (((5usize) >> 1usize) & 1) << 4u32
-                | (((5usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(65536usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((6usize) >> 0usize) & 1) << 3u32
-                | (((6usize) >> 1usize) & 1) << 4u32
-                | (((6usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(65536usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((7usize) >> 0usize) & 1) << 3u32
-                | (((7usize) >> 1usize) & 1) << 4u32
-                | (((7usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[0usize],
+            ),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[1usize],
+            ),
           ]
         };
-        ::kernel_std::__private::device::bar_sync();
-        let mut m_ij_23: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+        let mut m_ij_23: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
-          8usize,
+          2usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
             let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | (((__j) >> 1usize) & 1) << 4u32
-              | (((__j) >> 2usize) & 1) << 5u32
               | ((__lane >> 2usize) & 1) << 0u32
               | ((__lane >> 3usize) & 1) << 1u32
               | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 1usize) & 1) << 6u32);
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32
+              | ((__warp >> 2usize) & 1) << 6u32);
             m_ij_23[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
               m_i_12[__j],
-              __red3[__j],
+              __red9[__j],
             );
           },
         );
-        let mut p_24: [f32; 64usize] = unsafe { ::core::mem::zeroed() };
+        let mut p_24: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
-          64usize,
+          16usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = ((__warp / 2usize) * 64usize
+            let __f: usize = ((__warp / 1usize) * 16usize
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             p_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
@@ -3004,7 +3801,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -3024,7 +3821,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = __f;
-                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -3034,7 +3831,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -3050,27 +3847,25 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     f64::NEG_INFINITY,
                   )
                 },
-                m_ij_23[0usize | (((__j >> 1usize) & 1) << 0usize)
-                  | (((__j >> 4usize) & 1) << 1usize)
-                  | (((__j >> 5usize) & 1) << 2usize)],
+                m_ij_23[0usize | (((__j >> 1usize) & 1) << 0usize)],
               ),
             );
           },
         );
-        let mut alpha_25: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+        let mut alpha_25: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
-          8usize,
+          2usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
             let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | (((__j) >> 1usize) & 1) << 4u32
-              | (((__j) >> 2usize) & 1) << 5u32
               | ((__lane >> 2usize) & 1) << 0u32
               | ((__lane >> 3usize) & 1) << 1u32
               | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 1usize) & 1) << 6u32);
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32
+              | ((__warp >> 2usize) & 1) << 6u32);
             alpha_25[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
                 m_i_12[__j],
@@ -3079,34 +3874,27 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
             );
           },
         );
-        let __red4: [f32; 8usize] = {
-          let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+        let __red10: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
             0,
-          ); 8usize];
+          ); 2usize];
           ::kernel_std::__private::device::unroll::<
-            64usize,
+            16usize,
             _,
           >(
             #[inline(always)]
             |__j: usize| {
-              let __f: usize = ((__warp / 2usize) * 64usize
+              let __f: usize = ((__warp / 1usize) * 16usize
                 + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-                + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+                + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
               let __x = p_24[__j];
               let __i: usize = {
-                const __L: [usize; 64usize] = [
+                const __L: [usize; 16usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
                   1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                  1usize, 1usize, 2usize, 2usize, 3usize, 3usize, 2usize,
-                  2usize, 3usize, 3usize, 2usize, 2usize, 3usize, 3usize,
-                  2usize, 2usize, 3usize, 3usize, 4usize, 4usize, 5usize,
-                  5usize, 4usize, 4usize, 5usize, 5usize, 4usize, 4usize,
-                  5usize, 5usize, 4usize, 4usize, 5usize, 5usize, 6usize,
-                  6usize, 7usize, 7usize, 6usize, 6usize, 7usize, 7usize,
-                  6usize, 6usize, 7usize, 7usize, 6usize, 6usize, 7usize,
-                  7usize,
+                  1usize, 1usize,
                 ];
                 __L[__j]
               };
@@ -3117,7 +3905,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
             },
           );
           ::kernel_std::__private::device::unroll::<
-            8usize,
+            2usize,
             _,
           >(
             #[inline(always)]
@@ -3138,519 +3926,223 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
               );
             },
           );
-          if ((__lane as u32) & 3u32) == 0 {
-            let __po = __smem.add(65536usize) as *mut f32;
-            let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[0usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 64usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[1usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 64usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[2usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 64usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[3usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 64usize + 32usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[4usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 64usize + 40usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[5usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 64usize + 48usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[6usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 64usize + 56usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[7usize],
-              );
-            }
-          }
-          ::kernel_std::__private::device::bar_sync();
           [
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(65536usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((0usize) >> 0usize) & 1) << 3u32
-                | (((0usize) >> 1usize) & 1) << 4u32
-                | (((0usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(65536usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((1usize) >> 0usize) & 1) << 3u32
-                | (((1usize) >> 1usize) & 1) << 4u32
-                | (((1usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(65536usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((2usize) >> 0usize) & 1) << 3u32
-                | (((2usize) >> 1usize) & 1) << 4u32
-                | (((2usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(65536usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((3usize) >> 0usize) & 1) << 3u32
-                | (((3usize) >> 1usize) & 1) << 4u32
-                | (((3usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(65536usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((4usize) >> 0usize) & 1) << 3u32
-                | (((4usize) >> 1usize) & 1) << 4u32
-                | (((4usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(65536usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((5usize) >> 0usize) & 1) << 3u32
-                | (((5usize) >> 1usize) & 1) << 4u32
-                | (((5usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(65536usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((6usize) >> 0usize) & 1) << 3u32
-                | (((6usize) >> 1usize) & 1) << 4u32
-                | (((6usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(65536usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((7usize) >> 0usize) & 1) << 3u32
-                | (((7usize) >> 1usize) & 1) << 4u32
-                | (((7usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[0usize],
+            ),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[1usize],
+            ),
           ]
         };
-        ::kernel_std::__private::device::bar_sync();
         ::kernel_std::__private::device::unroll::<
-          8usize,
+          2usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
             let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | (((__j) >> 1usize) & 1) << 4u32
-              | (((__j) >> 2usize) & 1) << 5u32
               | ((__lane >> 2usize) & 1) << 0u32
               | ((__lane >> 3usize) & 1) << 1u32
               | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 1usize) & 1) << 6u32);
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32
+              | ((__warp >> 2usize) & 1) << 6u32);
             l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
               <f32 as ::kernel_std::__private::device::Num>::mul(
                 l_i_13[__j],
                 alpha_25[__j],
               ),
-              __red4[__j],
+              __red10[__j],
             );
           },
         );
-        ::kernel_std::__private::device::unroll::<
-          8usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | (((__j) >> 1usize) & 1) << 4u32
-              | (((__j) >> 2usize) & 1) << 5u32
-              | ((__lane >> 2usize) & 1) << 0u32
-              | ((__lane >> 3usize) & 1) << 1u32
-              | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 1usize) & 1) << 6u32);
-            ::kernel_std::__private::device::store(
-              (__smem.add(65536usize) as *mut f32).add(__f),
-              alpha_25[__j],
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        for __jc in 0..16usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-          ::kernel_std::__private::device::unroll::<
-            8usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 8usize + __v;
-              let __f: usize = __f0 + __v;
-              acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-                acc_14[__j],
-                ::kernel_std::__private::device::load(
-                  (__smem.add(65536usize) as *mut f32)
-                    .add({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }),
-                ),
-              );
-            },
-          );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let mut __dot5: [f32; 128usize] = [0.0f32; 128usize];
         ::kernel_std::__private::device::unroll::<
           64usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = ((__warp / 2usize) * 64usize
-              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            ::kernel_std::__private::device::store(
-              (__smem.add(98304usize) as *mut f32).add(__f),
-              p_24[__j],
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+              acc_14[__j],
+              alpha_25[0usize | (((__j >> 1usize) & 1) << 0usize)],
             );
           },
         );
-        ::kernel_std::__private::device::bar_sync();
-        for __jc in 0..8usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-          ::kernel_std::__private::device::unroll::<
-            8usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 8usize + __v;
-              let __f: usize = __f0 + __v;
-              ::kernel_std::__private::device::store(
-                (__smem.add(65536usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__f),
-                ::kernel_std::__private::device::cast::<
-                  f32,
-                  ::kernel_std::__private::device::F16,
-                >(
-                  ::kernel_std::__private::device::load(
-                    (__smem.add(98304usize) as *mut f32).add(__f),
-                  ),
+        let mut __mma11: [f32; 64usize] = [0.0f32; 64usize];
+        ::kernel_std::__private::device::unroll::<
+          64usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            __mma11[__j] = acc_14[__j];
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            ::kernel_std::__private::device::store(
+              (__smem.add(65536usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(
+                  ({
+                    let __sf: usize = __f;
+                    ({
+                      let __r: usize = __sf / 32usize;
+                      __r * 32usize
+                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                    }) + __sf % 8
+                  }),
                 ),
-              );
-            },
-          );
-        }
+              ::kernel_std::__private::device::cast::<
+                f32,
+                ::kernel_std::__private::device::F16,
+              >(p_24[__j]),
+            );
+          },
+        );
+        ::kernel_std::__private::device::cp_async_wait_all();
+        ::kernel_std::__private::device::cp_async_wait_group::<1>();
         ::kernel_std::__private::device::bar_sync();
-        for __jc in 0..8usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        {
+          let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+            + 65536usize as u32;
+          let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+            + (49152usize + ((__it1 & 1) as usize) * 8192usize) as u32;
           ::kernel_std::__private::device::unroll::<
-            8usize,
+            2usize,
             _,
           >(
             #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 8usize + __v;
-              let __f: usize = __f0 + __v;
-              ::kernel_std::__private::device::store(
-                (__smem.add(81920usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__f),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
+            |__ks: usize| {
+              let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+              ::kernel_std::__private::device::unroll::<
+                1usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                    __sa
+                      + (({
+                        let __r: usize = (__warp / 1usize) * 16usize + __i * 16
+                          + __lane % 16;
+                        __r * 32usize
+                          + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                            * 8)
+                      }) * 2) as u32,
                   );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n_ctx,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_v_ptr,
-                      __len_v_ptr,
-                      __fault,
-                      __tag,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  }
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                8usize,
+                _,
+              >(
+                #[inline(always)]
+                |__jp: usize| {
+                  let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                    __sb
+                      + (({
+                        let __r: usize = __ks * 16 + __lane % 16;
+                        __r * 128usize
+                          + ((((__warp % 1usize) * 16usize + 2 * __jp + __lane / 16)
+                            ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) * 2) as u32,
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    1usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __b: usize = (__i * 16usize + 2 * __jp) * 4;
+                      let __d = ::kernel_std::__private::device::mma_f16(
+                        __af[__i],
+                        [__bq[0], __bq[1]],
+                        [
+                          __mma11[__b],
+                          __mma11[__b + 1],
+                          __mma11[__b + 2],
+                          __mma11[__b + 3],
+                        ],
+                      );
+                      __mma11[__b] = __d[0];
+                      __mma11[__b + 1] = __d[1];
+                      __mma11[__b + 2] = __d[2];
+                      __mma11[__b + 3] = __d[3];
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    1usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __b: usize = (__i * 16usize + 2 * __jp + 1) * 4;
+                      let __d = ::kernel_std::__private::device::mma_f16(
+                        __af[__i],
+                        [__bq[2], __bq[3]],
+                        [
+                          __mma11[__b],
+                          __mma11[__b + 1],
+                          __mma11[__b + 2],
+                          __mma11[__b + 3],
+                        ],
+                      );
+                      __mma11[__b] = __d[0];
+                      __mma11[__b + 1] = __d[1];
+                      __mma11[__b + 2] = __d[2];
+                      __mma11[__b + 3] = __d[3];
+                    },
+                  );
                 },
               );
             },
           );
         }
         ::kernel_std::__private::device::bar_sync();
-        for __jc in 0..16usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-          ::kernel_std::__private::device::unroll::<
-            8usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 8usize + __v;
-              let __f: usize = __f0 + __v;
-              let __row = __f / 128usize;
-              let __col = __f % 128usize;
-              let __pa = (__smem.add(65536usize)
-                as *mut ::kernel_std::__private::device::F16)
-                .add(__row * 64usize);
-              let __pb = (__smem.add(81920usize)
-                as *mut ::kernel_std::__private::device::F16)
-                .add(__col);
-              let mut __s: f32 = acc_14[__j];
-              for __k in 0..64usize {
-                let __x = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
-                  ::kernel_std::__private::device::load(__pa.add(__k)),
-                );
-                let __y = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
-                  ::kernel_std::__private::device::load(
-                    __pb.add(__k * 128usize),
-                  ),
-                );
-                __s = ::kernel_std::__private::device::fma(__x, __y, __s);
-              }
-              __dot5[__j] = __s;
-            },
-          );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        for __jc in 0..16usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-          ::kernel_std::__private::device::unroll::<
-            8usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 8usize + __v;
-              let __f: usize = __f0 + __v;
-              acc_14[__j] = __dot5[__j];
-            },
-          );
-        }
         ::kernel_std::__private::device::unroll::<
-          8usize,
+          64usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_14[__j] = __mma11[__j];
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          2usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
             let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | (((__j) >> 1usize) & 1) << 4u32
-              | (((__j) >> 2usize) & 1) << 5u32
               | ((__lane >> 2usize) & 1) << 0u32
               | ((__lane >> 3usize) & 1) << 1u32
               | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 1usize) & 1) << 6u32);
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32
+              | ((__warp >> 2usize) & 1) << 6u32);
             m_i_12[__j] = m_ij_23[__j];
           },
         );
@@ -3661,74 +4153,123 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
         };
       }
     }
-    let mut o_27: [::kernel_std::__private::device::F16; 128usize] = unsafe {
+    let mut o_27: [::kernel_std::__private::device::F16; 64usize] = unsafe {
       ::core::mem::zeroed()
     };
-    ::kernel_std::__private::device::unroll::<
-      8usize,
-      _,
-    >(
-      #[inline(always)]
-      |__j: usize| {
-        let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-          | (((__j) >> 1usize) & 1) << 4u32 | (((__j) >> 2usize) & 1) << 5u32
-          | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
-          | ((__lane >> 4usize) & 1) << 2u32
-          | ((__warp >> 1usize) & 1) << 6u32);
-        ::kernel_std::__private::device::store(
-          (__smem.add(0usize) as *mut f32).add(__f),
-          l_i_13[__j],
-        );
-      },
-    );
-    ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..16usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+    {
+      let __val = ::kernel_std::__private::device::inline_fn(
+        #[inline(always)]
+        |__j: usize| -> f32 {
+          let __f: usize = ((__warp / 1usize) * 16usize
+            + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
+            * 128usize + (__warp % 1usize) * 128usize
+            + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+          <f32 as ::kernel_std::__private::device::Num>::div(
+            acc_14[__j],
+            l_i_13[0usize | (((__j >> 1usize) & 1) << 0usize)],
+          )
+        },
+      );
       ::kernel_std::__private::device::unroll::<
-        8usize,
+        32usize,
         _,
       >(
         #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 8usize + __v;
-          let __f: usize = __f0 + __v;
-          o_27[__j] = ::kernel_std::__private::device::cast::<
-            f32,
-            ::kernel_std::__private::device::F16,
-          >(
-            <f32 as ::kernel_std::__private::device::Num>::div(
-              acc_14[__j],
-              ::kernel_std::__private::device::load(
-                (__smem.add(0usize) as *mut f32)
-                  .add({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 128usize) % 128usize) * 1usize
-                  }),
-              ),
-            ),
+        |__p: usize| {
+          let __w: u32 = ::kernel_std::__private::device::pack_f16x2(
+            __val(2 * __p),
+            __val(2 * __p + 1),
+          );
+          o_27[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
+          o_27[2 * __p + 1] = ::kernel_std::__private::device::F16(
+            (__w >> 16) as u16,
           );
         },
       );
     }
     ::kernel_std::__private::device::bar_sync();
-    ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..16usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-      let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
-      let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
-      let mut __sm: [bool; 8usize] = [false; 8usize];
-      ::kernel_std::__private::device::unroll::<
-        8usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 8usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              o_base_7,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
+    {
+      let __sfast: bool = ::kernel_std::__private::device::warp_all(
+        true
+          && {
+            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
+                            + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
+                      + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
+                            + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
+                      + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            1i64 == 1i64
+              && (__pz as usize).wrapping_sub(__pa as usize) == 254usize
+              && (__pa as usize) % 16usize == 0
+              && ::kernel_std::__private::device::fits(
+                __pa,
+                __p_o_ptr,
+                __len_o_ptr,
+                128usize,
+              )
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
@@ -3739,163 +4280,5705 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = __f;
+                        let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
+                          + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 128usize) % 128usize) * 1usize
                       }) as i32,
                     ),
                 ),
-                __p_stride_om,
+                __p_n_ctx,
+              )
+          }
+          && {
+            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
+                            + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
               ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
+                      + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
+                            + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
+                      + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            1i64 == 1i64
+              && (__pz as usize).wrapping_sub(__pa as usize) == 254usize
+              && (__pa as usize) % 16usize == 0
+              && ::kernel_std::__private::device::fits(
+                __pa,
+                __p_o_ptr,
+                __len_o_ptr,
+                128usize,
+              )
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
+                          + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              )
+          },
+      );
+      if __sfast {
+        let __val = ::kernel_std::__private::device::inline_fn(
+          #[inline(always)]
+          |__j: usize| -> ::kernel_std::__private::device::F16 {
+            let __v: usize = __j % 2;
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            o_27[__j]
+          },
+        );
+        {
+          let __pr: [*mut ::kernel_std::__private::device::F16; 2] = [
+            ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                            (((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+                              * 128usize + (__warp % 1usize) * 128usize + 0usize
+                              + (__lane % 4) * 2 - (__lane % 4) * 2),
+                          );
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                      (((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+                        * 128usize + (__warp % 1usize) * 128usize + 0usize
+                        + (__lane % 4) * 2 - (__lane % 4) * 2),
+                    );
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
             ),
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = __f;
-                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                }) as i32,
+            ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                            (((__warp / 1usize) * 16usize + 8usize + __lane / 4)
+                              * 128usize + (__warp % 1usize) * 128usize + 0usize
+                              + (__lane % 4) * 2 - (__lane % 4) * 2),
+                          );
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
               ),
-          );
-          __sv[__v] = o_27[__j];
-          __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                start_m_0,
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  128i64,
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                      (((__warp / 1usize) * 16usize + 8usize + __lane / 4)
+                        * 128usize + (__warp % 1usize) * 128usize + 0usize
+                        + (__lane % 4) * 2 - (__lane % 4) * 2),
+                    );
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+          ];
+          {
+            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(0usize), __val(1usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(4usize), __val(5usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(8usize), __val(9usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(12usize), __val(13usize)),
+              ],
+              __lane as u32,
+            );
+            ::kernel_std::__private::device::store_vec::<
+              u32,
+              4,
+            >(
+              __pr[0usize].wrapping_add(0usize + (__lane % 4) * 8)
+                as *mut u32,
+              __w,
+            );
+          }
+          {
+            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(16usize), __val(17usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(20usize), __val(21usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(24usize), __val(25usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(28usize), __val(29usize)),
+              ],
+              __lane as u32,
+            );
+            ::kernel_std::__private::device::store_vec::<
+              u32,
+              4,
+            >(
+              __pr[0usize].wrapping_add(32usize + (__lane % 4) * 8)
+                as *mut u32,
+              __w,
+            );
+          }
+          {
+            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(32usize), __val(33usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(36usize), __val(37usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(40usize), __val(41usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(44usize), __val(45usize)),
+              ],
+              __lane as u32,
+            );
+            ::kernel_std::__private::device::store_vec::<
+              u32,
+              4,
+            >(
+              __pr[0usize].wrapping_add(64usize + (__lane % 4) * 8)
+                as *mut u32,
+              __w,
+            );
+          }
+          {
+            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(48usize), __val(49usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(52usize), __val(53usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(56usize), __val(57usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(60usize), __val(61usize)),
+              ],
+              __lane as u32,
+            );
+            ::kernel_std::__private::device::store_vec::<
+              u32,
+              4,
+            >(
+              __pr[0usize].wrapping_add(96usize + (__lane % 4) * 8)
+                as *mut u32,
+              __w,
+            );
+          }
+          {
+            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(2usize), __val(3usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(6usize), __val(7usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(10usize), __val(11usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(14usize), __val(15usize)),
+              ],
+              __lane as u32,
+            );
+            ::kernel_std::__private::device::store_vec::<
+              u32,
+              4,
+            >(
+              __pr[1usize].wrapping_add(0usize + (__lane % 4) * 8)
+                as *mut u32,
+              __w,
+            );
+          }
+          {
+            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(18usize), __val(19usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(22usize), __val(23usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(26usize), __val(27usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(30usize), __val(31usize)),
+              ],
+              __lane as u32,
+            );
+            ::kernel_std::__private::device::store_vec::<
+              u32,
+              4,
+            >(
+              __pr[1usize].wrapping_add(32usize + (__lane % 4) * 8)
+                as *mut u32,
+              __w,
+            );
+          }
+          {
+            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(34usize), __val(35usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(38usize), __val(39usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(42usize), __val(43usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(46usize), __val(47usize)),
+              ],
+              __lane as u32,
+            );
+            ::kernel_std::__private::device::store_vec::<
+              u32,
+              4,
+            >(
+              __pr[1usize].wrapping_add(64usize + (__lane % 4) * 8)
+                as *mut u32,
+              __w,
+            );
+          }
+          {
+            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(50usize), __val(51usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(54usize), __val(55usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(58usize), __val(59usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(62usize), __val(63usize)),
+              ],
+              __lane as u32,
+            );
+            ::kernel_std::__private::device::store_vec::<
+              u32,
+              4,
+            >(
+              __pr[1usize].wrapping_add(96usize + (__lane % 4) * 8)
+                as *mut u32,
+              __w,
+            );
+          }
+        }
+      } else {
+        ::core::hint::cold_path();
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 0usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 0usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
                 ),
               ),
               (0i32)
                 .wrapping_add(
                   ({
                     let __pf: usize = __f;
-                    0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
                   }) as i32,
                 ),
-            ),
-            __p_n_ctx,
-          );
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
-        && __sm[4usize] && __sm[5usize] && __sm[6usize] && __sm[7usize]
-        && (__sp[0] as usize) % 16usize == 0
-        && ((1i64) == 1i64
-          && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize)
-        && ::kernel_std::__private::device::fits(
-          __sp[0],
-          __p_o_ptr,
-          __len_o_ptr,
-          8usize,
-        )
-      {
-        ::kernel_std::__private::device::store_vec::<
-          ::kernel_std::__private::device::F16,
-          8usize,
-        >(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
-            __p_o_ptr,
-            __len_o_ptr,
-            __fault,
-            __tag,
-            3u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 1usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 1usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
         }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_o_ptr,
-            __len_o_ptr,
-            __fault,
-            __tag,
-            3u32,
-            ::core::line!(),
-          )
         {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 2usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 0usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 3usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 1usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
         }
-        if __sm[2usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[2usize],
-            __p_o_ptr,
-            __len_o_ptr,
-            __fault,
-            __tag,
-            3u32,
-            ::core::line!(),
-          )
         {
-          ::kernel_std::__private::device::store(__sp[2usize], __sv[2usize]);
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 4usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 8usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 5usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 9usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
         }
-        if __sm[3usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[3usize],
-            __p_o_ptr,
-            __len_o_ptr,
-            __fault,
-            __tag,
-            3u32,
-            ::core::line!(),
-          )
         {
-          ::kernel_std::__private::device::store(__sp[3usize], __sv[3usize]);
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 6usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 8usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 7usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 9usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
         }
-        if __sm[4usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[4usize],
-            __p_o_ptr,
-            __len_o_ptr,
-            __fault,
-            __tag,
-            3u32,
-            ::core::line!(),
-          )
         {
-          ::kernel_std::__private::device::store(__sp[4usize], __sv[4usize]);
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 8usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 16usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 9usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 17usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
         }
-        if __sm[5usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[5usize],
-            __p_o_ptr,
-            __len_o_ptr,
-            __fault,
-            __tag,
-            3u32,
-            ::core::line!(),
-          )
         {
-          ::kernel_std::__private::device::store(__sp[5usize], __sv[5usize]);
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 10usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 16usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 11usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 17usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
         }
-        if __sm[6usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[6usize],
-            __p_o_ptr,
-            __len_o_ptr,
-            __fault,
-            __tag,
-            3u32,
-            ::core::line!(),
-          )
         {
-          ::kernel_std::__private::device::store(__sp[6usize], __sv[6usize]);
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 12usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 24usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 13usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 25usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
         }
-        if __sm[7usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[7usize],
-            __p_o_ptr,
-            __len_o_ptr,
-            __fault,
-            __tag,
-            3u32,
-            ::core::line!(),
-          )
         {
-          ::kernel_std::__private::device::store(__sp[7usize], __sv[7usize]);
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 14usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 24usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 15usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 25usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 16usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 32usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 17usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 33usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 18usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 32usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 19usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 33usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 20usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 40usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 21usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 41usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 22usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 40usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 23usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 41usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 24usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 48usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 25usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 49usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 26usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 48usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 27usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 49usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 28usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 56usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 29usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 57usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 30usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 56usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 31usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 57usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 32usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 64usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 33usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 65usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 34usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 64usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 35usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 65usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 36usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 72usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 37usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 73usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 38usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 72usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 39usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 73usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 40usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 80usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 41usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 81usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 42usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 80usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 43usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 81usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 44usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 88usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 45usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 89usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 46usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 88usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 47usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 89usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 48usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 96usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 49usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 97usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 50usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 96usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 51usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 97usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 52usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 104usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 53usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 105usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 54usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 104usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 55usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 105usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 56usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 112usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 57usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 113usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 58usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 112usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 59usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 113usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 60usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 120usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 61usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 121usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 62usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 120usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 63usize;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 121usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = o_27[__j];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  start_m_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n_ctx,
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_o_ptr,
+              __len_o_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_o_ptr,
+                __len_o_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
         }
       }
     }
@@ -3904,7 +9987,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_attn_fwd__c0__HEAD_DIM_128__CAUSAL_true: [u8; 253usize] = *b"{\"entry\": \"attn_fwd__c0__HEAD_DIM_128__CAUSAL_true\", \"kernel\": \"attn_fwd\", \"meta\": {\"BLOCK_M\": 128, \"BLOCK_N\": 64, \"CAUSAL\": 1, \"HEAD_DIM\": 128}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 2, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 163840}";
+pub static __KERNEL_META_attn_fwd__c0__HEAD_DIM_128__CAUSAL_true: [u8; 252usize] = *b"{\"entry\": \"attn_fwd__c0__HEAD_DIM_128__CAUSAL_true\", \"kernel\": \"attn_fwd\", \"meta\": {\"BLOCK_M\": 128, \"BLOCK_N\": 32, \"CAUSAL\": 1, \"HEAD_DIM\": 128}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 2, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 73728}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

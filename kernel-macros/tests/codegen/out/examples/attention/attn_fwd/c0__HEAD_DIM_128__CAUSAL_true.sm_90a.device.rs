@@ -95,622 +95,642 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
       ),
       <i32 as ::kernel_std::__private::device::Num>::mul(off_h_3, __p_stride_oh),
     );
-    let mut q_11: [::kernel_std::__private::device::F16; 128usize] = unsafe {
+    let mut q_11: [::kernel_std::__private::device::F16; 64usize] = unsafe {
       ::core::mem::zeroed()
     };
-    for __jc in 0..16usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-      let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
-        let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            q_base_4,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+    let mut __ld0_all: [[::kernel_std::__private::device::F16; 8usize]; 8usize] = unsafe {
+      ::core::mem::zeroed()
+    };
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+        let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
+          let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_stride_qm,
-            ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 0usize);
-                0usize + ((__pf / 1usize) % 128usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            q_base_4,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_stride_qm,
-            ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 1usize);
-                0usize + ((__pf / 1usize) % 128usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            q_base_4,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_stride_qm,
-            ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 2usize);
-                0usize + ((__pf / 1usize) % 128usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            q_base_4,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_stride_qm,
-            ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 3usize);
-                0usize + ((__pf / 1usize) % 128usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            q_base_4,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_stride_qm,
-            ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 4usize);
-                0usize + ((__pf / 1usize) % 128usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            q_base_4,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_stride_qm,
-            ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 5usize);
-                0usize + ((__pf / 1usize) % 128usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            q_base_4,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_stride_qm,
-            ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 6usize);
-                0usize + ((__pf / 1usize) % 128usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            q_base_4,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_stride_qm,
-            ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 7usize);
-                0usize + ((__pf / 1usize) % 128usize) * 1usize
-              }) as i32,
-            ),
-        );
-        if <i32 as ::kernel_std::__private::device::Num>::lt(
-          <i32 as ::kernel_std::__private::device::Num>::add(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              start_m_0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                128i64,
+                __p_stride_qm,
               ),
             ),
             (0i32)
               .wrapping_add(
                 ({
-                  let __pf: usize = (__f0);
-                  0usize + ((__pf / 128usize) % 128usize) * 1usize
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
                 }) as i32,
               ),
-          ),
-          __p_n_ctx,
-        ) && (__q0 as usize) % 16usize == 0
-          && ((1i64) == 1i64 && (__q7 as usize) == (__q0 as usize) + 14usize)
-          && ::kernel_std::__private::device::fits(
-            __q0,
-            __p_q_ptr,
-            __len_q_ptr,
-            8usize,
-          )
-        {
-          ::kernel_std::__private::device::load_vec::<
-            ::kernel_std::__private::device::F16,
-            8usize,
-          >(__q0)
-        } else {
-          [
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+          );
+          let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_stride_qm,
               ),
-              __p_n_ctx,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q0,
-                __p_q_ptr,
-                __len_q_ptr,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q0)
-            } else {
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                0f64,
-              )
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 1usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_stride_qm,
               ),
-              __p_n_ctx,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q1,
-                __p_q_ptr,
-                __len_q_ptr,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q1)
-            } else {
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                0f64,
-              )
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 2usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_stride_qm,
               ),
-              __p_n_ctx,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q2,
-                __p_q_ptr,
-                __len_q_ptr,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q2)
-            } else {
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                0f64,
-              )
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 3usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_stride_qm,
               ),
-              __p_n_ctx,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q3,
-                __p_q_ptr,
-                __len_q_ptr,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q3)
-            } else {
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                0f64,
-              )
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 4usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_stride_qm,
               ),
-              __p_n_ctx,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q4,
-                __p_q_ptr,
-                __len_q_ptr,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q4)
-            } else {
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                0f64,
-              )
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 5usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_stride_qm,
               ),
-              __p_n_ctx,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q5,
-                __p_q_ptr,
-                __len_q_ptr,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q5)
-            } else {
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                0f64,
-              )
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 6usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_stride_qm,
               ),
-              __p_n_ctx,
-            )
-              && ::kernel_std::__private::device::in_bounds(
-                __q6,
-                __p_q_ptr,
-                __len_q_ptr,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::load(__q6)
-            } else {
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                0f64,
-              )
-            },
-            if <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                start_m_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  128i64,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
               ),
-              __p_n_ctx,
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0);
+                    0usize + ((__pf / 128usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_n_ctx,
+          ) && (__q0 as usize) % 16usize == 0
+            && ((1i64) == 1i64
+              && (__q7 as usize) == (__q0 as usize) + 14usize)
+            && ::kernel_std::__private::device::fits(
+              __q0,
+              __p_q_ptr,
+              __len_q_ptr,
+              8usize,
             )
-              && ::kernel_std::__private::device::in_bounds(
-                __q7,
-                __p_q_ptr,
-                __len_q_ptr,
-                __fault,
-                __tag,
-                0u32,
-                ::core::line!(),
+          {
+            ::kernel_std::__private::device::load_vec::<
+              ::kernel_std::__private::device::F16,
+              8usize,
+            >(__q0)
+          } else {
+            [
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
               )
-            {
-              ::kernel_std::__private::device::load(__q7)
-            } else {
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                0f64,
+                && ::kernel_std::__private::device::in_bounds(
+                  __q0,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q0)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
               )
-            },
-          ]
-        }
-      };
-      ::kernel_std::__private::device::unroll::<
-        8usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 8usize + __v;
-          let __f: usize = __f0 + __v;
-          q_11[__j] = __ld0[__v];
-        },
-      );
-    }
-    let mut m_i_12: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+                && ::kernel_std::__private::device::in_bounds(
+                  __q1,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q1)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q2,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q2)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q3,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q3)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q4,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q4)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q5,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q5)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q6,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q6)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q7,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q7)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+            ]
+          }
+        };
+        __ld0_all[__jc] = __ld0;
+      },
+    );
     ::kernel_std::__private::device::unroll::<
-      4usize,
+      8usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+        let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            q_11[__j] = __ld0[__v];
+          },
+        );
+      },
+    );
+    let mut m_i_12: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      2usize,
       _,
     >(
       #[inline(always)]
       |__j: usize| {
         let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-          | (((__j) >> 1usize) & 1) << 6u32 | ((__lane >> 2usize) & 1) << 0u32
-          | ((__lane >> 3usize) & 1) << 1u32 | ((__lane >> 4usize) & 1) << 2u32
-          | ((__warp >> 0usize) & 1) << 4u32
-          | ((__warp >> 1usize) & 1) << 5u32);
+          | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
+          | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
+          | ((__warp >> 1usize) & 1) << 5u32
+          | ((__warp >> 2usize) & 1) << 6u32);
         m_i_12[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
           f64::NEG_INFINITY,
         );
       },
     );
-    let mut l_i_13: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+    let mut l_i_13: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
-      4usize,
+      2usize,
       _,
     >(
       #[inline(always)]
       |__j: usize| {
         let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-          | (((__j) >> 1usize) & 1) << 6u32 | ((__lane >> 2usize) & 1) << 0u32
-          | ((__lane >> 3usize) & 1) << 1u32 | ((__lane >> 4usize) & 1) << 2u32
-          | ((__warp >> 0usize) & 1) << 4u32
-          | ((__warp >> 1usize) & 1) << 5u32);
+          | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
+          | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
+          | ((__warp >> 1usize) & 1) << 5u32
+          | ((__warp >> 2usize) & 1) << 6u32);
         l_i_13[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
           1f64,
         );
       },
     );
-    let mut acc_14: [f32; 128usize] = unsafe { ::core::mem::zeroed() };
-    for __jc in 0..16usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-      ::kernel_std::__private::device::unroll::<
-        8usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 8usize + __v;
-          let __f: usize = __f0 + __v;
-          acc_14[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-            0i64,
-          );
-        },
-      );
-    }
+    let mut acc_14: [f32; 64usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      64usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f: usize = (((__warp / 4) / 1usize) * 64usize
+          + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8 + (__warp % 4) * 16
+          + __lane / 4) * 128usize + ((__warp / 4) % 1usize) * 128usize
+          + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+        acc_14[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+          0i64,
+        );
+      },
+    );
     let mut qk_scale_15: f32 = <f32 as ::kernel_std::__private::device::Num>::mul(
       __p_sm_scale,
       <f32 as ::kernel_std::__private::device::Elem>::from_f64(1.44269504f64),
@@ -732,39 +752,45 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
       let __start: i32 = (0i32);
       let __end: i32 = hi_16;
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-        64i64,
+        32i64,
       );
-      for __jc in 0..16usize {
-        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-        ::kernel_std::__private::device::unroll::<
-          8usize,
-          _,
-        >(
-          #[inline(always)]
-          |__v: usize| {
-            let __j: usize = __jc * 8usize + __v;
-            let __f: usize = __f0 + __v;
-            ::kernel_std::__private::device::store(
-              (__smem.add(0usize)
-                as *mut ::kernel_std::__private::device::F16)
-                .add(
-                  ({
-                    let __tf: usize = __f;
-                    let __tr: usize = __tf / 128usize;
-                    let __tc: usize = __tf % 128usize;
-                    (__tc / 64usize) * 128usize * 64usize
-                      + ({
-                        let __r: usize = __tr;
-                        __r * 64usize
-                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __tc % 8
-                  }),
-                ),
-              q_11[__j],
-            );
-          },
-        );
-      }
+      ::kernel_std::__private::device::unroll::<
+        8usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+          ::kernel_std::__private::device::unroll::<
+            8usize,
+            _,
+          >(
+            #[inline(always)]
+            |__v: usize| {
+              let __j: usize = __jc * 8usize + __v;
+              let __f: usize = __f0 + __v;
+              ::kernel_std::__private::device::store(
+                (__smem.add(0usize)
+                  as *mut ::kernel_std::__private::device::F16)
+                  .add(
+                    ({
+                      let __tf: usize = __f;
+                      let __tr: usize = __tf / 128usize;
+                      let __tc: usize = __tf % 128usize;
+                      (__tc / 64usize) * 128usize * 64usize
+                        + ({
+                          let __r: usize = __tr;
+                          __r * 64usize
+                            + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __tc % 8
+                    }),
+                  ),
+                q_11[__j],
+              );
+            },
+          );
+        },
+      );
       ::kernel_std::__private::device::cp_async_wait_all();
       ::kernel_std::__private::device::fence_proxy_async();
       ::kernel_std::__private::device::bar_sync();
@@ -773,9 +799,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
       {
         {
           let start_n_17: i32 = __start;
-          for __jc in 0..8usize {
-            let __c = __jc * 128usize + __tid;
-            if __c < 1024usize {
+          for __jc in 0..2usize {
+            let __c = __jc * 256usize + __tid;
+            if __c < 512usize {
               let __r0: usize = (__c % 16usize) * 8;
               let __col: usize = __c / 16usize;
               let __p0 = ::kernel_std::__private::device::ptr_add(
@@ -787,8 +813,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -798,8 +824,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                      0usize + ((__pf / 32usize) % 128usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -812,8 +838,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -823,8 +849,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                      0usize + ((__pf / 32usize) % 128usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -834,104 +860,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                       }) as i32,
                     ),
                 ),
                 __p_n_ctx,
-              )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                ) && (__p0 as usize) % 16 == 0
+              ) && (__p0 as usize) % 16 == 0
                 && (__p7 as usize) == (__p0 as usize) + 14
                 && ::kernel_std::__private::device::fits(
                   __p0,
@@ -944,7 +879,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   let __tf: usize = (__col * 128usize + __r0);
                   let __tr: usize = __tf / 128usize;
                   let __tc: usize = __tf % 128usize;
-                  (__tc / 64usize) * 64usize * 64usize
+                  (__tc / 64usize) * 32usize * 64usize
                     + ({
                       let __r: usize = __tr;
                       __r * 64usize
@@ -953,19 +888,19 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                 });
                 ::kernel_std::__private::device::cp_async_16(
                   ::kernel_std::__private::device::smem_addr()
-                    + ((32768usize + (0usize) * 16384usize) + __s0 * 2) as u32,
+                    + ((32768usize + (0usize) * 8192usize) + __s0 * 2) as u32,
                   __p0 as *const u8,
                 );
               } else {
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(
                       ({
                         let __tf: usize = (__col * 128usize + __r0 + 0usize);
                         let __tr: usize = __tf / 128usize;
                         let __tc: usize = __tf % 128usize;
-                        (__tc / 64usize) * 64usize * 64usize
+                        (__tc / 64usize) * 32usize * 64usize
                           + ({
                             let __r: usize = __tr;
                             __r * 64usize
@@ -983,8 +918,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -994,8 +929,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1005,8 +940,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1031,14 +966,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(
                       ({
                         let __tf: usize = (__col * 128usize + __r0 + 1usize);
                         let __tr: usize = __tf / 128usize;
                         let __tc: usize = __tf % 128usize;
-                        (__tc / 64usize) * 64usize * 64usize
+                        (__tc / 64usize) * 32usize * 64usize
                           + ({
                             let __r: usize = __tr;
                             __r * 64usize
@@ -1056,8 +991,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1067,8 +1002,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1078,8 +1013,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1104,14 +1039,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(
                       ({
                         let __tf: usize = (__col * 128usize + __r0 + 2usize);
                         let __tr: usize = __tf / 128usize;
                         let __tc: usize = __tf % 128usize;
-                        (__tc / 64usize) * 64usize * 64usize
+                        (__tc / 64usize) * 32usize * 64usize
                           + ({
                             let __r: usize = __tr;
                             __r * 64usize
@@ -1129,8 +1064,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1140,8 +1075,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1151,8 +1086,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1177,14 +1112,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(
                       ({
                         let __tf: usize = (__col * 128usize + __r0 + 3usize);
                         let __tr: usize = __tf / 128usize;
                         let __tc: usize = __tf % 128usize;
-                        (__tc / 64usize) * 64usize * 64usize
+                        (__tc / 64usize) * 32usize * 64usize
                           + ({
                             let __r: usize = __tr;
                             __r * 64usize
@@ -1202,8 +1137,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1213,8 +1148,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1224,8 +1159,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1250,14 +1185,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(
                       ({
                         let __tf: usize = (__col * 128usize + __r0 + 4usize);
                         let __tr: usize = __tf / 128usize;
                         let __tc: usize = __tf % 128usize;
-                        (__tc / 64usize) * 64usize * 64usize
+                        (__tc / 64usize) * 32usize * 64usize
                           + ({
                             let __r: usize = __tr;
                             __r * 64usize
@@ -1275,8 +1210,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1286,8 +1221,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1297,8 +1232,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1323,14 +1258,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(
                       ({
                         let __tf: usize = (__col * 128usize + __r0 + 5usize);
                         let __tr: usize = __tf / 128usize;
                         let __tc: usize = __tf % 128usize;
-                        (__tc / 64usize) * 64usize * 64usize
+                        (__tc / 64usize) * 32usize * 64usize
                           + ({
                             let __r: usize = __tr;
                             __r * 64usize
@@ -1348,8 +1283,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1359,8 +1294,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1370,8 +1305,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1396,14 +1331,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(
                       ({
                         let __tf: usize = (__col * 128usize + __r0 + 6usize);
                         let __tr: usize = __tf / 128usize;
                         let __tc: usize = __tf % 128usize;
-                        (__tc / 64usize) * 64usize * 64usize
+                        (__tc / 64usize) * 32usize * 64usize
                           + ({
                             let __r: usize = __tr;
                             __r * 64usize
@@ -1421,8 +1356,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1432,8 +1367,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1443,8 +1378,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1469,14 +1404,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(
                       ({
                         let __tf: usize = (__col * 128usize + __r0 + 7usize);
                         let __tr: usize = __tf / 128usize;
                         let __tc: usize = __tf % 128usize;
-                        (__tc / 64usize) * 64usize * 64usize
+                        (__tc / 64usize) * 32usize * 64usize
                           + ({
                             let __r: usize = __tr;
                             __r * 64usize
@@ -1494,8 +1429,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1505,8 +1440,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1516,8 +1451,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1530,6 +1465,590 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         __fault,
                         __tag,
                         1u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    }
+                  },
+                );
+              }
+            }
+          }
+          for __jc in 0..2usize {
+            let __c = __jc * 256usize + __tid;
+            if __c < 512usize {
+              let __f0 = __c * 8;
+              let __s0: usize = ({
+                let __tf: usize = __f0;
+                let __tr: usize = __tf / 128usize;
+                let __tc: usize = __tf % 128usize;
+                (__tc / 64usize) * 32usize * 64usize
+                  + ({
+                    let __r: usize = __tr;
+                    __r * 64usize
+                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                  }) + __tc % 8
+              });
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  v_base_6,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_17,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 128usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_vn,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              let __p7 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  v_base_6,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_17,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 128usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_vn,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 7usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_n_17,
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 128usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+              if __all && (__p0 as usize) % 16 == 0
+                && (__p7 as usize) == (__p0 as usize) + 14usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_v_ptr,
+                  __len_v_ptr,
+                  8usize,
+                )
+              {
+                ::kernel_std::__private::device::cp_async_16(
+                  ::kernel_std::__private::device::smem_addr()
+                    + ((49152usize + (0usize) * 8192usize) + __s0 * 2) as u32,
+                  __p0 as *const u8,
+                );
+              } else {
+                ::kernel_std::__private::device::store(
+                  (__smem.add((49152usize + (0usize) * 8192usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 0usize),
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        v_base_6,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_stride_vn,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_17,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_n_ctx,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_v_ptr,
+                        __len_v_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    }
+                  },
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((49152usize + (0usize) * 8192usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 1usize),
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        v_base_6,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_stride_vn,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 1usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_17,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_n_ctx,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_v_ptr,
+                        __len_v_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    }
+                  },
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((49152usize + (0usize) * 8192usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 2usize),
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        v_base_6,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_stride_vn,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_17,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_n_ctx,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_v_ptr,
+                        __len_v_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    }
+                  },
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((49152usize + (0usize) * 8192usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 3usize),
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        v_base_6,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_stride_vn,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_17,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_n_ctx,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_v_ptr,
+                        __len_v_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    }
+                  },
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((49152usize + (0usize) * 8192usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 4usize),
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        v_base_6,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_stride_vn,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 4usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_17,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_n_ctx,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_v_ptr,
+                        __len_v_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    }
+                  },
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((49152usize + (0usize) * 8192usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 5usize),
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        v_base_6,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_stride_vn,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 5usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_17,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_n_ctx,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_v_ptr,
+                        __len_v_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    }
+                  },
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((49152usize + (0usize) * 8192usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 6usize),
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        v_base_6,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_stride_vn,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 6usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_17,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_n_ctx,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_v_ptr,
+                        __len_v_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    }
+                  },
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((49152usize + (0usize) * 8192usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 7usize),
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        v_base_6,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_stride_vn,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_17,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_n_ctx,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_v_ptr,
+                        __len_v_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
                         ::core::line!(),
                       )
                     {
@@ -1557,9 +2076,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
           if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
             {
               let start_n_17: i32 = __nx;
-              for __jc in 0..8usize {
-                let __c = __jc * 128usize + __tid;
-                if __c < 1024usize {
+              for __jc in 0..2usize {
+                let __c = __jc * 256usize + __tid;
+                if __c < 512usize {
                   let __r0: usize = (__c % 16usize) * 8;
                   let __col: usize = __c / 16usize;
                   let __p0 = ::kernel_std::__private::device::ptr_add(
@@ -1571,8 +2090,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -1582,8 +2101,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -1596,8 +2115,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -1607,8 +2126,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -1618,104 +2137,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
                     __p_n_ctx,
-                  )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    ) && (__p0 as usize) % 16 == 0
+                  ) && (__p0 as usize) % 16 == 0
                     && (__p7 as usize) == (__p0 as usize) + 14
                     && ::kernel_std::__private::device::fits(
                       __p0,
@@ -1728,7 +2156,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       let __tf: usize = (__col * 128usize + __r0);
                       let __tr: usize = __tf / 128usize;
                       let __tc: usize = __tf % 128usize;
-                      (__tc / 64usize) * 64usize * 64usize
+                      (__tc / 64usize) * 32usize * 64usize
                         + ({
                           let __r: usize = __tr;
                           __r * 64usize
@@ -1737,23 +2165,22 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     });
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr()
-                        + ((32768usize
-                          + ((((__it1 + 1) & 1) as usize)) * 16384usize) + __s0 * 2)
-                          as u32,
+                        + ((32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize)
+                          + __s0 * 2) as u32,
                       __p0 as *const u8,
                     );
                   } else {
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __tf: usize = (__col * 128usize + __r0 + 0usize);
                             let __tr: usize = __tf / 128usize;
                             let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
+                            (__tc / 64usize) * 32usize * 64usize
                               + ({
                                 let __r: usize = __tr;
                                 __r * 64usize
@@ -1771,8 +2198,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -1782,8 +2209,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -1793,8 +2220,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1821,14 +2248,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __tf: usize = (__col * 128usize + __r0 + 1usize);
                             let __tr: usize = __tf / 128usize;
                             let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
+                            (__tc / 64usize) * 32usize * 64usize
                               + ({
                                 let __r: usize = __tr;
                                 __r * 64usize
@@ -1846,8 +2273,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -1857,8 +2284,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -1868,8 +2295,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1896,14 +2323,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __tf: usize = (__col * 128usize + __r0 + 2usize);
                             let __tr: usize = __tf / 128usize;
                             let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
+                            (__tc / 64usize) * 32usize * 64usize
                               + ({
                                 let __r: usize = __tr;
                                 __r * 64usize
@@ -1921,8 +2348,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -1932,8 +2359,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -1943,8 +2370,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1971,14 +2398,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __tf: usize = (__col * 128usize + __r0 + 3usize);
                             let __tr: usize = __tf / 128usize;
                             let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
+                            (__tc / 64usize) * 32usize * 64usize
                               + ({
                                 let __r: usize = __tr;
                                 __r * 64usize
@@ -1996,8 +2423,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2007,8 +2434,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2018,8 +2445,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2046,14 +2473,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __tf: usize = (__col * 128usize + __r0 + 4usize);
                             let __tr: usize = __tf / 128usize;
                             let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
+                            (__tc / 64usize) * 32usize * 64usize
                               + ({
                                 let __r: usize = __tr;
                                 __r * 64usize
@@ -2071,8 +2498,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2082,8 +2509,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2093,8 +2520,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2121,14 +2548,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __tf: usize = (__col * 128usize + __r0 + 5usize);
                             let __tr: usize = __tf / 128usize;
                             let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
+                            (__tc / 64usize) * 32usize * 64usize
                               + ({
                                 let __r: usize = __tr;
                                 __r * 64usize
@@ -2146,8 +2573,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2157,8 +2584,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2168,8 +2595,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2196,14 +2623,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __tf: usize = (__col * 128usize + __r0 + 6usize);
                             let __tr: usize = __tf / 128usize;
                             let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
+                            (__tc / 64usize) * 32usize * 64usize
                               + ({
                                 let __r: usize = __tr;
                                 __r * 64usize
@@ -2221,8 +2648,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2232,8 +2659,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2243,8 +2670,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2271,14 +2698,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __tf: usize = (__col * 128usize + __r0 + 7usize);
                             let __tr: usize = __tf / 128usize;
                             let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
+                            (__tc / 64usize) * 32usize * 64usize
                               + ({
                                 let __r: usize = __tr;
                                 __r * 64usize
@@ -2296,8 +2723,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2307,8 +2734,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2318,8 +2745,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2346,22 +2773,623 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                   }
                 }
               }
+              for __jc in 0..2usize {
+                let __c = __jc * 256usize + __tid;
+                if __c < 512usize {
+                  let __f0 = __c * 8;
+                  let __s0: usize = ({
+                    let __tf: usize = __f0;
+                    let __tr: usize = __tf / 128usize;
+                    let __tc: usize = __tf % 128usize;
+                    (__tc / 64usize) * 32usize * 64usize
+                      + ({
+                        let __r: usize = __tr;
+                        __r * 64usize
+                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __tc % 8
+                  });
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      v_base_6,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_17,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_vn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      v_base_6,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_17,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_vn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_17,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 128usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n_ctx,
+                  );
+                  if __all && (__p0 as usize) % 16 == 0
+                    && (__p7 as usize) == (__p0 as usize) + 14usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_v_ptr,
+                      __len_v_ptr,
+                      8usize,
+                    )
+                  {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr()
+                        + ((49152usize + ((((__it1 + 1) & 1) as usize)) * 8192usize)
+                          + __s0 * 2) as u32,
+                      __p0 as *const u8,
+                    );
+                  } else {
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (49152usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 0usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_17,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 0usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (49152usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 1usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_17,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 1usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (49152usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 2usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_17,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 2usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (49152usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 3usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_17,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 3usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (49152usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 4usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_17,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 4usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (49152usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 5usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_17,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 5usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (49152usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 6usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_17,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 6usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (49152usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 7usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_17,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 7usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_17,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                  }
+                }
+              }
             }
           }
         }
         ::kernel_std::__private::device::cp_async_commit();
-        let mut __mma2: [f32; 64usize] = [0.0f32; 64usize];
+        let mut __mma2: [f32; 16usize] = [0.0f32; 16usize];
         ::kernel_std::__private::device::unroll::<
-          64usize,
+          16usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = (((__warp / 4) / 1usize) * 128usize
-              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 64usize
-              + ((__warp / 4) % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             __mma2[__j] = 0.0f32;
           },
         );
@@ -2373,157 +3401,105 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
             let __wg: usize = __warp / 4;
             let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
               ::kernel_std::__private::device::smem_addr() + 0usize as u32
-                + ((__wg / 1usize) * 128usize * 128usize) as u32,
+                + ((__wg / 1usize) * 64usize * 128usize) as u32,
               16usize as u32,
               1024usize as u32,
               ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
             );
             let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
               ::kernel_std::__private::device::smem_addr()
-                + (32768usize + ((__it1 & 1) as usize) * 16384usize) as u32
-                + ((__wg % 1usize) * 64usize * 128usize) as u32,
+                + (32768usize + ((__it1 & 1) as usize) * 8192usize) as u32
+                + ((__wg % 1usize) * 32usize * 128usize) as u32,
               16usize as u32,
               1024usize as u32,
               ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
             );
             ::kernel_std::__private::device::wgmma_fence();
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              64usize,
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
               0usize,
               0u32,
               0u32,
             >(&mut __mma2, __da + 0u64, __db + 0u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              64usize,
-              32usize,
-              0u32,
-              0u32,
-            >(&mut __mma2, __da + 512u64, __db + 0u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              64usize,
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
               0usize,
               0u32,
               0u32,
             >(&mut __mma2, __da + 2u64, __db + 2u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              64usize,
-              32usize,
-              0u32,
-              0u32,
-            >(&mut __mma2, __da + 514u64, __db + 2u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              64usize,
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
               0usize,
               0u32,
               0u32,
             >(&mut __mma2, __da + 4u64, __db + 4u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              64usize,
-              32usize,
-              0u32,
-              0u32,
-            >(&mut __mma2, __da + 516u64, __db + 4u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              64usize,
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
               0usize,
               0u32,
               0u32,
             >(&mut __mma2, __da + 6u64, __db + 6u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              64usize,
-              32usize,
-              0u32,
-              0u32,
-            >(&mut __mma2, __da + 518u64, __db + 6u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              64usize,
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
               0usize,
               0u32,
               0u32,
-            >(&mut __mma2, __da + 1024u64, __db + 512u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              64usize,
-              32usize,
-              0u32,
-              0u32,
-            >(&mut __mma2, __da + 1536u64, __db + 512u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              64usize,
+            >(&mut __mma2, __da + 1024u64, __db + 256u64);
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
               0usize,
               0u32,
               0u32,
-            >(&mut __mma2, __da + 1026u64, __db + 514u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              64usize,
-              32usize,
-              0u32,
-              0u32,
-            >(&mut __mma2, __da + 1538u64, __db + 514u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              64usize,
+            >(&mut __mma2, __da + 1026u64, __db + 258u64);
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
               0usize,
               0u32,
               0u32,
-            >(&mut __mma2, __da + 1028u64, __db + 516u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              64usize,
-              32usize,
-              0u32,
-              0u32,
-            >(&mut __mma2, __da + 1540u64, __db + 516u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              64usize,
+            >(&mut __mma2, __da + 1028u64, __db + 260u64);
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
               0usize,
               0u32,
               0u32,
-            >(&mut __mma2, __da + 1030u64, __db + 518u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              64usize,
-              32usize,
-              0u32,
-              0u32,
-            >(&mut __mma2, __da + 1542u64, __db + 518u64);
+            >(&mut __mma2, __da + 1030u64, __db + 262u64);
             ::kernel_std::__private::device::wgmma_commit();
           }
           ::kernel_std::__private::device::wgmma_wait::<0>();
-          ::kernel_std::__private::device::wgmma_tie_n64::<
-            64usize,
+          ::kernel_std::__private::device::wgmma_tie_n32::<
+            16usize,
             0usize,
-          >(&mut __mma2);
-          ::kernel_std::__private::device::wgmma_tie_n64::<
-            64usize,
-            32usize,
           >(&mut __mma2);
         }
         ::kernel_std::__private::device::bar_sync();
-        let mut qk_20: [f32; 64usize] = unsafe { ::core::mem::zeroed() };
+        let mut qk_20: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
-          64usize,
+          16usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = (((__warp / 4) / 1usize) * 128usize
-              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 64usize
-              + ((__warp / 4) % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             qk_20[__j] = __mma2[__j];
           },
         );
-        let __red3: [f32; 4usize] = {
-          let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
+        let __red3: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
           ::kernel_std::__private::device::unroll::<
-            64usize,
+            16usize,
             _,
           >(
             #[inline(always)]
             |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 128usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 32usize
+                + ((__warp / 4) % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
               let __x = if <bool as ::kernel_std::__private::device::Int>::and(
                 <i32 as ::kernel_std::__private::device::Num>::lt(
@@ -2533,7 +3509,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -2553,7 +3529,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -2563,7 +3539,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -2580,17 +3556,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                 )
               };
               let __i: usize = {
-                const __L: [usize; 64usize] = [
+                const __L: [usize; 16usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
                   1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                  1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
-                  0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-                  0usize, 0usize, 1usize, 1usize, 2usize, 2usize, 3usize,
-                  3usize, 2usize, 2usize, 3usize, 3usize, 2usize, 2usize,
-                  3usize, 3usize, 2usize, 2usize, 3usize, 3usize, 2usize,
-                  2usize, 3usize, 3usize, 2usize, 2usize, 3usize, 3usize,
-                  2usize, 2usize, 3usize, 3usize, 2usize, 2usize, 3usize,
-                  3usize,
+                  1usize, 1usize,
                 ];
                 __L[__j]
               };
@@ -2601,7 +3570,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
             },
           );
           ::kernel_std::__private::device::unroll::<
-            4usize,
+            2usize,
             _,
           >(
             #[inline(always)]
@@ -2629,46 +3598,40 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
             <f32 as ::kernel_std::__private::device::Elem>::from_f32(
               __p[1usize],
             ),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-              __p[2usize],
-            ),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-              __p[3usize],
-            ),
           ]
         };
-        let mut m_ij_23: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+        let mut m_ij_23: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          2usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
             let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | (((__j) >> 1usize) & 1) << 6u32
               | ((__lane >> 2usize) & 1) << 0u32
               | ((__lane >> 3usize) & 1) << 1u32
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32);
+              | ((__warp >> 1usize) & 1) << 5u32
+              | ((__warp >> 2usize) & 1) << 6u32);
             m_ij_23[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
               m_i_12[__j],
               __red3[__j],
             );
           },
         );
-        let mut p_24: [f32; 64usize] = unsafe { ::core::mem::zeroed() };
+        let mut p_24: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
-          64usize,
+          16usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = (((__warp / 4) / 1usize) * 128usize
-              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 64usize
-              + ((__warp / 4) % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             p_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
                 if <bool as ::kernel_std::__private::device::Int>::and(
@@ -2679,7 +3642,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -2699,7 +3662,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = __f;
-                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2709,7 +3672,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2725,26 +3688,25 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     f64::NEG_INFINITY,
                   )
                 },
-                m_ij_23[0usize | (((__j >> 1usize) & 1) << 0usize)
-                  | (((__j >> 5usize) & 1) << 1usize)],
+                m_ij_23[0usize | (((__j >> 1usize) & 1) << 0usize)],
               ),
             );
           },
         );
-        let mut alpha_25: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+        let mut alpha_25: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          2usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
             let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | (((__j) >> 1usize) & 1) << 6u32
               | ((__lane >> 2usize) & 1) << 0u32
               | ((__lane >> 3usize) & 1) << 1u32
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32);
+              | ((__warp >> 1usize) & 1) << 5u32
+              | ((__warp >> 2usize) & 1) << 6u32);
             alpha_25[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
                 m_i_12[__j],
@@ -2753,35 +3715,28 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
             );
           },
         );
-        let __red4: [f32; 4usize] = {
-          let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+        let __red4: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
             0,
-          ); 4usize];
+          ); 2usize];
           ::kernel_std::__private::device::unroll::<
-            64usize,
+            16usize,
             _,
           >(
             #[inline(always)]
             |__j: usize| {
-              let __f: usize = (((__warp / 4) / 1usize) * 128usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 32usize
+                + ((__warp / 4) % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
               let __x = p_24[__j];
               let __i: usize = {
-                const __L: [usize; 64usize] = [
+                const __L: [usize; 16usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
                   1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                  1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
-                  0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-                  0usize, 0usize, 1usize, 1usize, 2usize, 2usize, 3usize,
-                  3usize, 2usize, 2usize, 3usize, 3usize, 2usize, 2usize,
-                  3usize, 3usize, 2usize, 2usize, 3usize, 3usize, 2usize,
-                  2usize, 3usize, 3usize, 2usize, 2usize, 3usize, 3usize,
-                  2usize, 2usize, 3usize, 3usize, 2usize, 2usize, 3usize,
-                  3usize,
+                  1usize, 1usize,
                 ];
                 __L[__j]
               };
@@ -2792,7 +3747,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
             },
           );
           ::kernel_std::__private::device::unroll::<
-            4usize,
+            2usize,
             _,
           >(
             #[inline(always)]
@@ -2820,27 +3775,21 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
             <f32 as ::kernel_std::__private::device::Elem>::from_f32(
               __p[1usize],
             ),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-              __p[2usize],
-            ),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-              __p[3usize],
-            ),
           ]
         };
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          2usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
             let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | (((__j) >> 1usize) & 1) << 6u32
               | ((__lane >> 2usize) & 1) << 0u32
               | ((__lane >> 3usize) & 1) << 1u32
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32);
+              | ((__warp >> 1usize) & 1) << 5u32
+              | ((__warp >> 2usize) & 1) << 6u32);
             l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
               <f32 as ::kernel_std::__private::device::Num>::mul(
                 l_i_13[__j],
@@ -2851,232 +3800,155 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
           },
         );
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          64usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | (((__j) >> 1usize) & 1) << 6u32
-              | ((__lane >> 2usize) & 1) << 0u32
-              | ((__lane >> 3usize) & 1) << 1u32
-              | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32);
-            ::kernel_std::__private::device::store(
-              (__smem.add(65536usize) as *mut f32).add(__f),
-              alpha_25[__j],
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 128usize
+              + ((__warp / 4) % 1usize) * 128usize
+              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+              acc_14[__j],
+              alpha_25[0usize | (((__j >> 1usize) & 1) << 0usize)],
             );
           },
         );
-        ::kernel_std::__private::device::bar_sync();
-        for __jc in 0..16usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-          ::kernel_std::__private::device::unroll::<
-            8usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 8usize + __v;
-              let __f: usize = __f0 + __v;
-              acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-                acc_14[__j],
-                ::kernel_std::__private::device::load(
-                  (__smem.add(65536usize) as *mut f32)
-                    .add({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
-                    }),
-                ),
-              );
-            },
-          );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let mut __dot5: [f32; 128usize] = [0.0f32; 128usize];
+        let mut __mma6: [f32; 64usize] = [0.0f32; 64usize];
         ::kernel_std::__private::device::unroll::<
           64usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = (((__warp / 4) / 1usize) * 128usize
-              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 64usize
-              + ((__warp / 4) % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            ::kernel_std::__private::device::store(
-              (__smem.add(98304usize) as *mut f32).add(__f),
-              p_24[__j],
-            );
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 128usize
+              + ((__warp / 4) % 1usize) * 128usize
+              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            __mma6[__j] = acc_14[__j];
           },
         );
+        ::kernel_std::__private::device::cp_async_wait_group::<1>();
+        ::kernel_std::__private::device::fence_proxy_async();
         ::kernel_std::__private::device::bar_sync();
-        for __jc in 0..8usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-          ::kernel_std::__private::device::unroll::<
-            8usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 8usize + __v;
-              let __f: usize = __f0 + __v;
-              ::kernel_std::__private::device::store(
-                (__smem.add(65536usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__f),
-                ::kernel_std::__private::device::cast::<
-                  f32,
-                  ::kernel_std::__private::device::F16,
-                >(
-                  ::kernel_std::__private::device::load(
-                    (__smem.add(98304usize) as *mut f32).add(__f),
-                  ),
-                ),
-              );
-            },
-          );
+        {
+          let __ar5: [u32; 8usize] = {
+            let __val = ::kernel_std::__private::device::inline_fn(
+              #[inline(always)]
+              |__j: usize| -> f32 {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 32usize
+                  + ((__warp / 4) % 1usize) * 32usize
+                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                p_24[__j]
+              },
+            );
+            [
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(0usize),
+                __val(1usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(2usize),
+                __val(3usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(4usize),
+                __val(5usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(6usize),
+                __val(7usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(8usize),
+                __val(9usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(10usize),
+                __val(11usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(12usize),
+                __val(13usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(14usize),
+                __val(15usize),
+              ),
+            ]
+          };
+          {
+            let __wg: usize = __warp / 4;
+            let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+              ::kernel_std::__private::device::smem_addr()
+                + (49152usize + ((__it1 & 1) as usize) * 8192usize) as u32
+                + ((__wg % 1usize) * (128usize / 64usize) * 4096usize)
+                  as u32,
+              4096usize as u32,
+              1024usize as u32,
+              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
+            );
+            ::kernel_std::__private::device::wgmma_fence();
+            ::kernel_std::__private::device::wgmma_m64n128k16_f16_rs::<
+              64usize,
+              0usize,
+              1u32,
+            >(
+              &mut __mma6,
+              [__ar5[0usize], __ar5[1usize], __ar5[2usize], __ar5[3usize]],
+              __db + 0u64,
+            );
+            ::kernel_std::__private::device::wgmma_m64n128k16_f16_rs::<
+              64usize,
+              0usize,
+              1u32,
+            >(
+              &mut __mma6,
+              [__ar5[4usize], __ar5[5usize], __ar5[6usize], __ar5[7usize]],
+              __db + 128u64,
+            );
+            ::kernel_std::__private::device::wgmma_commit();
+          }
+          ::kernel_std::__private::device::wgmma_wait::<0>();
+          ::kernel_std::__private::device::wgmma_tie_n128::<
+            64usize,
+            0usize,
+          >(&mut __mma6);
         }
         ::kernel_std::__private::device::bar_sync();
-        for __jc in 0..8usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-          ::kernel_std::__private::device::unroll::<
-            8usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 8usize + __v;
-              let __f: usize = __f0 + __v;
-              ::kernel_std::__private::device::store(
-                (__smem.add(81920usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__f),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n_ctx,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_v_ptr,
-                      __len_v_ptr,
-                      __fault,
-                      __tag,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  }
-                },
-              );
-            },
-          );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        for __jc in 0..16usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-          ::kernel_std::__private::device::unroll::<
-            8usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 8usize + __v;
-              let __f: usize = __f0 + __v;
-              let __row = __f / 128usize;
-              let __col = __f % 128usize;
-              let __pa = (__smem.add(65536usize)
-                as *mut ::kernel_std::__private::device::F16)
-                .add(__row * 64usize);
-              let __pb = (__smem.add(81920usize)
-                as *mut ::kernel_std::__private::device::F16)
-                .add(__col);
-              let mut __s: f32 = acc_14[__j];
-              for __k in 0..64usize {
-                let __x = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
-                  ::kernel_std::__private::device::load(__pa.add(__k)),
-                );
-                let __y = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
-                  ::kernel_std::__private::device::load(
-                    __pb.add(__k * 128usize),
-                  ),
-                );
-                __s = ::kernel_std::__private::device::fma(__x, __y, __s);
-              }
-              __dot5[__j] = __s;
-            },
-          );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        for __jc in 0..16usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-          ::kernel_std::__private::device::unroll::<
-            8usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 8usize + __v;
-              let __f: usize = __f0 + __v;
-              acc_14[__j] = __dot5[__j];
-            },
-          );
-        }
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          64usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 128usize
+              + ((__warp / 4) % 1usize) * 128usize
+              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_14[__j] = __mma6[__j];
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          2usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
             let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | (((__j) >> 1usize) & 1) << 6u32
               | ((__lane >> 2usize) & 1) << 0u32
               | ((__lane >> 3usize) & 1) << 1u32
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32);
+              | ((__warp >> 1usize) & 1) << 5u32
+              | ((__warp >> 2usize) & 1) << 6u32);
             m_i_12[__j] = m_ij_23[__j];
           },
         );
@@ -3087,74 +3959,519 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
         };
       }
     }
-    let mut o_27: [::kernel_std::__private::device::F16; 128usize] = unsafe {
+    let mut o_27: [::kernel_std::__private::device::F16; 64usize] = unsafe {
       ::core::mem::zeroed()
     };
-    ::kernel_std::__private::device::unroll::<
-      4usize,
-      _,
-    >(
-      #[inline(always)]
-      |__j: usize| {
-        let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-          | (((__j) >> 1usize) & 1) << 6u32 | ((__lane >> 2usize) & 1) << 0u32
-          | ((__lane >> 3usize) & 1) << 1u32 | ((__lane >> 4usize) & 1) << 2u32
-          | ((__warp >> 0usize) & 1) << 4u32
-          | ((__warp >> 1usize) & 1) << 5u32);
-        ::kernel_std::__private::device::store(
-          (__smem.add(0usize) as *mut f32).add(__f),
-          l_i_13[__j],
-        );
-      },
-    );
-    ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..16usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+    {
+      let __val = ::kernel_std::__private::device::inline_fn(
+        #[inline(always)]
+        |__j: usize| -> f32 {
+          let __f: usize = (((__warp / 4) / 1usize) * 64usize
+            + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+            + (__warp % 4) * 16 + __lane / 4) * 128usize
+            + ((__warp / 4) % 1usize) * 128usize
+            + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+          <f32 as ::kernel_std::__private::device::Num>::div(
+            acc_14[__j],
+            l_i_13[0usize | (((__j >> 1usize) & 1) << 0usize)],
+          )
+        },
+      );
       ::kernel_std::__private::device::unroll::<
-        8usize,
+        32usize,
         _,
       >(
         #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 8usize + __v;
-          let __f: usize = __f0 + __v;
-          o_27[__j] = ::kernel_std::__private::device::cast::<
-            f32,
-            ::kernel_std::__private::device::F16,
-          >(
-            <f32 as ::kernel_std::__private::device::Num>::div(
-              acc_14[__j],
-              ::kernel_std::__private::device::load(
-                (__smem.add(0usize) as *mut f32)
-                  .add({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 128usize) % 128usize) * 1usize
-                  }),
-              ),
-            ),
+        |__p: usize| {
+          let __w: u32 = ::kernel_std::__private::device::pack_f16x2(
+            __val(2 * __p),
+            __val(2 * __p + 1),
+          );
+          o_27[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
+          o_27[2 * __p + 1] = ::kernel_std::__private::device::F16(
+            (__w >> 16) as u16,
           );
         },
       );
     }
     ::kernel_std::__private::device::bar_sync();
-    ::kernel_std::__private::device::bar_sync();
-    for __jc in 0..16usize {
-      let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-      let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
-      let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
-      let mut __sm: [bool; 8usize] = [false; 8usize];
-      ::kernel_std::__private::device::unroll::<
-        8usize,
-        _,
-      >(
-        #[inline(always)]
-        |__v: usize| {
-          let __j: usize = __jc * 8usize + __v;
-          let __f: usize = __f0 + __v;
-          __sp[__v] = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              o_base_7,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
+    {
+      let __sfast: bool = ::kernel_std::__private::device::warp_all(
+        true
+          && {
+            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                            + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                            + ((__warp / 4) % 1usize) * 128usize + 0usize
+                            + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                      + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                      + ((__warp / 4) % 1usize) * 128usize + 0usize
+                      + (__lane % 4) * 2 - (__lane % 4) * 2));
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                            + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                            + ((__warp / 4) % 1usize) * 128usize + 0usize
+                            + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                      + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                      + ((__warp / 4) % 1usize) * 128usize + 0usize
+                      + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            1i64 == 1i64
+              && (__pz as usize).wrapping_sub(__pa as usize) == 254usize
+              && (__pa as usize) % 16usize == 0
+              && ::kernel_std::__private::device::fits(
+                __pa,
+                __p_o_ptr,
+                __len_o_ptr,
+                128usize,
+              )
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                          + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                          + ((__warp / 4) % 1usize) * 128usize + 0usize
+                          + (__lane % 4) * 2 - (__lane % 4) * 2));
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              )
+          }
+          && {
+            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                            + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                            + ((__warp / 4) % 1usize) * 128usize + 0usize
+                            + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                      + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                      + ((__warp / 4) % 1usize) * 128usize + 0usize
+                      + (__lane % 4) * 2 - (__lane % 4) * 2));
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                            + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                            + ((__warp / 4) % 1usize) * 128usize + 0usize
+                            + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                      + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                      + ((__warp / 4) % 1usize) * 128usize + 0usize
+                      + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            1i64 == 1i64
+              && (__pz as usize).wrapping_sub(__pa as usize) == 254usize
+              && (__pa as usize) % 16usize == 0
+              && ::kernel_std::__private::device::fits(
+                __pa,
+                __p_o_ptr,
+                __len_o_ptr,
+                128usize,
+              )
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                          + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                          + ((__warp / 4) % 1usize) * 128usize + 0usize
+                          + (__lane % 4) * 2 - (__lane % 4) * 2));
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              )
+          },
+      );
+      if __sfast {
+        let __val = ::kernel_std::__private::device::inline_fn(
+          #[inline(always)]
+          |__j: usize| -> ::kernel_std::__private::device::F16 {
+            let __v: usize = __j % 2;
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 128usize
+              + ((__warp / 4) % 1usize) * 128usize
+              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            o_27[__j]
+          },
+        );
+        let __sw: u32 = ::kernel_std::__private::device::smem_addr()
+          + (0usize + __warp * 4352usize) as u32;
+        ::kernel_std::__private::device::stmatrix_x4(
+          __sw
+            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 0usize
+              + (__lane / 16) * 16) as u32,
+          [
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(0usize), __val(1usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(2usize), __val(3usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(4usize), __val(5usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(6usize), __val(7usize)),
+          ],
+        );
+        ::kernel_std::__private::device::stmatrix_x4(
+          __sw
+            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 32usize
+              + (__lane / 16) * 16) as u32,
+          [
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(8usize), __val(9usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(10usize), __val(11usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(12usize), __val(13usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(14usize), __val(15usize)),
+          ],
+        );
+        ::kernel_std::__private::device::stmatrix_x4(
+          __sw
+            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 64usize
+              + (__lane / 16) * 16) as u32,
+          [
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(16usize), __val(17usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(18usize), __val(19usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(20usize), __val(21usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(22usize), __val(23usize)),
+          ],
+        );
+        ::kernel_std::__private::device::stmatrix_x4(
+          __sw
+            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 96usize
+              + (__lane / 16) * 16) as u32,
+          [
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(24usize), __val(25usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(26usize), __val(27usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(28usize), __val(29usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(30usize), __val(31usize)),
+          ],
+        );
+        ::kernel_std::__private::device::stmatrix_x4(
+          __sw
+            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 128usize
+              + (__lane / 16) * 16) as u32,
+          [
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(32usize), __val(33usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(34usize), __val(35usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(36usize), __val(37usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(38usize), __val(39usize)),
+          ],
+        );
+        ::kernel_std::__private::device::stmatrix_x4(
+          __sw
+            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 160usize
+              + (__lane / 16) * 16) as u32,
+          [
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(40usize), __val(41usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(42usize), __val(43usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(44usize), __val(45usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(46usize), __val(47usize)),
+          ],
+        );
+        ::kernel_std::__private::device::stmatrix_x4(
+          __sw
+            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 192usize
+              + (__lane / 16) * 16) as u32,
+          [
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(48usize), __val(49usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(50usize), __val(51usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(52usize), __val(53usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(54usize), __val(55usize)),
+          ],
+        );
+        ::kernel_std::__private::device::stmatrix_x4(
+          __sw
+            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 224usize
+              + (__lane / 16) * 16) as u32,
+          [
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(56usize), __val(57usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(58usize), __val(59usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(60usize), __val(61usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(62usize), __val(63usize)),
+          ],
+        );
+        ::kernel_std::__private::device::warp_sync();
+        for __q in 0..8usize {
+          let __qi: usize = __q * 32 + __lane;
+          if __qi < 256usize {
+            let (__row, __ch): (usize, usize) = (
+              __qi / 16usize,
+              __qi % 16usize,
+            );
+            let __v: [u32; 4] = ::kernel_std::__private::device::ld_shared_v4(
+              __sw + (__row * 272usize + __ch * 16) as u32,
+            );
+            let __p: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (((__warp / 4) / 1usize) * 64usize
+                            + 0usize * 64 + (__warp % 4) * 16 + __row) * 128usize
+                            + ((__warp / 4) % 1usize) * 128usize;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (((__warp / 4) / 1usize) * 64usize
+                      + 0usize * 64 + (__warp % 4) * 16 + __row) * 128usize
+                      + ((__warp / 4) % 1usize) * 128usize;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            ::kernel_std::__private::device::store_vec::<
+              u32,
+              4,
+            >(__p.wrapping_add(__ch * 8) as *mut u32, __v);
+          }
+        }
+        ::kernel_std::__private::device::warp_sync();
+      } else {
+        ::core::hint::cold_path();
+        ::kernel_std::__private::device::outline(move || {
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 0usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 0usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
@@ -3170,159 +4487,5293 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       }) as i32,
                     ),
                 ),
-                __p_stride_om,
-              ),
-            ),
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = __f;
-                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                }) as i32,
-              ),
-          );
-          __sv[__v] = o_27[__j];
-          __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                start_m_0,
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  128i64,
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 1usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 1usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
                 ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 128usize) % 128usize) * 1usize
-                  }) as i32,
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-            ),
-            __p_n_ctx,
-          );
-        },
-      );
-      if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
-        && __sm[4usize] && __sm[5usize] && __sm[6usize] && __sm[7usize]
-        && (__sp[0] as usize) % 16usize == 0
-        && ((1i64) == 1i64
-          && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize)
-        && ::kernel_std::__private::device::fits(
-          __sp[0],
-          __p_o_ptr,
-          __len_o_ptr,
-          8usize,
-        )
-      {
-        ::kernel_std::__private::device::store_vec::<
-          ::kernel_std::__private::device::F16,
-          8usize,
-        >(__sp[0], __sv);
-      } else {
-        if __sm[0usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[0usize],
-            __p_o_ptr,
-            __len_o_ptr,
-            __fault,
-            __tag,
-            3u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
-        }
-        if __sm[1usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[1usize],
-            __p_o_ptr,
-            __len_o_ptr,
-            __fault,
-            __tag,
-            3u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
-        }
-        if __sm[2usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[2usize],
-            __p_o_ptr,
-            __len_o_ptr,
-            __fault,
-            __tag,
-            3u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[2usize], __sv[2usize]);
-        }
-        if __sm[3usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[3usize],
-            __p_o_ptr,
-            __len_o_ptr,
-            __fault,
-            __tag,
-            3u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[3usize], __sv[3usize]);
-        }
-        if __sm[4usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[4usize],
-            __p_o_ptr,
-            __len_o_ptr,
-            __fault,
-            __tag,
-            3u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[4usize], __sv[4usize]);
-        }
-        if __sm[5usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[5usize],
-            __p_o_ptr,
-            __len_o_ptr,
-            __fault,
-            __tag,
-            3u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[5usize], __sv[5usize]);
-        }
-        if __sm[6usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[6usize],
-            __p_o_ptr,
-            __len_o_ptr,
-            __fault,
-            __tag,
-            3u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[6usize], __sv[6usize]);
-        }
-        if __sm[7usize]
-          && ::kernel_std::__private::device::in_bounds(
-            __sp[7usize],
-            __p_o_ptr,
-            __len_o_ptr,
-            __fault,
-            __tag,
-            3u32,
-            ::core::line!(),
-          )
-        {
-          ::kernel_std::__private::device::store(__sp[7usize], __sv[7usize]);
-        }
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 2usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 0usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 3usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 1usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 4usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 8usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 5usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 9usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 6usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 8usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 7usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 9usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 8usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 16usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 9usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 17usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 10usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 16usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 11usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 17usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 12usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 24usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 13usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 25usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 14usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 24usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 15usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 25usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 16usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 32usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 17usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 33usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 18usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 32usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 19usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 33usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 20usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 40usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 21usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 41usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 22usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 40usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 23usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 41usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 24usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 48usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 25usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 49usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 26usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 48usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 27usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 49usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 28usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 56usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 29usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 57usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 30usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 56usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 31usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 57usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 32usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 64usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 33usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 65usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 34usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 64usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 35usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 65usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 36usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 72usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 37usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 73usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 38usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 72usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 39usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 73usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 40usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 80usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 41usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 81usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 42usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 80usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 43usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 81usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 44usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 88usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 45usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 89usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 46usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 88usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 47usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 89usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 48usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 96usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 49usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 97usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 50usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 96usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 51usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 97usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 52usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 104usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 53usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 105usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 54usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 104usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 55usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 105usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 56usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 112usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 57usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 113usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 58usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 112usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 59usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 113usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 60usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 120usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 61usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 121usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 62usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 120usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 63usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize + 121usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_27[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+        });
       }
     }
   }
@@ -3330,7 +9781,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_attn_fwd__c0__HEAD_DIM_128__CAUSAL_true: [u8; 253usize] = *b"{\"entry\": \"attn_fwd__c0__HEAD_DIM_128__CAUSAL_true\", \"kernel\": \"attn_fwd\", \"meta\": {\"BLOCK_M\": 128, \"BLOCK_N\": 64, \"CAUSAL\": 1, \"HEAD_DIM\": 128}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 2, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 163840}";
+pub static __KERNEL_META_attn_fwd__c0__HEAD_DIM_128__CAUSAL_true: [u8; 252usize] = *b"{\"entry\": \"attn_fwd__c0__HEAD_DIM_128__CAUSAL_true\", \"kernel\": \"attn_fwd\", \"meta\": {\"BLOCK_M\": 128, \"BLOCK_N\": 32, \"CAUSAL\": 1, \"HEAD_DIM\": 128}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 2, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 73728}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -95,19 +95,19 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
       ),
       <i32 as ::kernel_std::__private::device::Num>::mul(off_h_3, __p_stride_oh),
     );
-    let mut q_11: [::kernel_std::__private::device::F16; 64usize] = unsafe {
+    let mut q_11: [::kernel_std::__private::device::F16; 32usize] = unsafe {
       ::core::mem::zeroed()
     };
-    let mut __ld0_all: [[::kernel_std::__private::device::F16; 8usize]; 8usize] = unsafe {
+    let mut __ld0_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
       ::core::mem::zeroed()
     };
     ::kernel_std::__private::device::unroll::<
-      8usize,
+      4usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
         let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
           let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
             ::kernel_std::__private::device::ptr_add(
@@ -661,12 +661,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
       },
     );
     ::kernel_std::__private::device::unroll::<
-      8usize,
+      4usize,
       _,
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
         let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
         ::kernel_std::__private::device::unroll::<
           8usize,
@@ -681,50 +681,50 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
         );
       },
     );
-    let mut m_i_12: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+    let mut m_i_12: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
-      8usize,
+      2usize,
       _,
     >(
       #[inline(always)]
       |__j: usize| {
         let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-          | (((__j) >> 1usize) & 1) << 4u32 | (((__j) >> 2usize) & 1) << 5u32
           | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
-          | ((__lane >> 4usize) & 1) << 2u32
-          | ((__warp >> 1usize) & 1) << 6u32);
+          | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
+          | ((__warp >> 1usize) & 1) << 5u32
+          | ((__warp >> 2usize) & 1) << 6u32);
         m_i_12[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
           f64::NEG_INFINITY,
         );
       },
     );
-    let mut l_i_13: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+    let mut l_i_13: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
-      8usize,
+      2usize,
       _,
     >(
       #[inline(always)]
       |__j: usize| {
         let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-          | (((__j) >> 1usize) & 1) << 4u32 | (((__j) >> 2usize) & 1) << 5u32
           | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
-          | ((__lane >> 4usize) & 1) << 2u32
-          | ((__warp >> 1usize) & 1) << 6u32);
+          | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
+          | ((__warp >> 1usize) & 1) << 5u32
+          | ((__warp >> 2usize) & 1) << 6u32);
         l_i_13[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
           1f64,
         );
       },
     );
-    let mut acc_14: [f32; 64usize] = unsafe { ::core::mem::zeroed() };
+    let mut acc_14: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
-      64usize,
+      32usize,
       _,
     >(
       #[inline(always)]
       |__j: usize| {
-        let __f: usize = ((__warp / 2usize) * 64usize + ((__j) / 16usize) * 16
+        let __f: usize = ((__warp / 1usize) * 16usize + ((__j) / 32usize) * 16
           + (((__j) % 4) / 2) * 8 + __lane / 4) * 64usize
-          + (__warp % 2usize) * 32usize + (((__j) % 16usize) / 4) * 8
+          + (__warp % 1usize) * 64usize + (((__j) % 32usize) / 4) * 8
           + (__j) % 2 + (__lane % 4) * 2;
         acc_14[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
           0i64,
@@ -752,15 +752,15 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
       let __start: i32 = (0i32);
       let __end: i32 = hi_16;
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-        64i64,
+        32i64,
       );
       ::kernel_std::__private::device::unroll::<
-        8usize,
+        4usize,
         _,
       >(
         #[inline(always)]
         |__jc: usize| {
-          let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+          let __f0: usize = (__jc * 256usize + __tid) * 8usize;
           ::kernel_std::__private::device::unroll::<
             8usize,
             _,
@@ -795,16 +795,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
       {
         {
           let start_n_17: i32 = __start;
-          for __jc in 0..4usize {
-            let __c = __jc * 128usize + __tid;
-            if __c < 512usize {
+          for __jc in 0..1usize {
+            let __c = __jc * 256usize + __tid;
+            if __c < 256usize {
               let __f0 = __c * 8;
               let __s0: usize = ({
                 let __sf: usize = __f0;
                 ({
-                  let __r: usize = __sf / 64usize;
-                  __r * 64usize
-                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                  let __r: usize = __sf / 32usize;
+                  __r * 32usize
+                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                 }) + __sf % 8
               });
               let __p0 = ::kernel_std::__private::device::ptr_add(
@@ -817,7 +817,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -828,7 +828,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -842,7 +842,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -853,7 +853,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -867,7 +867,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -878,7 +878,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -892,7 +892,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -903,7 +903,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -917,7 +917,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -928,7 +928,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -942,7 +942,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -953,7 +953,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -967,7 +967,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -978,7 +978,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -992,7 +992,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -1003,114 +1003,41 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               );
-              let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
+              let __all = {
+                let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
                   start_n_17,
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                       }) as i32,
                     ),
-                ),
-                __p_n_ctx,
-              )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
                 );
+                let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_n_17,
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __c4 = __p_n_ctx;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x3,
+                  __x2,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x3,
+                    __c4,
+                  )
+              };
               if __all && (__p0 as usize) % 16 == 0
                 && (__p1 as usize) == (__p0 as usize) + 2usize
                 && (__p2 as usize) == (__p0 as usize) + 4usize
@@ -1128,12 +1055,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
               {
                 ::kernel_std::__private::device::cp_async_16(
                   ::kernel_std::__private::device::smem_addr()
-                    + ((16384usize + (0usize) * 8192usize) + __s0 * 2) as u32,
+                    + ((16384usize + (0usize) * 4096usize) + __s0 * 2) as u32,
                   __p0 as *const u8,
                 );
               } else {
                 ::kernel_std::__private::device::store(
-                  (__smem.add((16384usize + (0usize) * 8192usize))
+                  (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 0usize),
                   {
@@ -1147,7 +1074,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1158,7 +1085,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1169,7 +1096,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1194,7 +1121,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((16384usize + (0usize) * 8192usize))
+                  (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 1usize),
                   {
@@ -1208,7 +1135,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1219,7 +1146,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1230,7 +1157,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1255,7 +1182,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((16384usize + (0usize) * 8192usize))
+                  (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 2usize),
                   {
@@ -1269,7 +1196,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1280,7 +1207,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1291,7 +1218,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1316,7 +1243,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((16384usize + (0usize) * 8192usize))
+                  (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 3usize),
                   {
@@ -1330,7 +1257,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1341,7 +1268,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1352,7 +1279,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1377,7 +1304,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((16384usize + (0usize) * 8192usize))
+                  (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 4usize),
                   {
@@ -1391,7 +1318,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1402,7 +1329,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1413,7 +1340,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1438,7 +1365,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((16384usize + (0usize) * 8192usize))
+                  (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 5usize),
                   {
@@ -1452,7 +1379,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1463,7 +1390,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1474,7 +1401,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1499,7 +1426,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((16384usize + (0usize) * 8192usize))
+                  (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 6usize),
                   {
@@ -1513,7 +1440,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1524,7 +1451,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1535,7 +1462,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1560,7 +1487,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((16384usize + (0usize) * 8192usize))
+                  (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 7usize),
                   {
@@ -1574,7 +1501,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1585,7 +1512,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1596,7 +1523,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1623,9 +1550,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
               }
             }
           }
-          for __jc in 0..4usize {
-            let __c = __jc * 128usize + __tid;
-            if __c < 512usize {
+          for __jc in 0..1usize {
+            let __c = __jc * 256usize + __tid;
+            if __c < 256usize {
               let __f0 = __c * 8;
               let __s0: usize = ({
                 let __sf: usize = __f0;
@@ -1645,7 +1572,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -1660,156 +1587,6 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     }) as i32,
                   ),
               );
-              let __p1 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p2 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p3 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p4 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p5 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p6 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
               let __p7 = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
                   v_base_6,
@@ -1820,7 +1597,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -1842,110 +1619,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        0usize + ((__pf / 64usize) % 32usize) * 1usize
                       }) as i32,
                     ),
                 ),
                 __p_n_ctx,
-              )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                );
+              );
               if __all && (__p0 as usize) % 16 == 0
-                && (__p1 as usize) == (__p0 as usize) + 2usize
-                && (__p2 as usize) == (__p0 as usize) + 4usize
-                && (__p3 as usize) == (__p0 as usize) + 6usize
-                && (__p4 as usize) == (__p0 as usize) + 8usize
-                && (__p5 as usize) == (__p0 as usize) + 10usize
-                && (__p6 as usize) == (__p0 as usize) + 12usize
                 && (__p7 as usize) == (__p0 as usize) + 14usize
                 && ::kernel_std::__private::device::fits(
                   __p0,
@@ -1956,12 +1636,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
               {
                 ::kernel_std::__private::device::cp_async_16(
                   ::kernel_std::__private::device::smem_addr()
-                    + ((32768usize + (0usize) * 8192usize) + __s0 * 2) as u32,
+                    + ((24576usize + (0usize) * 4096usize) + __s0 * 2) as u32,
                   __p0 as *const u8,
                 );
               } else {
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
+                  (__smem.add((24576usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 0usize),
                   {
@@ -1975,7 +1655,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1997,7 +1677,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2022,7 +1702,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
+                  (__smem.add((24576usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 1usize),
                   {
@@ -2036,7 +1716,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2058,7 +1738,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2083,7 +1763,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
+                  (__smem.add((24576usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 2usize),
                   {
@@ -2097,7 +1777,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2119,7 +1799,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2144,7 +1824,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
+                  (__smem.add((24576usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 3usize),
                   {
@@ -2158,7 +1838,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2180,7 +1860,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2205,7 +1885,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
+                  (__smem.add((24576usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 4usize),
                   {
@@ -2219,7 +1899,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2241,7 +1921,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2266,7 +1946,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
+                  (__smem.add((24576usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 5usize),
                   {
@@ -2280,7 +1960,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2302,7 +1982,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2327,7 +2007,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
+                  (__smem.add((24576usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 6usize),
                   {
@@ -2341,7 +2021,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2363,7 +2043,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2388,7 +2068,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
+                  (__smem.add((24576usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 7usize),
                   {
@@ -2402,7 +2082,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2424,7 +2104,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2464,16 +2144,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
             {
               let start_n_17: i32 = __nx;
-              for __jc in 0..4usize {
-                let __c = __jc * 128usize + __tid;
-                if __c < 512usize {
+              for __jc in 0..1usize {
+                let __c = __jc * 256usize + __tid;
+                if __c < 256usize {
                   let __f0 = __c * 8;
                   let __s0: usize = ({
                     let __sf: usize = __f0;
                     ({
-                      let __r: usize = __sf / 64usize;
-                      __r * 64usize
-                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      let __r: usize = __sf / 32usize;
+                      __r * 32usize
+                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                     }) + __sf % 8
                   });
                   let __p0 = ::kernel_std::__private::device::ptr_add(
@@ -2486,7 +2166,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -2497,7 +2177,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -2511,7 +2191,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -2522,7 +2202,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -2536,7 +2216,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -2547,7 +2227,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -2561,7 +2241,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -2572,7 +2252,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -2586,7 +2266,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -2597,7 +2277,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -2611,7 +2291,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -2622,7 +2302,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -2636,7 +2316,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -2647,7 +2327,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -2661,7 +2341,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -2672,114 +2352,41 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   );
-                  let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __all = {
+                    let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
                       start_n_17,
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
-                    ),
-                    __p_n_ctx,
-                  )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
                     );
+                    let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_17,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __c7 = __p_n_ctx;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x6,
+                      __x5,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x6,
+                        __c7,
+                      )
+                  };
                   if __all && (__p0 as usize) % 16 == 0
                     && (__p1 as usize) == (__p0 as usize) + 2usize
                     && (__p2 as usize) == (__p0 as usize) + 4usize
@@ -2797,7 +2404,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr()
-                        + ((16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize)
+                        + ((16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize)
                           + __s0 * 2) as u32,
                       __p0 as *const u8,
                     );
@@ -2805,7 +2412,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 0usize),
                       {
@@ -2819,7 +2426,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 0usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2830,7 +2437,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2841,7 +2448,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2868,7 +2475,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 1usize),
                       {
@@ -2882,7 +2489,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 1usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2893,7 +2500,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2904,7 +2511,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2931,7 +2538,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 2usize),
                       {
@@ -2945,7 +2552,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 2usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2956,7 +2563,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2967,7 +2574,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2994,7 +2601,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 3usize),
                       {
@@ -3008,7 +2615,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 3usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3019,7 +2626,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -3030,7 +2637,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3057,7 +2664,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 4usize),
                       {
@@ -3071,7 +2678,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 4usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3082,7 +2689,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -3093,7 +2700,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3120,7 +2727,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 5usize),
                       {
@@ -3134,7 +2741,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 5usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3145,7 +2752,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -3156,7 +2763,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3183,7 +2790,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 6usize),
                       {
@@ -3197,7 +2804,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 6usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3208,7 +2815,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -3219,7 +2826,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3246,7 +2853,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 7usize),
                       {
@@ -3260,7 +2867,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 7usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3271,7 +2878,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -3282,7 +2889,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3309,9 +2916,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   }
                 }
               }
-              for __jc in 0..4usize {
-                let __c = __jc * 128usize + __tid;
-                if __c < 512usize {
+              for __jc in 0..1usize {
+                let __c = __jc * 256usize + __tid;
+                if __c < 256usize {
                   let __f0 = __c * 8;
                   let __s0: usize = ({
                     let __sf: usize = __f0;
@@ -3331,7 +2938,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -3346,156 +2953,6 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         }) as i32,
                       ),
                   );
-                  let __p1 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p2 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p3 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p4 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p5 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p6 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
                   let __p7 = ::kernel_std::__private::device::ptr_add(
                     ::kernel_std::__private::device::ptr_add(
                       v_base_6,
@@ -3506,7 +2963,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -3528,110 +2985,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
                     __p_n_ctx,
-                  )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    );
+                  );
                   if __all && (__p0 as usize) % 16 == 0
-                    && (__p1 as usize) == (__p0 as usize) + 2usize
-                    && (__p2 as usize) == (__p0 as usize) + 4usize
-                    && (__p3 as usize) == (__p0 as usize) + 6usize
-                    && (__p4 as usize) == (__p0 as usize) + 8usize
-                    && (__p5 as usize) == (__p0 as usize) + 10usize
-                    && (__p6 as usize) == (__p0 as usize) + 12usize
                     && (__p7 as usize) == (__p0 as usize) + 14usize
                     && ::kernel_std::__private::device::fits(
                       __p0,
@@ -3642,7 +3002,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr()
-                        + ((32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize)
+                        + ((24576usize + ((((__it1 + 1) & 1) as usize)) * 4096usize)
                           + __s0 * 2) as u32,
                       __p0 as *const u8,
                     );
@@ -3650,7 +3010,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (24576usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 0usize),
                       {
@@ -3664,7 +3024,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 0usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3686,7 +3046,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3713,7 +3073,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (24576usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 1usize),
                       {
@@ -3727,7 +3087,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 1usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3749,7 +3109,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3776,7 +3136,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (24576usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 2usize),
                       {
@@ -3790,7 +3150,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 2usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3812,7 +3172,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3839,7 +3199,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (24576usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 3usize),
                       {
@@ -3853,7 +3213,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 3usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3875,7 +3235,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3902,7 +3262,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (24576usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 4usize),
                       {
@@ -3916,7 +3276,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 4usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3938,7 +3298,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3965,7 +3325,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (24576usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 5usize),
                       {
@@ -3979,7 +3339,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 5usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -4001,7 +3361,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -4028,7 +3388,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (24576usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 6usize),
                       {
@@ -4042,7 +3402,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 6usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -4064,7 +3424,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -4091,7 +3451,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (24576usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 7usize),
                       {
@@ -4105,7 +3465,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 7usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -4127,7 +3487,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -4158,18 +3518,18 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           }
         }
         ::kernel_std::__private::device::cp_async_commit();
-        let mut __mma2: [f32; 64usize] = [0.0f32; 64usize];
+        let mut __mma8: [f32; 16usize] = [0.0f32; 16usize];
         ::kernel_std::__private::device::unroll::<
-          64usize,
+          16usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = ((__warp / 2usize) * 64usize
+            let __f: usize = ((__warp / 1usize) * 16usize
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma2[__j] = 0.0f32;
+            __mma8[__j] = 0.0f32;
           },
         );
         ::kernel_std::__private::device::cp_async_wait_group::<1>();
@@ -4178,16 +3538,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           let __sa: u32 = ::kernel_std::__private::device::smem_addr()
             + 0usize as u32;
           let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-            + (16384usize + ((__it1 & 1) as usize) * 8192usize) as u32;
+            + (16384usize + ((__it1 & 1) as usize) * 4096usize) as u32;
           ::kernel_std::__private::device::unroll::<
             4usize,
             _,
           >(
             #[inline(always)]
             |__ks: usize| {
-              let mut __af: [[u32; 4]; 4usize] = [[0u32; 4]; 4usize];
+              let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
               ::kernel_std::__private::device::unroll::<
-                4usize,
+                1usize,
                 _,
               >(
                 #[inline(always)]
@@ -4195,7 +3555,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
                     __sa
                       + (({
-                        let __r: usize = (__warp / 2usize) * 64usize + __i * 16
+                        let __r: usize = (__warp / 1usize) * 16usize + __i * 16
                           + __lane % 16;
                         __r * 64usize
                           + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
@@ -4214,13 +3574,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     __sb
                       + (({
                         let __r: usize = __ks * 16 + __lane % 16;
-                        __r * 64usize
-                          + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
-                            ^ ((__r / 1usize) % 8usize)) * 8)
+                        __r * 32usize
+                          + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
+                            ^ ((__r / 2usize) % 4usize)) * 8)
                       }) * 2) as u32,
                   );
                   ::kernel_std::__private::device::unroll::<
-                    4usize,
+                    1usize,
                     _,
                   >(
                     #[inline(always)]
@@ -4230,20 +3590,20 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         __af[__i],
                         [__bq[0], __bq[1]],
                         [
-                          __mma2[__b],
-                          __mma2[__b + 1],
-                          __mma2[__b + 2],
-                          __mma2[__b + 3],
+                          __mma8[__b],
+                          __mma8[__b + 1],
+                          __mma8[__b + 2],
+                          __mma8[__b + 3],
                         ],
                       );
-                      __mma2[__b] = __d[0];
-                      __mma2[__b + 1] = __d[1];
-                      __mma2[__b + 2] = __d[2];
-                      __mma2[__b + 3] = __d[3];
+                      __mma8[__b] = __d[0];
+                      __mma8[__b + 1] = __d[1];
+                      __mma8[__b + 2] = __d[2];
+                      __mma8[__b + 3] = __d[3];
                     },
                   );
                   ::kernel_std::__private::device::unroll::<
-                    4usize,
+                    1usize,
                     _,
                   >(
                     #[inline(always)]
@@ -4253,16 +3613,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         __af[__i],
                         [__bq[2], __bq[3]],
                         [
-                          __mma2[__b],
-                          __mma2[__b + 1],
-                          __mma2[__b + 2],
-                          __mma2[__b + 3],
+                          __mma8[__b],
+                          __mma8[__b + 1],
+                          __mma8[__b + 2],
+                          __mma8[__b + 3],
                         ],
                       );
-                      __mma2[__b] = __d[0];
-                      __mma2[__b + 1] = __d[1];
-                      __mma2[__b + 2] = __d[2];
-                      __mma2[__b + 3] = __d[3];
+                      __mma8[__b] = __d[0];
+                      __mma8[__b + 1] = __d[1];
+                      __mma8[__b + 2] = __d[2];
+                      __mma8[__b + 3] = __d[3];
                     },
                   );
                 },
@@ -4271,31 +3631,31 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           );
         }
         ::kernel_std::__private::device::bar_sync();
-        let mut qk_20: [f32; 64usize] = unsafe { ::core::mem::zeroed() };
+        let mut qk_20: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
-          64usize,
+          16usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = ((__warp / 2usize) * 64usize
+            let __f: usize = ((__warp / 1usize) * 16usize
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            qk_20[__j] = __mma2[__j];
+            qk_20[__j] = __mma8[__j];
           },
         );
-        let __red3: [f32; 8usize] = {
-          let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 8usize];
+        let __red9: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
           ::kernel_std::__private::device::unroll::<
-            64usize,
+            16usize,
             _,
           >(
             #[inline(always)]
             |__j: usize| {
-              let __f: usize = ((__warp / 2usize) * 64usize
+              let __f: usize = ((__warp / 1usize) * 16usize
                 + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-                + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+                + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
               let __x = if <bool as ::kernel_std::__private::device::Int>::and(
@@ -4306,7 +3666,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -4326,7 +3686,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -4336,7 +3696,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -4353,17 +3713,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                 )
               };
               let __i: usize = {
-                const __L: [usize; 64usize] = [
+                const __L: [usize; 16usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
                   1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                  1usize, 1usize, 2usize, 2usize, 3usize, 3usize, 2usize,
-                  2usize, 3usize, 3usize, 2usize, 2usize, 3usize, 3usize,
-                  2usize, 2usize, 3usize, 3usize, 4usize, 4usize, 5usize,
-                  5usize, 4usize, 4usize, 5usize, 5usize, 4usize, 4usize,
-                  5usize, 5usize, 4usize, 4usize, 5usize, 5usize, 6usize,
-                  6usize, 7usize, 7usize, 6usize, 6usize, 7usize, 7usize,
-                  6usize, 6usize, 7usize, 7usize, 6usize, 6usize, 7usize,
-                  7usize,
+                  1usize, 1usize,
                 ];
                 __L[__j]
               };
@@ -4374,7 +3727,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
             },
           );
           ::kernel_std::__private::device::unroll::<
-            8usize,
+            2usize,
             _,
           >(
             #[inline(always)]
@@ -4395,301 +3748,45 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
               );
             },
           );
-          if ((__lane as u32) & 3u32) == 0 {
-            let __po = __smem.add(49152usize) as *mut f32;
-            let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[0usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 64usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[1usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 64usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[2usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 64usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[3usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 64usize + 32usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[4usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 64usize + 40usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[5usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 64usize + 48usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[6usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 64usize + 56usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[7usize],
-              );
-            }
-          }
-          ::kernel_std::__private::device::bar_sync();
           [
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(49152usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((0usize) >> 0usize) & 1) << 3u32
-                | (((0usize) >> 1usize) & 1) << 4u32
-                | (((0usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(49152usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((1usize) >> 0usize) & 1) << 3u32
-                | (((1usize) >> 1usize) & 1) << 4u32
-                | (((1usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(49152usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((2usize) >> 0usize) & 1) << 3u32
-                | (((2usize) >> 1usize) & 1) << 4u32
-                | (((2usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(49152usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((3usize) >> 0usize) & 1) << 3u32
-                | (((3usize) >> 1usize) & 1) << 4u32
-                | (((3usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(49152usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((4usize) >> 0usize) & 1) << 3u32
-                | (((4usize) >> 1usize) & 1) << 4u32
-                | (((4usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(49152usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((5usize) >> 0usize) & 1) << 3u32
-                | (((5usize) >> 1usize) & 1) << 4u32
-                | (((5usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(49152usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((6usize) >> 0usize) & 1) << 3u32
-                | (((6usize) >> 1usize) & 1) << 4u32
-                | (((6usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(49152usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((7usize) >> 0usize) & 1) << 3u32
-                | (((7usize) >> 1usize) & 1) << 4u32
-                | (((7usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[0usize],
+            ),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[1usize],
+            ),
           ]
         };
-        ::kernel_std::__private::device::bar_sync();
-        let mut m_ij_23: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+        let mut m_ij_23: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
-          8usize,
+          2usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
             let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | (((__j) >> 1usize) & 1) << 4u32
-              | (((__j) >> 2usize) & 1) << 5u32
               | ((__lane >> 2usize) & 1) << 0u32
               | ((__lane >> 3usize) & 1) << 1u32
               | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 1usize) & 1) << 6u32);
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32
+              | ((__warp >> 2usize) & 1) << 6u32);
             m_ij_23[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
               m_i_12[__j],
-              __red3[__j],
+              __red9[__j],
             );
           },
         );
-        let mut p_24: [f32; 64usize] = unsafe { ::core::mem::zeroed() };
+        let mut p_24: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
-          64usize,
+          16usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = ((__warp / 2usize) * 64usize
+            let __f: usize = ((__warp / 1usize) * 16usize
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             p_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
@@ -4701,7 +3798,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -4721,7 +3818,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = __f;
-                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -4731,7 +3828,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -4747,27 +3844,25 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     f64::NEG_INFINITY,
                   )
                 },
-                m_ij_23[0usize | (((__j >> 1usize) & 1) << 0usize)
-                  | (((__j >> 4usize) & 1) << 1usize)
-                  | (((__j >> 5usize) & 1) << 2usize)],
+                m_ij_23[0usize | (((__j >> 1usize) & 1) << 0usize)],
               ),
             );
           },
         );
-        let mut alpha_25: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+        let mut alpha_25: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
-          8usize,
+          2usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
             let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | (((__j) >> 1usize) & 1) << 4u32
-              | (((__j) >> 2usize) & 1) << 5u32
               | ((__lane >> 2usize) & 1) << 0u32
               | ((__lane >> 3usize) & 1) << 1u32
               | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 1usize) & 1) << 6u32);
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32
+              | ((__warp >> 2usize) & 1) << 6u32);
             alpha_25[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
                 m_i_12[__j],
@@ -4776,34 +3871,27 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
             );
           },
         );
-        let __red4: [f32; 8usize] = {
-          let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+        let __red10: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
             0,
-          ); 8usize];
+          ); 2usize];
           ::kernel_std::__private::device::unroll::<
-            64usize,
+            16usize,
             _,
           >(
             #[inline(always)]
             |__j: usize| {
-              let __f: usize = ((__warp / 2usize) * 64usize
+              let __f: usize = ((__warp / 1usize) * 16usize
                 + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-                + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+                + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
               let __x = p_24[__j];
               let __i: usize = {
-                const __L: [usize; 64usize] = [
+                const __L: [usize; 16usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
                   1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                  1usize, 1usize, 2usize, 2usize, 3usize, 3usize, 2usize,
-                  2usize, 3usize, 3usize, 2usize, 2usize, 3usize, 3usize,
-                  2usize, 2usize, 3usize, 3usize, 4usize, 4usize, 5usize,
-                  5usize, 4usize, 4usize, 5usize, 5usize, 4usize, 4usize,
-                  5usize, 5usize, 4usize, 4usize, 5usize, 5usize, 6usize,
-                  6usize, 7usize, 7usize, 6usize, 6usize, 7usize, 7usize,
-                  6usize, 6usize, 7usize, 7usize, 6usize, 6usize, 7usize,
-                  7usize,
+                  1usize, 1usize,
                 ];
                 __L[__j]
               };
@@ -4814,7 +3902,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
             },
           );
           ::kernel_std::__private::device::unroll::<
-            8usize,
+            2usize,
             _,
           >(
             #[inline(always)]
@@ -4835,345 +3923,87 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
               );
             },
           );
-          if ((__lane as u32) & 3u32) == 0 {
-            let __po = __smem.add(49152usize) as *mut f32;
-            let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[0usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 64usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[1usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 64usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[2usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 64usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[3usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 64usize + 32usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[4usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 64usize + 40usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[5usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 64usize + 48usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[6usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 64usize + 56usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[7usize],
-              );
-            }
-          }
-          ::kernel_std::__private::device::bar_sync();
           [
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(49152usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((0usize) >> 0usize) & 1) << 3u32
-                | (((0usize) >> 1usize) & 1) << 4u32
-                | (((0usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(49152usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((1usize) >> 0usize) & 1) << 3u32
-                | (((1usize) >> 1usize) & 1) << 4u32
-                | (((1usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(49152usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((2usize) >> 0usize) & 1) << 3u32
-                | (((2usize) >> 1usize) & 1) << 4u32
-                | (((2usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(49152usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((3usize) >> 0usize) & 1) << 3u32
-                | (((3usize) >> 1usize) & 1) << 4u32
-                | (((3usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(49152usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((4usize) >> 0usize) & 1) << 3u32
-                | (((4usize) >> 1usize) & 1) << 4u32
-                | (((4usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(49152usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((5usize) >> 0usize) & 1) << 3u32
-                | (((5usize) >> 1usize) & 1) << 4u32
-                | (((5usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(49152usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((6usize) >> 0usize) & 1) << 3u32
-                | (((6usize) >> 1usize) & 1) << 4u32
-                | (((6usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(49152usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((7usize) >> 0usize) & 1) << 3u32
-                | (((7usize) >> 1usize) & 1) << 4u32
-                | (((7usize) >> 2usize) & 1) << 5u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[0usize],
+            ),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[1usize],
+            ),
           ]
         };
-        ::kernel_std::__private::device::bar_sync();
         ::kernel_std::__private::device::unroll::<
-          8usize,
+          2usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
             let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | (((__j) >> 1usize) & 1) << 4u32
-              | (((__j) >> 2usize) & 1) << 5u32
               | ((__lane >> 2usize) & 1) << 0u32
               | ((__lane >> 3usize) & 1) << 1u32
               | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 1usize) & 1) << 6u32);
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32
+              | ((__warp >> 2usize) & 1) << 6u32);
             l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
               <f32 as ::kernel_std::__private::device::Num>::mul(
                 l_i_13[__j],
                 alpha_25[__j],
               ),
-              __red4[__j],
+              __red10[__j],
             );
           },
         );
         ::kernel_std::__private::device::unroll::<
-          64usize,
+          32usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = ((__warp / 2usize) * 64usize
-              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 32usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
               acc_14[__j],
-              alpha_25[0usize | (((__j >> 1usize) & 1) << 0usize)
-                | (((__j >> 4usize) & 1) << 1usize)
-                | (((__j >> 5usize) & 1) << 2usize)],
+              alpha_25[0usize | (((__j >> 1usize) & 1) << 0usize)],
             );
           },
         );
-        let mut __mma5: [f32; 64usize] = [0.0f32; 64usize];
+        let mut __mma11: [f32; 32usize] = [0.0f32; 32usize];
         ::kernel_std::__private::device::unroll::<
-          64usize,
+          32usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = ((__warp / 2usize) * 64usize
-              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma5[__j] = acc_14[__j];
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 32usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            __mma11[__j] = acc_14[__j];
           },
         );
         ::kernel_std::__private::device::unroll::<
-          64usize,
+          16usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = ((__warp / 2usize) * 64usize
+            let __f: usize = ((__warp / 1usize) * 16usize
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             ::kernel_std::__private::device::store(
-              (__smem.add(49152usize)
+              (__smem.add(32768usize)
                 as *mut ::kernel_std::__private::device::F16)
                 .add(
                   ({
                     let __sf: usize = __f;
                     ({
-                      let __r: usize = __sf / 64usize;
-                      __r * 64usize
-                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      let __r: usize = __sf / 32usize;
+                      __r * 32usize
+                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                     }) + __sf % 8
                   }),
                 ),
@@ -5189,18 +4019,18 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
         ::kernel_std::__private::device::bar_sync();
         {
           let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-            + 49152usize as u32;
+            + 32768usize as u32;
           let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-            + (32768usize + ((__it1 & 1) as usize) * 8192usize) as u32;
+            + (24576usize + ((__it1 & 1) as usize) * 4096usize) as u32;
           ::kernel_std::__private::device::unroll::<
-            4usize,
+            2usize,
             _,
           >(
             #[inline(always)]
             |__ks: usize| {
-              let mut __af: [[u32; 4]; 4usize] = [[0u32; 4]; 4usize];
+              let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
               ::kernel_std::__private::device::unroll::<
-                4usize,
+                1usize,
                 _,
               >(
                 #[inline(always)]
@@ -5208,17 +4038,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
                     __sa
                       + (({
-                        let __r: usize = (__warp / 2usize) * 64usize + __i * 16
+                        let __r: usize = (__warp / 1usize) * 16usize + __i * 16
                           + __lane % 16;
-                        __r * 64usize
-                          + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
+                        __r * 32usize
+                          + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
                             * 8)
                       }) * 2) as u32,
                   );
                 },
               );
               ::kernel_std::__private::device::unroll::<
-                2usize,
+                4usize,
                 _,
               >(
                 #[inline(always)]
@@ -5228,54 +4058,54 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                       + (({
                         let __r: usize = __ks * 16 + __lane % 16;
                         __r * 64usize
-                          + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
+                          + ((((__warp % 1usize) * 8usize + 2 * __jp + __lane / 16)
                             ^ ((__r / 1usize) % 8usize)) * 8)
                       }) * 2) as u32,
                   );
                   ::kernel_std::__private::device::unroll::<
-                    4usize,
+                    1usize,
                     _,
                   >(
                     #[inline(always)]
                     |__i: usize| {
-                      let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                      let __b: usize = (__i * 8usize + 2 * __jp) * 4;
                       let __d = ::kernel_std::__private::device::mma_f16(
                         __af[__i],
                         [__bq[0], __bq[1]],
                         [
-                          __mma5[__b],
-                          __mma5[__b + 1],
-                          __mma5[__b + 2],
-                          __mma5[__b + 3],
+                          __mma11[__b],
+                          __mma11[__b + 1],
+                          __mma11[__b + 2],
+                          __mma11[__b + 3],
                         ],
                       );
-                      __mma5[__b] = __d[0];
-                      __mma5[__b + 1] = __d[1];
-                      __mma5[__b + 2] = __d[2];
-                      __mma5[__b + 3] = __d[3];
+                      __mma11[__b] = __d[0];
+                      __mma11[__b + 1] = __d[1];
+                      __mma11[__b + 2] = __d[2];
+                      __mma11[__b + 3] = __d[3];
                     },
                   );
                   ::kernel_std::__private::device::unroll::<
-                    4usize,
+                    1usize,
                     _,
                   >(
                     #[inline(always)]
                     |__i: usize| {
-                      let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                      let __b: usize = (__i * 8usize + 2 * __jp + 1) * 4;
                       let __d = ::kernel_std::__private::device::mma_f16(
                         __af[__i],
                         [__bq[2], __bq[3]],
                         [
-                          __mma5[__b],
-                          __mma5[__b + 1],
-                          __mma5[__b + 2],
-                          __mma5[__b + 3],
+                          __mma11[__b],
+                          __mma11[__b + 1],
+                          __mma11[__b + 2],
+                          __mma11[__b + 3],
                         ],
                       );
-                      __mma5[__b] = __d[0];
-                      __mma5[__b + 1] = __d[1];
-                      __mma5[__b + 2] = __d[2];
-                      __mma5[__b + 3] = __d[3];
+                      __mma11[__b] = __d[0];
+                      __mma11[__b + 1] = __d[1];
+                      __mma11[__b + 2] = __d[2];
+                      __mma11[__b + 3] = __d[3];
                     },
                   );
                 },
@@ -5285,31 +4115,31 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
         }
         ::kernel_std::__private::device::bar_sync();
         ::kernel_std::__private::device::unroll::<
-          64usize,
+          32usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = ((__warp / 2usize) * 64usize
-              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_14[__j] = __mma5[__j];
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 32usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_14[__j] = __mma11[__j];
           },
         );
         ::kernel_std::__private::device::unroll::<
-          8usize,
+          2usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
             let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | (((__j) >> 1usize) & 1) << 4u32
-              | (((__j) >> 2usize) & 1) << 5u32
               | ((__lane >> 2usize) & 1) << 0u32
               | ((__lane >> 3usize) & 1) << 1u32
               | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 1usize) & 1) << 6u32);
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32
+              | ((__warp >> 2usize) & 1) << 6u32);
             m_i_12[__j] = m_ij_23[__j];
           },
         );
@@ -5320,27 +4150,25 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
         };
       }
     }
-    let mut o_27: [::kernel_std::__private::device::F16; 64usize] = unsafe {
+    let mut o_27: [::kernel_std::__private::device::F16; 32usize] = unsafe {
       ::core::mem::zeroed()
     };
     {
       let __val = ::kernel_std::__private::device::inline_fn(
         #[inline(always)]
         |__j: usize| -> f32 {
-          let __f: usize = ((__warp / 2usize) * 64usize
-            + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
-            * 64usize + (__warp % 2usize) * 32usize
-            + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+          let __f: usize = ((__warp / 1usize) * 16usize
+            + ((__j) / 32usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
+            * 64usize + (__warp % 1usize) * 64usize
+            + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
           <f32 as ::kernel_std::__private::device::Num>::div(
             acc_14[__j],
-            l_i_13[0usize | (((__j >> 1usize) & 1) << 0usize)
-              | (((__j >> 4usize) & 1) << 1usize)
-              | (((__j >> 5usize) & 1) << 2usize)],
+            l_i_13[0usize | (((__j >> 1usize) & 1) << 0usize)],
           )
         },
       );
       ::kernel_std::__private::device::unroll::<
-        32usize,
+        16usize,
         _,
       >(
         #[inline(always)]
@@ -5375,8 +4203,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 2usize) * 64usize + 0usize
-                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+                          let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
+                            + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 64usize) % 128usize) * 1usize
                         }) as i32,
@@ -5388,8 +4216,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = ((((__warp / 2usize) * 64usize + 0usize
-                      + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+                    let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
+                      + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
                       + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                   }) as i32,
@@ -5409,9 +4237,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 2usize) * 64usize + 0usize
-                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
+                          let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
+                            + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
                           0usize + ((__pf / 64usize) % 128usize) * 1usize
                         }) as i32,
                       ),
@@ -5422,21 +4250,21 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = ((((__warp / 2usize) * 64usize + 0usize
-                      + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
+                    let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
+                      + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                   }) as i32,
                 ),
             );
             1i64 == 1i64
-              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
+              && (__pz as usize).wrapping_sub(__pa as usize) == 126usize
               && (__pa as usize) % 16usize == 0
               && ::kernel_std::__private::device::fits(
                 __pa,
                 __p_o_ptr,
                 __len_o_ptr,
-                32usize,
+                64usize,
               )
               && <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
@@ -5449,8 +4277,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 2usize) * 64usize + 0usize
-                          + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+                        let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
+                          + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                       }) as i32,
@@ -5474,8 +4302,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 2usize) * 64usize + 8usize
-                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+                          let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
+                            + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                           0usize + ((__pf / 64usize) % 128usize) * 1usize
                         }) as i32,
@@ -5487,8 +4315,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = ((((__warp / 2usize) * 64usize + 8usize
-                      + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+                    let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
+                      + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
                       + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                   }) as i32,
@@ -5508,9 +4336,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 2usize) * 64usize + 8usize
-                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
+                          let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
+                            + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
                           0usize + ((__pf / 64usize) % 128usize) * 1usize
                         }) as i32,
                       ),
@@ -5521,21 +4349,21 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = ((((__warp / 2usize) * 64usize + 8usize
-                      + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
+                    let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
+                      + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                   }) as i32,
                 ),
             );
             1i64 == 1i64
-              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
+              && (__pz as usize).wrapping_sub(__pa as usize) == 126usize
               && (__pa as usize) % 16usize == 0
               && ::kernel_std::__private::device::fits(
                 __pa,
                 __p_o_ptr,
                 __len_o_ptr,
-                32usize,
+                64usize,
               )
               && <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
@@ -5548,602 +4376,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 2usize) * 64usize + 8usize
-                          + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n_ctx,
-              )
-          }
-          && {
-            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 2usize) * 64usize + 16usize
-                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ((((__warp / 2usize) * 64usize + 16usize
-                      + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 2usize) * 64usize + 16usize
-                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ((((__warp / 2usize) * 64usize + 16usize
-                      + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            1i64 == 1i64
-              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
-              && (__pa as usize) % 16usize == 0
-              && ::kernel_std::__private::device::fits(
-                __pa,
-                __p_o_ptr,
-                __len_o_ptr,
-                32usize,
-              )
-              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    start_m_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 2usize) * 64usize + 16usize
-                          + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n_ctx,
-              )
-          }
-          && {
-            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 2usize) * 64usize + 24usize
-                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ((((__warp / 2usize) * 64usize + 24usize
-                      + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 2usize) * 64usize + 24usize
-                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ((((__warp / 2usize) * 64usize + 24usize
-                      + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            1i64 == 1i64
-              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
-              && (__pa as usize) % 16usize == 0
-              && ::kernel_std::__private::device::fits(
-                __pa,
-                __p_o_ptr,
-                __len_o_ptr,
-                32usize,
-              )
-              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    start_m_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 2usize) * 64usize + 24usize
-                          + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n_ctx,
-              )
-          }
-          && {
-            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 2usize) * 64usize + 32usize
-                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ((((__warp / 2usize) * 64usize + 32usize
-                      + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 2usize) * 64usize + 32usize
-                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ((((__warp / 2usize) * 64usize + 32usize
-                      + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            1i64 == 1i64
-              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
-              && (__pa as usize) % 16usize == 0
-              && ::kernel_std::__private::device::fits(
-                __pa,
-                __p_o_ptr,
-                __len_o_ptr,
-                32usize,
-              )
-              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    start_m_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 2usize) * 64usize + 32usize
-                          + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n_ctx,
-              )
-          }
-          && {
-            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 2usize) * 64usize + 40usize
-                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ((((__warp / 2usize) * 64usize + 40usize
-                      + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 2usize) * 64usize + 40usize
-                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ((((__warp / 2usize) * 64usize + 40usize
-                      + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            1i64 == 1i64
-              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
-              && (__pa as usize) % 16usize == 0
-              && ::kernel_std::__private::device::fits(
-                __pa,
-                __p_o_ptr,
-                __len_o_ptr,
-                32usize,
-              )
-              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    start_m_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 2usize) * 64usize + 40usize
-                          + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n_ctx,
-              )
-          }
-          && {
-            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 2usize) * 64usize + 48usize
-                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ((((__warp / 2usize) * 64usize + 48usize
-                      + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 2usize) * 64usize + 48usize
-                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ((((__warp / 2usize) * 64usize + 48usize
-                      + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            1i64 == 1i64
-              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
-              && (__pa as usize) % 16usize == 0
-              && ::kernel_std::__private::device::fits(
-                __pa,
-                __p_o_ptr,
-                __len_o_ptr,
-                32usize,
-              )
-              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    start_m_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 2usize) * 64usize + 48usize
-                          + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n_ctx,
-              )
-          }
-          && {
-            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 2usize) * 64usize + 56usize
-                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ((((__warp / 2usize) * 64usize + 56usize
-                      + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 2usize) * 64usize + 56usize
-                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ((((__warp / 2usize) * 64usize + 56usize
-                      + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            1i64 == 1i64
-              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
-              && (__pa as usize) % 16usize == 0
-              && ::kernel_std::__private::device::fits(
-                __pa,
-                __p_o_ptr,
-                __len_o_ptr,
-                32usize,
-              )
-              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    start_m_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 2usize) * 64usize + 56usize
-                          + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+                        let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
+                          + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                         0usize + ((__pf / 64usize) % 128usize) * 1usize
                       }) as i32,
@@ -6158,10 +4392,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           #[inline(always)]
           |__j: usize| -> ::kernel_std::__private::device::F16 {
             let __v: usize = __j % 2;
-            let __f: usize = ((__warp / 2usize) * 64usize
-              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 32usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             o_27[__j]
           },
         );
@@ -6182,8 +4416,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                            (((__warp / 2usize) * 64usize + 0usize + __lane / 4)
-                              * 64usize + (__warp % 2usize) * 32usize + 0usize
+                            (((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+                              * 64usize + (__warp % 1usize) * 64usize + 0usize
                               + (__lane % 4) * 2 - (__lane % 4) * 2),
                           );
                           0usize + ((__pf / 64usize) % 128usize) * 1usize
@@ -6197,8 +4431,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                 .wrapping_add(
                   ({
                     let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                      (((__warp / 2usize) * 64usize + 0usize + __lane / 4)
-                        * 64usize + (__warp % 2usize) * 32usize + 0usize
+                      (((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+                        * 64usize + (__warp % 1usize) * 64usize + 0usize
                         + (__lane % 4) * 2 - (__lane % 4) * 2),
                     );
                     0usize + ((__pf / 1usize) % 64usize) * 1usize
@@ -6220,8 +4454,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                            (((__warp / 2usize) * 64usize + 8usize + __lane / 4)
-                              * 64usize + (__warp % 2usize) * 32usize + 0usize
+                            (((__warp / 1usize) * 16usize + 8usize + __lane / 4)
+                              * 64usize + (__warp % 1usize) * 64usize + 0usize
                               + (__lane % 4) * 2 - (__lane % 4) * 2),
                           );
                           0usize + ((__pf / 64usize) % 128usize) * 1usize
@@ -6235,8 +4469,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
                 .wrapping_add(
                   ({
                     let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                      (((__warp / 2usize) * 64usize + 8usize + __lane / 4)
-                        * 64usize + (__warp % 2usize) * 32usize + 0usize
+                      (((__warp / 1usize) * 16usize + 8usize + __lane / 4)
+                        * 64usize + (__warp % 1usize) * 64usize + 0usize
                         + (__lane % 4) * 2 - (__lane % 4) * 2),
                     );
                     0usize + ((__pf / 1usize) % 64usize) * 1usize
@@ -6276,6 +4510,33 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
               [
                 ::kernel_std::__private::device::pack2::<
                   ::kernel_std::__private::device::F16,
+                >(__val(16usize), __val(17usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(20usize), __val(21usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(24usize), __val(25usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(28usize), __val(29usize)),
+              ],
+              __lane as u32,
+            );
+            ::kernel_std::__private::device::store_vec::<
+              u32,
+              4,
+            >(
+              __pr[0usize].wrapping_add(32usize + (__lane % 4) * 8)
+                as *mut u32,
+              __w,
+            );
+          }
+          {
+            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
                 >(__val(2usize), __val(3usize)),
                 ::kernel_std::__private::device::pack2::<
                   ::kernel_std::__private::device::F16,
@@ -6294,113 +4555,6 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
               4,
             >(
               __pr[1usize].wrapping_add(0usize + (__lane % 4) * 8)
-                as *mut u32,
-              __w,
-            );
-          }
-        }
-        {
-          let __pr: [*mut ::kernel_std::__private::device::F16; 2] = [
-            ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                            (((__warp / 2usize) * 64usize + 16usize + __lane / 4)
-                              * 64usize + (__warp % 2usize) * 32usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2),
-                          );
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                      (((__warp / 2usize) * 64usize + 16usize + __lane / 4)
-                        * 64usize + (__warp % 2usize) * 32usize + 0usize
-                        + (__lane % 4) * 2 - (__lane % 4) * 2),
-                    );
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-            ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                            (((__warp / 2usize) * 64usize + 24usize + __lane / 4)
-                              * 64usize + (__warp % 2usize) * 32usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2),
-                          );
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                      (((__warp / 2usize) * 64usize + 24usize + __lane / 4)
-                        * 64usize + (__warp % 2usize) * 32usize + 0usize
-                        + (__lane % 4) * 2 - (__lane % 4) * 2),
-                    );
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-          ];
-          {
-            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(16usize), __val(17usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(20usize), __val(21usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(24usize), __val(25usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(28usize), __val(29usize)),
-              ],
-              __lane as u32,
-            );
-            ::kernel_std::__private::device::store_vec::<
-              u32,
-              4,
-            >(
-              __pr[0usize].wrapping_add(0usize + (__lane % 4) * 8)
                 as *mut u32,
               __w,
             );
@@ -6427,275 +4581,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
               u32,
               4,
             >(
-              __pr[1usize].wrapping_add(0usize + (__lane % 4) * 8)
-                as *mut u32,
-              __w,
-            );
-          }
-        }
-        {
-          let __pr: [*mut ::kernel_std::__private::device::F16; 2] = [
-            ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                            (((__warp / 2usize) * 64usize + 32usize + __lane / 4)
-                              * 64usize + (__warp % 2usize) * 32usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2),
-                          );
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                      (((__warp / 2usize) * 64usize + 32usize + __lane / 4)
-                        * 64usize + (__warp % 2usize) * 32usize + 0usize
-                        + (__lane % 4) * 2 - (__lane % 4) * 2),
-                    );
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-            ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                            (((__warp / 2usize) * 64usize + 40usize + __lane / 4)
-                              * 64usize + (__warp % 2usize) * 32usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2),
-                          );
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                      (((__warp / 2usize) * 64usize + 40usize + __lane / 4)
-                        * 64usize + (__warp % 2usize) * 32usize + 0usize
-                        + (__lane % 4) * 2 - (__lane % 4) * 2),
-                    );
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-          ];
-          {
-            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(32usize), __val(33usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(36usize), __val(37usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(40usize), __val(41usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(44usize), __val(45usize)),
-              ],
-              __lane as u32,
-            );
-            ::kernel_std::__private::device::store_vec::<
-              u32,
-              4,
-            >(
-              __pr[0usize].wrapping_add(0usize + (__lane % 4) * 8)
-                as *mut u32,
-              __w,
-            );
-          }
-          {
-            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(34usize), __val(35usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(38usize), __val(39usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(42usize), __val(43usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(46usize), __val(47usize)),
-              ],
-              __lane as u32,
-            );
-            ::kernel_std::__private::device::store_vec::<
-              u32,
-              4,
-            >(
-              __pr[1usize].wrapping_add(0usize + (__lane % 4) * 8)
-                as *mut u32,
-              __w,
-            );
-          }
-        }
-        {
-          let __pr: [*mut ::kernel_std::__private::device::F16; 2] = [
-            ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                            (((__warp / 2usize) * 64usize + 48usize + __lane / 4)
-                              * 64usize + (__warp % 2usize) * 32usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2),
-                          );
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                      (((__warp / 2usize) * 64usize + 48usize + __lane / 4)
-                        * 64usize + (__warp % 2usize) * 32usize + 0usize
-                        + (__lane % 4) * 2 - (__lane % 4) * 2),
-                    );
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-            ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                            (((__warp / 2usize) * 64usize + 56usize + __lane / 4)
-                              * 64usize + (__warp % 2usize) * 32usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2),
-                          );
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                      (((__warp / 2usize) * 64usize + 56usize + __lane / 4)
-                        * 64usize + (__warp % 2usize) * 32usize + 0usize
-                        + (__lane % 4) * 2 - (__lane % 4) * 2),
-                    );
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-          ];
-          {
-            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(48usize), __val(49usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(52usize), __val(53usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(56usize), __val(57usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(60usize), __val(61usize)),
-              ],
-              __lane as u32,
-            );
-            ::kernel_std::__private::device::store_vec::<
-              u32,
-              4,
-            >(
-              __pr[0usize].wrapping_add(0usize + (__lane % 4) * 8)
-                as *mut u32,
-              __w,
-            );
-          }
-          {
-            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(50usize), __val(51usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(54usize), __val(55usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(58usize), __val(59usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(62usize), __val(63usize)),
-              ],
-              __lane as u32,
-            );
-            ::kernel_std::__private::device::store_vec::<
-              u32,
-              4,
-            >(
-              __pr[1usize].wrapping_add(0usize + (__lane % 4) * 8)
+              __pr[1usize].wrapping_add(32usize + (__lane % 4) * 8)
                 as *mut u32,
               __w,
             );
@@ -6710,8 +4596,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 0usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 0usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -6766,8 +4652,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 1usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 1usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -6875,8 +4761,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 2usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 0usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -6931,8 +4817,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 3usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 1usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -7040,8 +4926,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 4usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 8usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -7096,8 +4982,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 5usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 9usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -7205,8 +5091,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 6usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 8usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -7261,8 +5147,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 7usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 9usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -7370,8 +5256,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 8usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 16usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -7426,8 +5312,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 9usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 17usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -7535,8 +5421,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 10usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 16usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -7591,8 +5477,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 11usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 17usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -7700,8 +5586,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 12usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 24usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -7756,8 +5642,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 13usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 25usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -7865,8 +5751,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 14usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 24usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -7921,8 +5807,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 15usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 25usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -8030,9 +5916,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 16usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 32usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -8086,9 +5972,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 17usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 33usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -8195,9 +6081,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 18usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 32usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -8251,9 +6137,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 19usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 33usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -8360,9 +6246,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 20usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 40usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -8416,9 +6302,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 21usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 41usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -8525,9 +6411,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 22usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 40usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -8581,9 +6467,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 23usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 41usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -8690,9 +6576,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 24usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 48usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -8746,9 +6632,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 25usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 49usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -8855,9 +6741,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 26usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 48usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -8911,9 +6797,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 27usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 49usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -9020,9 +6906,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 28usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 56usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -9076,9 +6962,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 29usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 57usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -9185,9 +7071,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 30usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 56usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -9241,2649 +7127,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 31usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_o_ptr,
-              __len_o_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 32usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 32usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 33usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 32usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_o_ptr,
-              __len_o_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 34usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 40usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 35usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 40usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_o_ptr,
-              __len_o_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 36usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 32usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 37usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 32usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_o_ptr,
-              __len_o_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 38usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 40usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 39usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 40usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_o_ptr,
-              __len_o_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 40usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 32usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 41usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 32usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_o_ptr,
-              __len_o_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 42usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 40usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 43usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 40usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_o_ptr,
-              __len_o_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 44usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 32usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 45usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 32usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_o_ptr,
-              __len_o_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 46usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 40usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 47usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 40usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_o_ptr,
-              __len_o_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 48usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 48usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 49usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 48usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_o_ptr,
-              __len_o_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 50usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 56usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 51usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 56usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_o_ptr,
-              __len_o_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 52usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 48usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 53usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 48usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_o_ptr,
-              __len_o_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 54usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 56usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 55usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 56usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_o_ptr,
-              __len_o_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 56usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 48usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 57usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 48usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_o_ptr,
-              __len_o_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 58usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 56usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 59usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 56usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_o_ptr,
-              __len_o_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 60usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 48usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 61usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 48usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_o_ptr,
-              __len_o_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_o_ptr,
-                __len_o_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 62usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 56usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            __sv[__v] = o_27[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  start_m_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_n_ctx,
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 63usize;
-            let __f: usize = ((__warp / 2usize) * 64usize + 56usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 57usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -11990,7 +7236,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_attn_fwd__c0__HEAD_DIM_64__CAUSAL_true: [u8; 250usize] = *b"{\"entry\": \"attn_fwd__c0__HEAD_DIM_64__CAUSAL_true\", \"kernel\": \"attn_fwd\", \"meta\": {\"BLOCK_M\": 128, \"BLOCK_N\": 64, \"CAUSAL\": 1, \"HEAD_DIM\": 64}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 2, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 65536}";
+pub static __KERNEL_META_attn_fwd__c0__HEAD_DIM_64__CAUSAL_true: [u8; 250usize] = *b"{\"entry\": \"attn_fwd__c0__HEAD_DIM_64__CAUSAL_true\", \"kernel\": \"attn_fwd\", \"meta\": {\"BLOCK_M\": 128, \"BLOCK_N\": 32, \"CAUSAL\": 1, \"HEAD_DIM\": 64}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 2, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 40960}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

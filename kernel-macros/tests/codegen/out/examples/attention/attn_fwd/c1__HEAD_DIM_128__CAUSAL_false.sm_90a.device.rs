@@ -107,7 +107,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
         let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
           let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
             ::kernel_std::__private::device::ptr_add(
@@ -117,14 +117,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -147,14 +147,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 1usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -177,14 +177,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 2usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -207,14 +207,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 3usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -237,14 +237,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 4usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -267,14 +267,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 5usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -297,14 +297,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 6usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -327,14 +327,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -354,14 +354,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               <i32 as ::kernel_std::__private::device::Num>::mul(
                 start_m_0,
                 <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  128i64,
+                  64i64,
                 ),
               ),
               (0i32)
                 .wrapping_add(
                   ({
                     let __pf: usize = (__f0);
-                    0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    0usize + ((__pf / 128usize) % 64usize) * 1usize
                   }) as i32,
                 ),
             ),
@@ -387,14 +387,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -421,14 +421,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 1usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -455,14 +455,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 2usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -489,14 +489,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 3usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -523,14 +523,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 4usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -557,14 +557,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 5usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -591,14 +591,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 6usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -625,14 +625,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -666,7 +666,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
         let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
         ::kernel_std::__private::device::unroll::<
           8usize,
@@ -691,8 +691,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
         let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
           | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
           | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
-          | ((__warp >> 1usize) & 1) << 5u32
-          | ((__warp >> 2usize) & 1) << 6u32);
+          | ((__warp >> 1usize) & 1) << 5u32);
         m_i_12[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
           f64::NEG_INFINITY,
         );
@@ -708,8 +707,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
         let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
           | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
           | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
-          | ((__warp >> 1usize) & 1) << 5u32
-          | ((__warp >> 2usize) & 1) << 6u32);
+          | ((__warp >> 1usize) & 1) << 5u32);
         l_i_13[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
           1f64,
         );
@@ -743,7 +741,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
             start_m_0,
             (1i32),
           ),
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(128i64),
+          <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
         ),
         __p_n_ctx,
       );
@@ -752,7 +750,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
       let __start: i32 = (0i32);
       let __end: i32 = hi_16;
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-        64i64,
+        32i64,
       );
       ::kernel_std::__private::device::unroll::<
         8usize,
@@ -760,7 +758,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
       >(
         #[inline(always)]
         |__jc: usize| {
-          let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+          let __f0: usize = (__jc * 128usize + __tid) * 8usize;
           ::kernel_std::__private::device::unroll::<
             8usize,
             _,
@@ -777,7 +775,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       let __tf: usize = __f;
                       let __tr: usize = __tf / 128usize;
                       let __tc: usize = __tf % 128usize;
-                      (__tc / 64usize) * 128usize * 64usize
+                      (__tc / 64usize) * 64usize * 64usize
                         + ({
                           let __r: usize = __tr;
                           __r * 64usize
@@ -800,8 +798,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
         {
           let start_n_17: i32 = __start;
           for __jc in 0..4usize {
-            let __c = __jc * 256usize + __tid;
-            if __c < 1024usize {
+            let __c = __jc * 128usize + __tid;
+            if __c < 512usize {
               let __r0: usize = (__c % 16usize) * 8;
               let __col: usize = __c / 16usize;
               let __p0 = ::kernel_std::__private::device::ptr_add(
@@ -813,8 +811,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -824,8 +822,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                      0usize + ((__pf / 32usize) % 128usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -838,8 +836,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -849,8 +847,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                      0usize + ((__pf / 32usize) % 128usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -860,104 +858,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                       }) as i32,
                     ),
                 ),
                 __p_n_ctx,
-              )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                ) && (__p0 as usize) % 16 == 0
+              ) && (__p0 as usize) % 16 == 0
                 && (__p7 as usize) == (__p0 as usize) + 14
                 && ::kernel_std::__private::device::fits(
                   __p0,
@@ -970,7 +877,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   let __tf: usize = (__col * 128usize + __r0);
                   let __tr: usize = __tf / 128usize;
                   let __tc: usize = __tf % 128usize;
-                  (__tc / 64usize) * 64usize * 64usize
+                  (__tc / 64usize) * 32usize * 64usize
                     + ({
                       let __r: usize = __tr;
                       __r * 64usize
@@ -979,19 +886,19 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                 });
                 ::kernel_std::__private::device::cp_async_16(
                   ::kernel_std::__private::device::smem_addr()
-                    + ((32768usize + (0usize) * 16384usize) + __s0 * 2) as u32,
+                    + ((16384usize + (0usize) * 8192usize) + __s0 * 2) as u32,
                   __p0 as *const u8,
                 );
               } else {
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((16384usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(
                       ({
                         let __tf: usize = (__col * 128usize + __r0 + 0usize);
                         let __tr: usize = __tf / 128usize;
                         let __tc: usize = __tf % 128usize;
-                        (__tc / 64usize) * 64usize * 64usize
+                        (__tc / 64usize) * 32usize * 64usize
                           + ({
                             let __r: usize = __tr;
                             __r * 64usize
@@ -1009,8 +916,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1020,8 +927,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1031,8 +938,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1057,14 +964,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((16384usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(
                       ({
                         let __tf: usize = (__col * 128usize + __r0 + 1usize);
                         let __tr: usize = __tf / 128usize;
                         let __tc: usize = __tf % 128usize;
-                        (__tc / 64usize) * 64usize * 64usize
+                        (__tc / 64usize) * 32usize * 64usize
                           + ({
                             let __r: usize = __tr;
                             __r * 64usize
@@ -1082,8 +989,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1093,8 +1000,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1104,8 +1011,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1130,14 +1037,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((16384usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(
                       ({
                         let __tf: usize = (__col * 128usize + __r0 + 2usize);
                         let __tr: usize = __tf / 128usize;
                         let __tc: usize = __tf % 128usize;
-                        (__tc / 64usize) * 64usize * 64usize
+                        (__tc / 64usize) * 32usize * 64usize
                           + ({
                             let __r: usize = __tr;
                             __r * 64usize
@@ -1155,8 +1062,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1166,8 +1073,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1177,8 +1084,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1203,14 +1110,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((16384usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(
                       ({
                         let __tf: usize = (__col * 128usize + __r0 + 3usize);
                         let __tr: usize = __tf / 128usize;
                         let __tc: usize = __tf % 128usize;
-                        (__tc / 64usize) * 64usize * 64usize
+                        (__tc / 64usize) * 32usize * 64usize
                           + ({
                             let __r: usize = __tr;
                             __r * 64usize
@@ -1228,8 +1135,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1239,8 +1146,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1250,8 +1157,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1276,14 +1183,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((16384usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(
                       ({
                         let __tf: usize = (__col * 128usize + __r0 + 4usize);
                         let __tr: usize = __tf / 128usize;
                         let __tc: usize = __tf % 128usize;
-                        (__tc / 64usize) * 64usize * 64usize
+                        (__tc / 64usize) * 32usize * 64usize
                           + ({
                             let __r: usize = __tr;
                             __r * 64usize
@@ -1301,8 +1208,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1312,8 +1219,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1323,8 +1230,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1349,14 +1256,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((16384usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(
                       ({
                         let __tf: usize = (__col * 128usize + __r0 + 5usize);
                         let __tr: usize = __tf / 128usize;
                         let __tc: usize = __tf % 128usize;
-                        (__tc / 64usize) * 64usize * 64usize
+                        (__tc / 64usize) * 32usize * 64usize
                           + ({
                             let __r: usize = __tr;
                             __r * 64usize
@@ -1374,8 +1281,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1385,8 +1292,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1396,8 +1303,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1422,14 +1329,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((16384usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(
                       ({
                         let __tf: usize = (__col * 128usize + __r0 + 6usize);
                         let __tr: usize = __tf / 128usize;
                         let __tc: usize = __tf % 128usize;
-                        (__tc / 64usize) * 64usize * 64usize
+                        (__tc / 64usize) * 32usize * 64usize
                           + ({
                             let __r: usize = __tr;
                             __r * 64usize
@@ -1447,8 +1354,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1458,8 +1365,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1469,8 +1376,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1495,14 +1402,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((16384usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(
                       ({
                         let __tf: usize = (__col * 128usize + __r0 + 7usize);
                         let __tr: usize = __tf / 128usize;
                         let __tc: usize = __tf % 128usize;
-                        (__tc / 64usize) * 64usize * 64usize
+                        (__tc / 64usize) * 32usize * 64usize
                           + ({
                             let __r: usize = __tr;
                             __r * 64usize
@@ -1520,8 +1427,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1531,8 +1438,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1542,8 +1449,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1571,14 +1478,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
             }
           }
           for __jc in 0..4usize {
-            let __c = __jc * 256usize + __tid;
-            if __c < 1024usize {
+            let __c = __jc * 128usize + __tid;
+            if __c < 512usize {
               let __f0 = __c * 8;
               let __s0: usize = ({
                 let __tf: usize = __f0;
                 let __tr: usize = __tf / 128usize;
                 let __tc: usize = __tf % 128usize;
-                (__tc / 64usize) * 64usize * 64usize
+                (__tc / 64usize) * 32usize * 64usize
                   + ({
                     let __r: usize = __tr;
                     __r * 64usize
@@ -1595,7 +1502,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            0usize + ((__pf / 128usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -1610,156 +1517,6 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     }) as i32,
                   ),
               );
-              let __p1 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p2 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p3 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p4 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p5 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p6 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
               let __p7 = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
                   v_base_6,
@@ -1770,7 +1527,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            0usize + ((__pf / 128usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -1792,110 +1549,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        0usize + ((__pf / 128usize) % 32usize) * 1usize
                       }) as i32,
                     ),
                 ),
                 __p_n_ctx,
-              )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                );
+              );
               if __all && (__p0 as usize) % 16 == 0
-                && (__p1 as usize) == (__p0 as usize) + 2usize
-                && (__p2 as usize) == (__p0 as usize) + 4usize
-                && (__p3 as usize) == (__p0 as usize) + 6usize
-                && (__p4 as usize) == (__p0 as usize) + 8usize
-                && (__p5 as usize) == (__p0 as usize) + 10usize
-                && (__p6 as usize) == (__p0 as usize) + 12usize
                 && (__p7 as usize) == (__p0 as usize) + 14usize
                 && ::kernel_std::__private::device::fits(
                   __p0,
@@ -1906,12 +1566,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               {
                 ::kernel_std::__private::device::cp_async_16(
                   ::kernel_std::__private::device::smem_addr()
-                    + ((65536usize + (0usize) * 16384usize) + __s0 * 2) as u32,
+                    + ((32768usize + (0usize) * 8192usize) + __s0 * 2) as u32,
                   __p0 as *const u8,
                 );
               } else {
                 ::kernel_std::__private::device::store(
-                  (__smem.add((65536usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 0usize),
                   {
@@ -1925,7 +1585,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1947,7 +1607,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1972,7 +1632,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((65536usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 1usize),
                   {
@@ -1986,7 +1646,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2008,7 +1668,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2033,7 +1693,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((65536usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 2usize),
                   {
@@ -2047,7 +1707,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2069,7 +1729,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2094,7 +1754,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((65536usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 3usize),
                   {
@@ -2108,7 +1768,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2130,7 +1790,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2155,7 +1815,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((65536usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 4usize),
                   {
@@ -2169,7 +1829,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2191,7 +1851,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2216,7 +1876,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((65536usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 5usize),
                   {
@@ -2230,7 +1890,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2252,7 +1912,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2277,7 +1937,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((65536usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 6usize),
                   {
@@ -2291,7 +1951,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2313,7 +1973,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2338,7 +1998,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((65536usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 7usize),
                   {
@@ -2352,7 +2012,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2374,7 +2034,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2415,8 +2075,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
             {
               let start_n_17: i32 = __nx;
               for __jc in 0..4usize {
-                let __c = __jc * 256usize + __tid;
-                if __c < 1024usize {
+                let __c = __jc * 128usize + __tid;
+                if __c < 512usize {
                   let __r0: usize = (__c % 16usize) * 8;
                   let __col: usize = __c / 16usize;
                   let __p0 = ::kernel_std::__private::device::ptr_add(
@@ -2428,8 +2088,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -2439,8 +2099,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -2453,8 +2113,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -2464,8 +2124,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -2475,104 +2135,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
                     __p_n_ctx,
-                  )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    ) && (__p0 as usize) % 16 == 0
+                  ) && (__p0 as usize) % 16 == 0
                     && (__p7 as usize) == (__p0 as usize) + 14
                     && ::kernel_std::__private::device::fits(
                       __p0,
@@ -2585,7 +2154,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       let __tf: usize = (__col * 128usize + __r0);
                       let __tr: usize = __tf / 128usize;
                       let __tc: usize = __tf % 128usize;
-                      (__tc / 64usize) * 64usize * 64usize
+                      (__tc / 64usize) * 32usize * 64usize
                         + ({
                           let __r: usize = __tr;
                           __r * 64usize
@@ -2594,23 +2163,22 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     });
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr()
-                        + ((32768usize
-                          + ((((__it1 + 1) & 1) as usize)) * 16384usize) + __s0 * 2)
-                          as u32,
+                        + ((16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize)
+                          + __s0 * 2) as u32,
                       __p0 as *const u8,
                     );
                   } else {
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __tf: usize = (__col * 128usize + __r0 + 0usize);
                             let __tr: usize = __tf / 128usize;
                             let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
+                            (__tc / 64usize) * 32usize * 64usize
                               + ({
                                 let __r: usize = __tr;
                                 __r * 64usize
@@ -2628,8 +2196,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2639,8 +2207,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2650,8 +2218,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2678,14 +2246,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __tf: usize = (__col * 128usize + __r0 + 1usize);
                             let __tr: usize = __tf / 128usize;
                             let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
+                            (__tc / 64usize) * 32usize * 64usize
                               + ({
                                 let __r: usize = __tr;
                                 __r * 64usize
@@ -2703,8 +2271,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2714,8 +2282,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2725,8 +2293,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2753,14 +2321,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __tf: usize = (__col * 128usize + __r0 + 2usize);
                             let __tr: usize = __tf / 128usize;
                             let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
+                            (__tc / 64usize) * 32usize * 64usize
                               + ({
                                 let __r: usize = __tr;
                                 __r * 64usize
@@ -2778,8 +2346,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2789,8 +2357,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2800,8 +2368,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2828,14 +2396,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __tf: usize = (__col * 128usize + __r0 + 3usize);
                             let __tr: usize = __tf / 128usize;
                             let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
+                            (__tc / 64usize) * 32usize * 64usize
                               + ({
                                 let __r: usize = __tr;
                                 __r * 64usize
@@ -2853,8 +2421,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2864,8 +2432,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2875,8 +2443,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2903,14 +2471,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __tf: usize = (__col * 128usize + __r0 + 4usize);
                             let __tr: usize = __tf / 128usize;
                             let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
+                            (__tc / 64usize) * 32usize * 64usize
                               + ({
                                 let __r: usize = __tr;
                                 __r * 64usize
@@ -2928,8 +2496,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2939,8 +2507,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2950,8 +2518,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2978,14 +2546,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __tf: usize = (__col * 128usize + __r0 + 5usize);
                             let __tr: usize = __tf / 128usize;
                             let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
+                            (__tc / 64usize) * 32usize * 64usize
                               + ({
                                 let __r: usize = __tr;
                                 __r * 64usize
@@ -3003,8 +2571,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3014,8 +2582,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -3025,8 +2593,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3053,14 +2621,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __tf: usize = (__col * 128usize + __r0 + 6usize);
                             let __tr: usize = __tf / 128usize;
                             let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
+                            (__tc / 64usize) * 32usize * 64usize
                               + ({
                                 let __r: usize = __tr;
                                 __r * 64usize
@@ -3078,8 +2646,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3089,8 +2657,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -3100,8 +2668,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3128,14 +2696,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __tf: usize = (__col * 128usize + __r0 + 7usize);
                             let __tr: usize = __tf / 128usize;
                             let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
+                            (__tc / 64usize) * 32usize * 64usize
                               + ({
                                 let __r: usize = __tr;
                                 __r * 64usize
@@ -3153,8 +2721,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3164,8 +2732,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -3175,8 +2743,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3204,14 +2772,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                 }
               }
               for __jc in 0..4usize {
-                let __c = __jc * 256usize + __tid;
-                if __c < 1024usize {
+                let __c = __jc * 128usize + __tid;
+                if __c < 512usize {
                   let __f0 = __c * 8;
                   let __s0: usize = ({
                     let __tf: usize = __f0;
                     let __tr: usize = __tf / 128usize;
                     let __tc: usize = __tf % 128usize;
-                    (__tc / 64usize) * 64usize * 64usize
+                    (__tc / 64usize) * 32usize * 64usize
                       + ({
                         let __r: usize = __tr;
                         __r * 64usize
@@ -3228,7 +2796,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -3243,156 +2811,6 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         }) as i32,
                       ),
                   );
-                  let __p1 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p2 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p3 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p4 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p5 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p6 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
                   let __p7 = ::kernel_std::__private::device::ptr_add(
                     ::kernel_std::__private::device::ptr_add(
                       v_base_6,
@@ -3403,7 +2821,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -3425,110 +2843,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            0usize + ((__pf / 128usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
                     __p_n_ctx,
-                  )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    );
+                  );
                   if __all && (__p0 as usize) % 16 == 0
-                    && (__p1 as usize) == (__p0 as usize) + 2usize
-                    && (__p2 as usize) == (__p0 as usize) + 4usize
-                    && (__p3 as usize) == (__p0 as usize) + 6usize
-                    && (__p4 as usize) == (__p0 as usize) + 8usize
-                    && (__p5 as usize) == (__p0 as usize) + 10usize
-                    && (__p6 as usize) == (__p0 as usize) + 12usize
                     && (__p7 as usize) == (__p0 as usize) + 14usize
                     && ::kernel_std::__private::device::fits(
                       __p0,
@@ -3539,16 +2860,15 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr()
-                        + ((65536usize
-                          + ((((__it1 + 1) & 1) as usize)) * 16384usize) + __s0 * 2)
-                          as u32,
+                        + ((32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize)
+                          + __s0 * 2) as u32,
                       __p0 as *const u8,
                     );
                   } else {
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (65536usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 0usize),
                       {
@@ -3562,7 +2882,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 0usize);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3584,7 +2904,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3611,7 +2931,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (65536usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 1usize),
                       {
@@ -3625,7 +2945,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 1usize);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3647,7 +2967,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3674,7 +2994,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (65536usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 2usize),
                       {
@@ -3688,7 +3008,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 2usize);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3710,7 +3030,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3737,7 +3057,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (65536usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 3usize),
                       {
@@ -3751,7 +3071,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 3usize);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3773,7 +3093,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3800,7 +3120,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (65536usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 4usize),
                       {
@@ -3814,7 +3134,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 4usize);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3836,7 +3156,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3863,7 +3183,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (65536usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 5usize),
                       {
@@ -3877,7 +3197,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 5usize);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3899,7 +3219,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3926,7 +3246,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (65536usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 6usize),
                       {
@@ -3940,7 +3260,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 6usize);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3962,7 +3282,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3989,7 +3309,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (65536usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 7usize),
                       {
@@ -4003,7 +3323,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 7usize);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -4025,7 +3345,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -4056,18 +3376,18 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
           }
         }
         ::kernel_std::__private::device::cp_async_commit();
-        let mut __mma2: [f32; 32usize] = [0.0f32; 32usize];
+        let mut __mma2: [f32; 16usize] = [0.0f32; 16usize];
         ::kernel_std::__private::device::unroll::<
-          32usize,
+          16usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
             let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 64usize
-              + ((__warp / 4) % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+              + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             __mma2[__j] = 0.0f32;
           },
         );
@@ -4086,98 +3406,98 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
             );
             let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
               ::kernel_std::__private::device::smem_addr()
-                + (32768usize + ((__it1 & 1) as usize) * 16384usize) as u32
-                + ((__wg % 1usize) * 64usize * 128usize) as u32,
+                + (16384usize + ((__it1 & 1) as usize) * 8192usize) as u32
+                + ((__wg % 1usize) * 32usize * 128usize) as u32,
               16usize as u32,
               1024usize as u32,
               ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
             );
             ::kernel_std::__private::device::wgmma_fence();
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              32usize,
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
               0usize,
               0u32,
               0u32,
             >(&mut __mma2, __da + 0u64, __db + 0u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              32usize,
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
               0usize,
               0u32,
               0u32,
             >(&mut __mma2, __da + 2u64, __db + 2u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              32usize,
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
               0usize,
               0u32,
               0u32,
             >(&mut __mma2, __da + 4u64, __db + 4u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              32usize,
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
               0usize,
               0u32,
               0u32,
             >(&mut __mma2, __da + 6u64, __db + 6u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              32usize,
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
               0usize,
               0u32,
               0u32,
-            >(&mut __mma2, __da + 1024u64, __db + 512u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              32usize,
+            >(&mut __mma2, __da + 512u64, __db + 256u64);
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
               0usize,
               0u32,
               0u32,
-            >(&mut __mma2, __da + 1026u64, __db + 514u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              32usize,
+            >(&mut __mma2, __da + 514u64, __db + 258u64);
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
               0usize,
               0u32,
               0u32,
-            >(&mut __mma2, __da + 1028u64, __db + 516u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              32usize,
+            >(&mut __mma2, __da + 516u64, __db + 260u64);
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
               0usize,
               0u32,
               0u32,
-            >(&mut __mma2, __da + 1030u64, __db + 518u64);
+            >(&mut __mma2, __da + 518u64, __db + 262u64);
             ::kernel_std::__private::device::wgmma_commit();
           }
           ::kernel_std::__private::device::wgmma_wait::<0>();
-          ::kernel_std::__private::device::wgmma_tie_n64::<
-            32usize,
+          ::kernel_std::__private::device::wgmma_tie_n32::<
+            16usize,
             0usize,
           >(&mut __mma2);
         }
         ::kernel_std::__private::device::bar_sync();
-        let mut qk_20: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+        let mut qk_20: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
-          32usize,
+          16usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
             let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 64usize
-              + ((__warp / 4) % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+              + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             qk_20[__j] = __mma2[__j];
           },
         );
         let __red3: [f32; 2usize] = {
           let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
           ::kernel_std::__private::device::unroll::<
-            32usize,
+            16usize,
             _,
           >(
             #[inline(always)]
             |__j: usize| {
               let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 32usize
+                + ((__warp / 4) % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
               let __x = if <bool as ::kernel_std::__private::device::Int>::and(
                 <i32 as ::kernel_std::__private::device::Num>::lt(
@@ -4187,7 +3507,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -4200,14 +3520,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -4217,7 +3537,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -4234,12 +3554,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                 )
               };
               let __i: usize = {
-                const __L: [usize; 32usize] = [
+                const __L: [usize; 16usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
                   1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                  1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
-                  0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-                  0usize, 0usize, 1usize, 1usize,
+                  1usize, 1usize,
                 ];
                 __L[__j]
               };
@@ -4292,26 +3610,25 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               | ((__lane >> 3usize) & 1) << 1u32
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
+              | ((__warp >> 1usize) & 1) << 5u32);
             m_ij_23[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
               m_i_12[__j],
               __red3[__j],
             );
           },
         );
-        let mut p_24: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+        let mut p_24: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
-          32usize,
+          16usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
             let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 64usize
-              + ((__warp / 4) % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+              + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             p_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
                 if <bool as ::kernel_std::__private::device::Int>::and(
@@ -4322,7 +3639,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -4335,14 +3652,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           start_m_0,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
+                            64i64,
                           ),
                         ),
                         (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = __f;
-                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -4352,7 +3669,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -4385,8 +3702,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               | ((__lane >> 3usize) & 1) << 1u32
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
+              | ((__warp >> 1usize) & 1) << 5u32);
             alpha_25[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
                 m_i_12[__j],
@@ -4400,25 +3716,23 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
             0,
           ); 2usize];
           ::kernel_std::__private::device::unroll::<
-            32usize,
+            16usize,
             _,
           >(
             #[inline(always)]
             |__j: usize| {
               let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 32usize
+                + ((__warp / 4) % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
               let __x = p_24[__j];
               let __i: usize = {
-                const __L: [usize; 32usize] = [
+                const __L: [usize; 16usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
                   1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                  1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
-                  0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-                  0usize, 0usize, 1usize, 1usize,
+                  1usize, 1usize,
                 ];
                 __L[__j]
               };
@@ -4470,8 +3784,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               | ((__lane >> 3usize) & 1) << 1u32
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
+              | ((__warp >> 1usize) & 1) << 5u32);
             l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
               <f32 as ::kernel_std::__private::device::Num>::mul(
                 l_i_13[__j],
@@ -4498,7 +3811,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
             );
           },
         );
-        let mut __mma5: [f32; 64usize] = [0.0f32; 64usize];
+        let mut __mma6: [f32; 64usize] = [0.0f32; 64usize];
         ::kernel_std::__private::device::unroll::<
           64usize,
           _,
@@ -4510,96 +3823,98 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               + (__warp % 4) * 16 + __lane / 4) * 128usize
               + ((__warp / 4) % 1usize) * 128usize
               + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma5[__j] = acc_14[__j];
+            __mma6[__j] = acc_14[__j];
           },
         );
-        ::kernel_std::__private::device::unroll::<
-          32usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 64usize
-              + ((__warp / 4) % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            ::kernel_std::__private::device::store(
-              (__smem.add(98304usize)
-                as *mut ::kernel_std::__private::device::F16)
-                .add(
-                  ({
-                    let __sf: usize = __f;
-                    ({
-                      let __r: usize = __sf / 64usize;
-                      __r * 64usize
-                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                    }) + __sf % 8
-                  }),
-                ),
-              ::kernel_std::__private::device::cast::<
-                f32,
-                ::kernel_std::__private::device::F16,
-              >(p_24[__j]),
-            );
-          },
-        );
-        ::kernel_std::__private::device::cp_async_wait_all();
         ::kernel_std::__private::device::cp_async_wait_group::<1>();
         ::kernel_std::__private::device::fence_proxy_async();
         ::kernel_std::__private::device::bar_sync();
         {
+          let __ar5: [u32; 8usize] = {
+            let __val = ::kernel_std::__private::device::inline_fn(
+              #[inline(always)]
+              |__j: usize| -> f32 {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 32usize
+                  + ((__warp / 4) % 1usize) * 32usize
+                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                p_24[__j]
+              },
+            );
+            [
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(0usize),
+                __val(1usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(2usize),
+                __val(3usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(4usize),
+                __val(5usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(6usize),
+                __val(7usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(8usize),
+                __val(9usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(10usize),
+                __val(11usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(12usize),
+                __val(13usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(14usize),
+                __val(15usize),
+              ),
+            ]
+          };
           {
             let __wg: usize = __warp / 4;
-            let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
-              ::kernel_std::__private::device::smem_addr()
-                + 98304usize as u32
-                + ((__wg / 1usize) * 64usize * 128usize) as u32,
-              16usize as u32,
-              1024usize as u32,
-              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
-            );
             let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
               ::kernel_std::__private::device::smem_addr()
-                + (65536usize + ((__it1 & 1) as usize) * 16384usize) as u32
-                + ((__wg % 1usize) * (128usize / 64usize) * 8192usize)
+                + (32768usize + ((__it1 & 1) as usize) * 8192usize) as u32
+                + ((__wg % 1usize) * (128usize / 64usize) * 4096usize)
                   as u32,
-              8192usize as u32,
+              4096usize as u32,
               1024usize as u32,
               ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
             );
             ::kernel_std::__private::device::wgmma_fence();
-            ::kernel_std::__private::device::wgmma_m64n128k16_f16::<
+            ::kernel_std::__private::device::wgmma_m64n128k16_f16_rs::<
               64usize,
               0usize,
-              0u32,
               1u32,
-            >(&mut __mma5, __da + 0u64, __db + 0u64);
-            ::kernel_std::__private::device::wgmma_m64n128k16_f16::<
+            >(
+              &mut __mma6,
+              [__ar5[0usize], __ar5[1usize], __ar5[2usize], __ar5[3usize]],
+              __db + 0u64,
+            );
+            ::kernel_std::__private::device::wgmma_m64n128k16_f16_rs::<
               64usize,
               0usize,
-              0u32,
               1u32,
-            >(&mut __mma5, __da + 2u64, __db + 128u64);
-            ::kernel_std::__private::device::wgmma_m64n128k16_f16::<
-              64usize,
-              0usize,
-              0u32,
-              1u32,
-            >(&mut __mma5, __da + 4u64, __db + 256u64);
-            ::kernel_std::__private::device::wgmma_m64n128k16_f16::<
-              64usize,
-              0usize,
-              0u32,
-              1u32,
-            >(&mut __mma5, __da + 6u64, __db + 384u64);
+            >(
+              &mut __mma6,
+              [__ar5[4usize], __ar5[5usize], __ar5[6usize], __ar5[7usize]],
+              __db + 128u64,
+            );
             ::kernel_std::__private::device::wgmma_commit();
           }
           ::kernel_std::__private::device::wgmma_wait::<0>();
           ::kernel_std::__private::device::wgmma_tie_n128::<
             64usize,
             0usize,
-          >(&mut __mma5);
+          >(&mut __mma6);
         }
         ::kernel_std::__private::device::bar_sync();
         ::kernel_std::__private::device::unroll::<
@@ -4613,7 +3928,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               + (__warp % 4) * 16 + __lane / 4) * 128usize
               + ((__warp / 4) % 1usize) * 128usize
               + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_14[__j] = __mma5[__j];
+            acc_14[__j] = __mma6[__j];
           },
         );
         ::kernel_std::__private::device::unroll::<
@@ -4627,8 +3942,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               | ((__lane >> 3usize) & 1) << 1u32
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
+              | ((__warp >> 1usize) & 1) << 5u32);
             m_i_12[__j] = m_ij_23[__j];
           },
         );
@@ -4687,7 +4001,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
@@ -4697,7 +4011,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
                             + ((__warp / 4) % 1usize) * 128usize + 0usize
                             + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -4723,7 +4037,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
@@ -4733,7 +4047,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
                             + ((__warp / 4) % 1usize) * 128usize + 0usize
                             + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -4765,7 +4079,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
@@ -4775,7 +4089,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
                           + ((__warp / 4) % 1usize) * 128usize + 0usize
                           + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -4791,7 +4105,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
@@ -4801,7 +4115,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
                             + ((__warp / 4) % 1usize) * 128usize + 0usize
                             + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -4827,7 +4141,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
@@ -4837,7 +4151,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
                             + ((__warp / 4) % 1usize) * 128usize + 0usize
                             + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -4869,7 +4183,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
@@ -4879,7 +4193,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
                           + ((__warp / 4) % 1usize) * 128usize + 0usize
                           + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -5073,7 +4387,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
@@ -5082,7 +4396,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           let __pf: usize = (((__warp / 4) / 1usize) * 64usize
                             + 0usize * 64 + (__warp % 4) * 16 + __row) * 128usize
                             + ((__warp / 4) % 1usize) * 128usize;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -5128,14 +4442,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -5156,14 +4470,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -5185,14 +4499,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -5213,14 +4527,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -5295,14 +4609,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -5323,14 +4637,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -5352,14 +4666,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -5380,14 +4694,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -5462,14 +4776,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -5490,14 +4804,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -5519,14 +4833,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -5547,14 +4861,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -5629,14 +4943,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -5657,14 +4971,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -5686,14 +5000,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -5714,14 +5028,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -5796,14 +5110,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -5824,14 +5138,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -5853,14 +5167,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -5881,14 +5195,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -5963,14 +5277,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -5991,14 +5305,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -6020,14 +5334,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -6048,14 +5362,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -6130,14 +5444,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -6158,14 +5472,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -6187,14 +5501,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -6215,14 +5529,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -6297,14 +5611,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -6325,14 +5639,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -6354,14 +5668,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -6382,14 +5696,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -6464,14 +5778,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -6492,14 +5806,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -6521,14 +5835,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -6549,14 +5863,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -6631,14 +5945,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -6659,14 +5973,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -6688,14 +6002,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -6716,14 +6030,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -6798,14 +6112,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -6826,14 +6140,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -6855,14 +6169,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -6883,14 +6197,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -6965,14 +6279,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -6993,14 +6307,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -7022,14 +6336,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -7050,14 +6364,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -7132,14 +6446,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -7160,14 +6474,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -7189,14 +6503,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -7217,14 +6531,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -7299,14 +6613,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -7327,14 +6641,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -7356,14 +6670,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -7384,14 +6698,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -7466,14 +6780,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -7494,14 +6808,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -7523,14 +6837,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -7551,14 +6865,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -7633,14 +6947,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -7661,14 +6975,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -7690,14 +7004,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -7718,14 +7032,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -7800,14 +7114,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -7828,14 +7142,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -7857,14 +7171,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -7885,14 +7199,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -7967,14 +7281,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -7995,14 +7309,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -8024,14 +7338,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -8052,14 +7366,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -8134,14 +7448,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -8162,14 +7476,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -8191,14 +7505,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -8219,14 +7533,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -8301,14 +7615,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -8329,14 +7643,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -8358,14 +7672,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -8386,14 +7700,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -8468,14 +7782,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -8496,14 +7810,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -8525,14 +7839,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -8553,14 +7867,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -8635,14 +7949,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -8663,14 +7977,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -8692,14 +8006,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -8720,14 +8034,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -8802,14 +8116,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -8830,14 +8144,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -8859,14 +8173,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -8887,14 +8201,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -8969,14 +8283,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -8997,14 +8311,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -9026,14 +8340,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -9054,14 +8368,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -9136,14 +8450,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -9164,14 +8478,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -9193,14 +8507,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -9221,14 +8535,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -9303,14 +8617,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -9331,14 +8645,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -9360,14 +8674,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -9388,14 +8702,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -9470,14 +8784,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -9498,14 +8812,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -9527,14 +8841,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -9555,14 +8869,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -9637,14 +8951,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -9665,14 +8979,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -9694,14 +9008,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -9722,14 +9036,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -9804,14 +9118,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -9832,14 +9146,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -9861,14 +9175,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -9889,14 +9203,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -9971,14 +9285,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -9999,14 +9313,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -10028,14 +9342,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -10056,14 +9370,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -10138,14 +9452,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -10166,14 +9480,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -10195,14 +9509,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -10223,14 +9537,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -10305,14 +9619,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -10333,14 +9647,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -10362,14 +9676,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -10390,14 +9704,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -10461,7 +9775,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_attn_fwd__c1__HEAD_DIM_128__CAUSAL_false: [u8; 254usize] = *b"{\"entry\": \"attn_fwd__c1__HEAD_DIM_128__CAUSAL_false\", \"kernel\": \"attn_fwd\", \"meta\": {\"BLOCK_M\": 128, \"BLOCK_N\": 64, \"CAUSAL\": 0, \"HEAD_DIM\": 128}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 2, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 114688}";
+pub static __KERNEL_META_attn_fwd__c1__HEAD_DIM_128__CAUSAL_false: [u8; 252usize] = *b"{\"entry\": \"attn_fwd__c1__HEAD_DIM_128__CAUSAL_false\", \"kernel\": \"attn_fwd\", \"meta\": {\"BLOCK_M\": 64, \"BLOCK_N\": 32, \"CAUSAL\": 0, \"HEAD_DIM\": 128}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 2, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 53248}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -107,7 +107,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
         let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
           let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
             ::kernel_std::__private::device::ptr_add(
@@ -117,14 +117,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -147,14 +147,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 1usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -177,14 +177,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 2usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -207,14 +207,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 3usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -237,14 +237,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 4usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -267,14 +267,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 5usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -297,14 +297,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 6usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -327,14 +327,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -354,14 +354,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
               <i32 as ::kernel_std::__private::device::Num>::mul(
                 start_m_0,
                 <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  128i64,
+                  64i64,
                 ),
               ),
               (0i32)
                 .wrapping_add(
                   ({
                     let __pf: usize = (__f0);
-                    0usize + ((__pf / 128usize) % 128usize) * 1usize
+                    0usize + ((__pf / 128usize) % 64usize) * 1usize
                   }) as i32,
                 ),
             ),
@@ -387,14 +387,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -421,14 +421,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 1usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -455,14 +455,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 2usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -489,14 +489,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 3usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -523,14 +523,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 4usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -557,14 +557,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 5usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -591,14 +591,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 6usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -625,14 +625,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -666,7 +666,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
         let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
         ::kernel_std::__private::device::unroll::<
           8usize,
@@ -681,35 +681,33 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
         );
       },
     );
-    let mut m_i_12: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+    let mut m_i_12: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
-      4usize,
+      2usize,
       _,
     >(
       #[inline(always)]
       |__j: usize| {
         let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-          | (((__j) >> 1usize) & 1) << 4u32 | ((__lane >> 2usize) & 1) << 0u32
-          | ((__lane >> 3usize) & 1) << 1u32 | ((__lane >> 4usize) & 1) << 2u32
-          | ((__warp >> 1usize) & 1) << 5u32
-          | ((__warp >> 2usize) & 1) << 6u32);
+          | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
+          | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
+          | ((__warp >> 1usize) & 1) << 5u32);
         m_i_12[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
           f64::NEG_INFINITY,
         );
       },
     );
-    let mut l_i_13: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+    let mut l_i_13: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
-      4usize,
+      2usize,
       _,
     >(
       #[inline(always)]
       |__j: usize| {
         let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-          | (((__j) >> 1usize) & 1) << 4u32 | ((__lane >> 2usize) & 1) << 0u32
-          | ((__lane >> 3usize) & 1) << 1u32 | ((__lane >> 4usize) & 1) << 2u32
-          | ((__warp >> 1usize) & 1) << 5u32
-          | ((__warp >> 2usize) & 1) << 6u32);
+          | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
+          | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
+          | ((__warp >> 1usize) & 1) << 5u32);
         l_i_13[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
           1f64,
         );
@@ -722,9 +720,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
     >(
       #[inline(always)]
       |__j: usize| {
-        let __f: usize = ((__warp / 4usize) * 64usize + ((__j) / 16usize) * 16
+        let __f: usize = ((__warp / 1usize) * 16usize + ((__j) / 64usize) * 16
           + (((__j) % 4) / 2) * 8 + __lane / 4) * 128usize
-          + (__warp % 4usize) * 32usize + (((__j) % 16usize) / 4) * 8
+          + (__warp % 1usize) * 128usize + (((__j) % 64usize) / 4) * 8
           + (__j) % 2 + (__lane % 4) * 2;
         acc_14[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
           0i64,
@@ -743,7 +741,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
             start_m_0,
             (1i32),
           ),
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(128i64),
+          <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
         ),
         __p_n_ctx,
       );
@@ -752,7 +750,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
       let __start: i32 = (0i32);
       let __end: i32 = hi_16;
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-        64i64,
+        32i64,
       );
       ::kernel_std::__private::device::unroll::<
         8usize,
@@ -760,7 +758,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
       >(
         #[inline(always)]
         |__jc: usize| {
-          let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+          let __f0: usize = (__jc * 128usize + __tid) * 8usize;
           ::kernel_std::__private::device::unroll::<
             8usize,
             _,
@@ -797,15 +795,15 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
         {
           let start_n_17: i32 = __start;
           for __jc in 0..4usize {
-            let __c = __jc * 256usize + __tid;
-            if __c < 1024usize {
+            let __c = __jc * 128usize + __tid;
+            if __c < 512usize {
               let __f0 = __c * 8;
               let __s0: usize = ({
                 let __sf: usize = __f0;
                 ({
-                  let __r: usize = __sf / 64usize;
-                  __r * 64usize
-                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                  let __r: usize = __sf / 32usize;
+                  __r * 32usize
+                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                 }) + __sf % 8
               });
               let __p0 = ::kernel_std::__private::device::ptr_add(
@@ -818,7 +816,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -829,7 +827,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 32usize) % 128usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -843,7 +841,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -854,7 +852,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 32usize) % 128usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -868,7 +866,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -879,7 +877,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 32usize) % 128usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -893,7 +891,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -904,7 +902,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 32usize) % 128usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -918,7 +916,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -929,7 +927,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 32usize) % 128usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -943,7 +941,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -954,7 +952,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 32usize) % 128usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -968,7 +966,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -979,7 +977,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 32usize) % 128usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -993,7 +991,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -1004,114 +1002,41 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 32usize) % 128usize) * 1usize
                     }) as i32,
                   ),
               );
-              let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
+              let __all = {
+                let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
                   start_n_17,
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                       }) as i32,
                     ),
-                ),
-                __p_n_ctx,
-              )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
                 );
+                let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_n_17,
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __c4 = __p_n_ctx;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x3,
+                  __x2,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x3,
+                    __c4,
+                  )
+              };
               if __all && (__p0 as usize) % 16 == 0
                 && (__p1 as usize) == (__p0 as usize) + 2usize
                 && (__p2 as usize) == (__p0 as usize) + 4usize
@@ -1129,12 +1054,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
               {
                 ::kernel_std::__private::device::cp_async_16(
                   ::kernel_std::__private::device::smem_addr()
-                    + ((32768usize + (0usize) * 16384usize) + __s0 * 2) as u32,
+                    + ((16384usize + (0usize) * 8192usize) + __s0 * 2) as u32,
                   __p0 as *const u8,
                 );
               } else {
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((16384usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 0usize),
                   {
@@ -1148,7 +1073,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1159,7 +1084,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1170,7 +1095,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1195,7 +1120,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((16384usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 1usize),
                   {
@@ -1209,7 +1134,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1220,7 +1145,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1231,7 +1156,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1256,7 +1181,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((16384usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 2usize),
                   {
@@ -1270,7 +1195,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1281,7 +1206,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1292,7 +1217,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1317,7 +1242,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((16384usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 3usize),
                   {
@@ -1331,7 +1256,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1342,7 +1267,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1353,7 +1278,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1378,7 +1303,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((16384usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 4usize),
                   {
@@ -1392,7 +1317,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1403,7 +1328,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1414,7 +1339,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1439,7 +1364,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((16384usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 5usize),
                   {
@@ -1453,7 +1378,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1464,7 +1389,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1475,7 +1400,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1500,7 +1425,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((16384usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 6usize),
                   {
@@ -1514,7 +1439,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1525,7 +1450,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1536,7 +1461,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1561,7 +1486,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 16384usize))
+                  (__smem.add((16384usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 7usize),
                   {
@@ -1575,7 +1500,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1586,7 +1511,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1597,7 +1522,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1625,8 +1550,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
             }
           }
           for __jc in 0..4usize {
-            let __c = __jc * 256usize + __tid;
-            if __c < 1024usize {
+            let __c = __jc * 128usize + __tid;
+            if __c < 512usize {
               let __f0 = __c * 8;
               let __s0: usize = ({
                 let __sf: usize = __f0;
@@ -1647,7 +1572,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            0usize + ((__pf / 128usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -1662,156 +1587,6 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     }) as i32,
                   ),
               );
-              let __p1 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p2 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p3 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p4 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p5 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p6 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
               let __p7 = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
                   v_base_6,
@@ -1822,7 +1597,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            0usize + ((__pf / 128usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -1844,110 +1619,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        0usize + ((__pf / 128usize) % 32usize) * 1usize
                       }) as i32,
                     ),
                 ),
                 __p_n_ctx,
-              )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                );
+              );
               if __all && (__p0 as usize) % 16 == 0
-                && (__p1 as usize) == (__p0 as usize) + 2usize
-                && (__p2 as usize) == (__p0 as usize) + 4usize
-                && (__p3 as usize) == (__p0 as usize) + 6usize
-                && (__p4 as usize) == (__p0 as usize) + 8usize
-                && (__p5 as usize) == (__p0 as usize) + 10usize
-                && (__p6 as usize) == (__p0 as usize) + 12usize
                 && (__p7 as usize) == (__p0 as usize) + 14usize
                 && ::kernel_std::__private::device::fits(
                   __p0,
@@ -1958,12 +1636,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
               {
                 ::kernel_std::__private::device::cp_async_16(
                   ::kernel_std::__private::device::smem_addr()
-                    + ((65536usize + (0usize) * 16384usize) + __s0 * 2) as u32,
+                    + ((32768usize + (0usize) * 8192usize) + __s0 * 2) as u32,
                   __p0 as *const u8,
                 );
               } else {
                 ::kernel_std::__private::device::store(
-                  (__smem.add((65536usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 0usize),
                   {
@@ -1977,7 +1655,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1999,7 +1677,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2024,7 +1702,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((65536usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 1usize),
                   {
@@ -2038,7 +1716,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2060,7 +1738,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2085,7 +1763,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((65536usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 2usize),
                   {
@@ -2099,7 +1777,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2121,7 +1799,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2146,7 +1824,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((65536usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 3usize),
                   {
@@ -2160,7 +1838,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2182,7 +1860,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2207,7 +1885,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((65536usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 4usize),
                   {
@@ -2221,7 +1899,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2243,7 +1921,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2268,7 +1946,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((65536usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 5usize),
                   {
@@ -2282,7 +1960,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2304,7 +1982,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2329,7 +2007,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((65536usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 6usize),
                   {
@@ -2343,7 +2021,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2365,7 +2043,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2390,7 +2068,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((65536usize + (0usize) * 16384usize))
+                  (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 7usize),
                   {
@@ -2404,7 +2082,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2426,7 +2104,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2467,15 +2145,15 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
             {
               let start_n_17: i32 = __nx;
               for __jc in 0..4usize {
-                let __c = __jc * 256usize + __tid;
-                if __c < 1024usize {
+                let __c = __jc * 128usize + __tid;
+                if __c < 512usize {
                   let __f0 = __c * 8;
                   let __s0: usize = ({
                     let __sf: usize = __f0;
                     ({
-                      let __r: usize = __sf / 64usize;
-                      __r * 64usize
-                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      let __r: usize = __sf / 32usize;
+                      __r * 32usize
+                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                     }) + __sf % 8
                   });
                   let __p0 = ::kernel_std::__private::device::ptr_add(
@@ -2488,7 +2166,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -2499,7 +2177,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -2513,7 +2191,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -2524,7 +2202,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -2538,7 +2216,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -2549,7 +2227,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -2563,7 +2241,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -2574,7 +2252,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -2588,7 +2266,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -2599,7 +2277,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -2613,7 +2291,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -2624,7 +2302,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -2638,7 +2316,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -2649,7 +2327,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -2663,7 +2341,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -2674,114 +2352,41 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   );
-                  let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __all = {
+                    let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
                       start_n_17,
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
-                    ),
-                    __p_n_ctx,
-                  )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
                     );
+                    let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_17,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __c7 = __p_n_ctx;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x6,
+                      __x5,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x6,
+                        __c7,
+                      )
+                  };
                   if __all && (__p0 as usize) % 16 == 0
                     && (__p1 as usize) == (__p0 as usize) + 2usize
                     && (__p2 as usize) == (__p0 as usize) + 4usize
@@ -2799,16 +2404,15 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr()
-                        + ((32768usize
-                          + ((((__it1 + 1) & 1) as usize)) * 16384usize) + __s0 * 2)
-                          as u32,
+                        + ((16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize)
+                          + __s0 * 2) as u32,
                       __p0 as *const u8,
                     );
                   } else {
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 0usize),
                       {
@@ -2822,7 +2426,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 0usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2833,7 +2437,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2844,7 +2448,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2871,7 +2475,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 1usize),
                       {
@@ -2885,7 +2489,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 1usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2896,7 +2500,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2907,7 +2511,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2934,7 +2538,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 2usize),
                       {
@@ -2948,7 +2552,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 2usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2959,7 +2563,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2970,7 +2574,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2997,7 +2601,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 3usize),
                       {
@@ -3011,7 +2615,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 3usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3022,7 +2626,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -3033,7 +2637,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3060,7 +2664,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 4usize),
                       {
@@ -3074,7 +2678,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 4usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3085,7 +2689,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -3096,7 +2700,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3123,7 +2727,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 5usize),
                       {
@@ -3137,7 +2741,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 5usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3148,7 +2752,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -3159,7 +2763,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3186,7 +2790,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 6usize),
                       {
@@ -3200,7 +2804,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 6usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3211,7 +2815,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -3222,7 +2826,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3249,7 +2853,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 7usize),
                       {
@@ -3263,7 +2867,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 7usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3274,7 +2878,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -3285,7 +2889,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3313,8 +2917,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 }
               }
               for __jc in 0..4usize {
-                let __c = __jc * 256usize + __tid;
-                if __c < 1024usize {
+                let __c = __jc * 128usize + __tid;
+                if __c < 512usize {
                   let __f0 = __c * 8;
                   let __s0: usize = ({
                     let __sf: usize = __f0;
@@ -3335,7 +2939,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -3350,156 +2954,6 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         }) as i32,
                       ),
                   );
-                  let __p1 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p2 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p3 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p4 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p5 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p6 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
                   let __p7 = ::kernel_std::__private::device::ptr_add(
                     ::kernel_std::__private::device::ptr_add(
                       v_base_6,
@@ -3510,7 +2964,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -3532,110 +2986,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            0usize + ((__pf / 128usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
                     __p_n_ctx,
-                  )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    );
+                  );
                   if __all && (__p0 as usize) % 16 == 0
-                    && (__p1 as usize) == (__p0 as usize) + 2usize
-                    && (__p2 as usize) == (__p0 as usize) + 4usize
-                    && (__p3 as usize) == (__p0 as usize) + 6usize
-                    && (__p4 as usize) == (__p0 as usize) + 8usize
-                    && (__p5 as usize) == (__p0 as usize) + 10usize
-                    && (__p6 as usize) == (__p0 as usize) + 12usize
                     && (__p7 as usize) == (__p0 as usize) + 14usize
                     && ::kernel_std::__private::device::fits(
                       __p0,
@@ -3646,16 +3003,15 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr()
-                        + ((65536usize
-                          + ((((__it1 + 1) & 1) as usize)) * 16384usize) + __s0 * 2)
-                          as u32,
+                        + ((32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize)
+                          + __s0 * 2) as u32,
                       __p0 as *const u8,
                     );
                   } else {
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (65536usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 0usize),
                       {
@@ -3669,7 +3025,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 0usize);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3691,7 +3047,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3718,7 +3074,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (65536usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 1usize),
                       {
@@ -3732,7 +3088,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 1usize);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3754,7 +3110,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3781,7 +3137,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (65536usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 2usize),
                       {
@@ -3795,7 +3151,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 2usize);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3817,7 +3173,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3844,7 +3200,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (65536usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 3usize),
                       {
@@ -3858,7 +3214,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 3usize);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3880,7 +3236,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3907,7 +3263,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (65536usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 4usize),
                       {
@@ -3921,7 +3277,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 4usize);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3943,7 +3299,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3970,7 +3326,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (65536usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 5usize),
                       {
@@ -3984,7 +3340,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 5usize);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -4006,7 +3362,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -4033,7 +3389,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (65536usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 6usize),
                       {
@@ -4047,7 +3403,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 6usize);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -4069,7 +3425,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -4096,7 +3452,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (65536usize + ((((__it1 + 1) & 1) as usize)) * 16384usize),
+                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 7usize),
                       {
@@ -4110,7 +3466,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 7usize);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -4132,7 +3488,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -4163,18 +3519,18 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           }
         }
         ::kernel_std::__private::device::cp_async_commit();
-        let mut __mma2: [f32; 32usize] = [0.0f32; 32usize];
+        let mut __mma8: [f32; 16usize] = [0.0f32; 16usize];
         ::kernel_std::__private::device::unroll::<
-          32usize,
+          16usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = ((__warp / 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma2[__j] = 0.0f32;
+            __mma8[__j] = 0.0f32;
           },
         );
         ::kernel_std::__private::device::cp_async_wait_group::<1>();
@@ -4183,16 +3539,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           let __sa: u32 = ::kernel_std::__private::device::smem_addr()
             + 0usize as u32;
           let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-            + (32768usize + ((__it1 & 1) as usize) * 16384usize) as u32;
+            + (16384usize + ((__it1 & 1) as usize) * 8192usize) as u32;
           ::kernel_std::__private::device::unroll::<
             8usize,
             _,
           >(
             #[inline(always)]
             |__ks: usize| {
-              let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
+              let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
               ::kernel_std::__private::device::unroll::<
-                2usize,
+                1usize,
                 _,
               >(
                 #[inline(always)]
@@ -4200,7 +3556,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
                     __sa
                       + (({
-                        let __r: usize = (__warp / 2usize) * 32usize + __i * 16
+                        let __r: usize = (__warp / 1usize) * 16usize + __i * 16
                           + __lane % 16;
                         __r * 128usize
                           + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
@@ -4219,13 +3575,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     __sb
                       + (({
                         let __r: usize = __ks * 16 + __lane % 16;
-                        __r * 64usize
-                          + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
-                            ^ ((__r / 1usize) % 8usize)) * 8)
+                        __r * 32usize
+                          + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
+                            ^ ((__r / 2usize) % 4usize)) * 8)
                       }) * 2) as u32,
                   );
                   ::kernel_std::__private::device::unroll::<
-                    2usize,
+                    1usize,
                     _,
                   >(
                     #[inline(always)]
@@ -4235,20 +3591,20 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         __af[__i],
                         [__bq[0], __bq[1]],
                         [
-                          __mma2[__b],
-                          __mma2[__b + 1],
-                          __mma2[__b + 2],
-                          __mma2[__b + 3],
+                          __mma8[__b],
+                          __mma8[__b + 1],
+                          __mma8[__b + 2],
+                          __mma8[__b + 3],
                         ],
                       );
-                      __mma2[__b] = __d[0];
-                      __mma2[__b + 1] = __d[1];
-                      __mma2[__b + 2] = __d[2];
-                      __mma2[__b + 3] = __d[3];
+                      __mma8[__b] = __d[0];
+                      __mma8[__b + 1] = __d[1];
+                      __mma8[__b + 2] = __d[2];
+                      __mma8[__b + 3] = __d[3];
                     },
                   );
                   ::kernel_std::__private::device::unroll::<
-                    2usize,
+                    1usize,
                     _,
                   >(
                     #[inline(always)]
@@ -4258,16 +3614,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         __af[__i],
                         [__bq[2], __bq[3]],
                         [
-                          __mma2[__b],
-                          __mma2[__b + 1],
-                          __mma2[__b + 2],
-                          __mma2[__b + 3],
+                          __mma8[__b],
+                          __mma8[__b + 1],
+                          __mma8[__b + 2],
+                          __mma8[__b + 3],
                         ],
                       );
-                      __mma2[__b] = __d[0];
-                      __mma2[__b + 1] = __d[1];
-                      __mma2[__b + 2] = __d[2];
-                      __mma2[__b + 3] = __d[3];
+                      __mma8[__b] = __d[0];
+                      __mma8[__b + 1] = __d[1];
+                      __mma8[__b + 2] = __d[2];
+                      __mma8[__b + 3] = __d[3];
                     },
                   );
                 },
@@ -4276,31 +3632,31 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           );
         }
         ::kernel_std::__private::device::bar_sync();
-        let mut qk_20: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+        let mut qk_20: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
-          32usize,
+          16usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = ((__warp / 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            qk_20[__j] = __mma2[__j];
+            qk_20[__j] = __mma8[__j];
           },
         );
-        let __red3: [f32; 4usize] = {
-          let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
+        let __red9: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
           ::kernel_std::__private::device::unroll::<
-            32usize,
+            16usize,
             _,
           >(
             #[inline(always)]
             |__j: usize| {
-              let __f: usize = ((__warp / 2usize) * 32usize
+              let __f: usize = ((__warp / 1usize) * 16usize
                 + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-                + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+                + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
               let __x = if <bool as ::kernel_std::__private::device::Int>::and(
@@ -4311,7 +3667,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -4324,14 +3680,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -4341,7 +3697,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -4358,12 +3714,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 )
               };
               let __i: usize = {
-                const __L: [usize; 32usize] = [
+                const __L: [usize; 16usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
                   1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                  1usize, 1usize, 2usize, 2usize, 3usize, 3usize, 2usize,
-                  2usize, 3usize, 3usize, 2usize, 2usize, 3usize, 3usize,
-                  2usize, 2usize, 3usize, 3usize,
+                  1usize, 1usize,
                 ];
                 __L[__j]
               };
@@ -4374,7 +3728,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
             },
           );
           ::kernel_std::__private::device::unroll::<
-            4usize,
+            2usize,
             _,
           >(
             #[inline(always)]
@@ -4395,173 +3749,44 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
               );
             },
           );
-          if ((__lane as u32) & 3u32) == 0 {
-            let __po = __smem.add(98304usize) as *mut f32;
-            let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[0usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 32usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[1usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 32usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[2usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 32usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[3usize],
-              );
-            }
-          }
-          ::kernel_std::__private::device::bar_sync();
           [
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(98304usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((0usize) >> 0usize) & 1) << 3u32
-                | (((0usize) >> 1usize) & 1) << 4u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 5u32
-                | ((__warp >> 2usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(98304usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((1usize) >> 0usize) & 1) << 3u32
-                | (((1usize) >> 1usize) & 1) << 4u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 5u32
-                | ((__warp >> 2usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(98304usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((2usize) >> 0usize) & 1) << 3u32
-                | (((2usize) >> 1usize) & 1) << 4u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 5u32
-                | ((__warp >> 2usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(98304usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((3usize) >> 0usize) & 1) << 3u32
-                | (((3usize) >> 1usize) & 1) << 4u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 5u32
-                | ((__warp >> 2usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[0usize],
+            ),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[1usize],
+            ),
           ]
         };
-        ::kernel_std::__private::device::bar_sync();
-        let mut m_ij_23: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+        let mut m_ij_23: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          2usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
             let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | (((__j) >> 1usize) & 1) << 4u32
               | ((__lane >> 2usize) & 1) << 0u32
               | ((__lane >> 3usize) & 1) << 1u32
               | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
             m_ij_23[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
               m_i_12[__j],
-              __red3[__j],
+              __red9[__j],
             );
           },
         );
-        let mut p_24: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+        let mut p_24: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
-          32usize,
+          16usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = ((__warp / 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             p_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
@@ -4573,7 +3798,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -4586,14 +3811,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           start_m_0,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
+                            64i64,
                           ),
                         ),
                         (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = __f;
-                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -4603,7 +3828,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           .wrapping_add(
                             ({
                               let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -4619,26 +3844,24 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     f64::NEG_INFINITY,
                   )
                 },
-                m_ij_23[0usize | (((__j >> 1usize) & 1) << 0usize)
-                  | (((__j >> 4usize) & 1) << 1usize)],
+                m_ij_23[0usize | (((__j >> 1usize) & 1) << 0usize)],
               ),
             );
           },
         );
-        let mut alpha_25: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+        let mut alpha_25: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          2usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
             let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | (((__j) >> 1usize) & 1) << 4u32
               | ((__lane >> 2usize) & 1) << 0u32
               | ((__lane >> 3usize) & 1) << 1u32
               | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
             alpha_25[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
                 m_i_12[__j],
@@ -4647,29 +3870,27 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
             );
           },
         );
-        let __red4: [f32; 4usize] = {
-          let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+        let __red10: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
             0,
-          ); 4usize];
+          ); 2usize];
           ::kernel_std::__private::device::unroll::<
-            32usize,
+            16usize,
             _,
           >(
             #[inline(always)]
             |__j: usize| {
-              let __f: usize = ((__warp / 2usize) * 32usize
+              let __f: usize = ((__warp / 1usize) * 16usize
                 + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-                + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+                + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
               let __x = p_24[__j];
               let __i: usize = {
-                const __L: [usize; 32usize] = [
+                const __L: [usize; 16usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
                   1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                  1usize, 1usize, 2usize, 2usize, 3usize, 3usize, 2usize,
-                  2usize, 3usize, 3usize, 2usize, 2usize, 3usize, 3usize,
-                  2usize, 2usize, 3usize, 3usize,
+                  1usize, 1usize,
                 ];
                 __L[__j]
               };
@@ -4680,7 +3901,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
             },
           );
           ::kernel_std::__private::device::unroll::<
-            4usize,
+            2usize,
             _,
           >(
             #[inline(always)]
@@ -4701,242 +3922,86 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
               );
             },
           );
-          if ((__lane as u32) & 3u32) == 0 {
-            let __po = __smem.add(98304usize) as *mut f32;
-            let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[0usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 32usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[1usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 32usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[2usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 32usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[3usize],
-              );
-            }
-          }
-          ::kernel_std::__private::device::bar_sync();
           [
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(98304usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((0usize) >> 0usize) & 1) << 3u32
-                | (((0usize) >> 1usize) & 1) << 4u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 5u32
-                | ((__warp >> 2usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(98304usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((1usize) >> 0usize) & 1) << 3u32
-                | (((1usize) >> 1usize) & 1) << 4u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 5u32
-                | ((__warp >> 2usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(98304usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((2usize) >> 0usize) & 1) << 3u32
-                | (((2usize) >> 1usize) & 1) << 4u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 5u32
-                | ((__warp >> 2usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(98304usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((3usize) >> 0usize) & 1) << 3u32
-                | (((3usize) >> 1usize) & 1) << 4u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 5u32
-                | ((__warp >> 2usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[0usize],
+            ),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[1usize],
+            ),
           ]
         };
-        ::kernel_std::__private::device::bar_sync();
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          2usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
             let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | (((__j) >> 1usize) & 1) << 4u32
               | ((__lane >> 2usize) & 1) << 0u32
               | ((__lane >> 3usize) & 1) << 1u32
               | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
             l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
               <f32 as ::kernel_std::__private::device::Num>::mul(
                 l_i_13[__j],
                 alpha_25[__j],
               ),
-              __red4[__j],
+              __red10[__j],
             );
           },
         );
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | (((__j) >> 1usize) & 1) << 4u32
-              | ((__lane >> 2usize) & 1) << 0u32
-              | ((__lane >> 3usize) & 1) << 1u32
-              | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
-            ::kernel_std::__private::device::store(
-              (__smem.add(98304usize) as *mut f32).add(__f),
-              alpha_25[__j],
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
         ::kernel_std::__private::device::unroll::<
           64usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = ((__warp / 4usize) * 64usize
-              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
               acc_14[__j],
-              ::kernel_std::__private::device::load(
-                (__smem.add(98304usize) as *mut f32)
-                  .add({
-                    let __pf: usize = __f;
-                    0usize + ((__pf / 128usize) % 128usize) * 1usize
-                  }),
-              ),
+              alpha_25[0usize | (((__j >> 1usize) & 1) << 0usize)],
             );
           },
         );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __mma5: [f32; 64usize] = [0.0f32; 64usize];
+        let mut __mma11: [f32; 64usize] = [0.0f32; 64usize];
         ::kernel_std::__private::device::unroll::<
           64usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = ((__warp / 4usize) * 64usize
-              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma5[__j] = acc_14[__j];
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            __mma11[__j] = acc_14[__j];
           },
         );
         ::kernel_std::__private::device::unroll::<
-          32usize,
+          16usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = ((__warp / 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             ::kernel_std::__private::device::store(
-              (__smem.add(98304usize)
+              (__smem.add(49152usize)
                 as *mut ::kernel_std::__private::device::F16)
                 .add(
                   ({
                     let __sf: usize = __f;
                     ({
-                      let __r: usize = __sf / 64usize;
-                      __r * 64usize
-                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      let __r: usize = __sf / 32usize;
+                      __r * 32usize
+                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                     }) + __sf % 8
                   }),
                 ),
@@ -4952,18 +4017,18 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
         ::kernel_std::__private::device::bar_sync();
         {
           let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-            + 98304usize as u32;
+            + 49152usize as u32;
           let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-            + (65536usize + ((__it1 & 1) as usize) * 16384usize) as u32;
+            + (32768usize + ((__it1 & 1) as usize) * 8192usize) as u32;
           ::kernel_std::__private::device::unroll::<
-            4usize,
+            2usize,
             _,
           >(
             #[inline(always)]
             |__ks: usize| {
-              let mut __af: [[u32; 4]; 4usize] = [[0u32; 4]; 4usize];
+              let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
               ::kernel_std::__private::device::unroll::<
-                4usize,
+                1usize,
                 _,
               >(
                 #[inline(always)]
@@ -4971,17 +4036,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
                     __sa
                       + (({
-                        let __r: usize = (__warp / 4usize) * 64usize + __i * 16
+                        let __r: usize = (__warp / 1usize) * 16usize + __i * 16
                           + __lane % 16;
-                        __r * 64usize
-                          + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
+                        __r * 32usize
+                          + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
                             * 8)
                       }) * 2) as u32,
                   );
                 },
               );
               ::kernel_std::__private::device::unroll::<
-                2usize,
+                8usize,
                 _,
               >(
                 #[inline(always)]
@@ -4991,54 +4056,54 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       + (({
                         let __r: usize = __ks * 16 + __lane % 16;
                         __r * 128usize
-                          + ((((__warp % 4usize) * 4usize + 2 * __jp + __lane / 16)
+                          + ((((__warp % 1usize) * 16usize + 2 * __jp + __lane / 16)
                             ^ ((__r / 1usize) % 8usize)) * 8)
                       }) * 2) as u32,
                   );
                   ::kernel_std::__private::device::unroll::<
-                    4usize,
+                    1usize,
                     _,
                   >(
                     #[inline(always)]
                     |__i: usize| {
-                      let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                      let __b: usize = (__i * 16usize + 2 * __jp) * 4;
                       let __d = ::kernel_std::__private::device::mma_f16(
                         __af[__i],
                         [__bq[0], __bq[1]],
                         [
-                          __mma5[__b],
-                          __mma5[__b + 1],
-                          __mma5[__b + 2],
-                          __mma5[__b + 3],
+                          __mma11[__b],
+                          __mma11[__b + 1],
+                          __mma11[__b + 2],
+                          __mma11[__b + 3],
                         ],
                       );
-                      __mma5[__b] = __d[0];
-                      __mma5[__b + 1] = __d[1];
-                      __mma5[__b + 2] = __d[2];
-                      __mma5[__b + 3] = __d[3];
+                      __mma11[__b] = __d[0];
+                      __mma11[__b + 1] = __d[1];
+                      __mma11[__b + 2] = __d[2];
+                      __mma11[__b + 3] = __d[3];
                     },
                   );
                   ::kernel_std::__private::device::unroll::<
-                    4usize,
+                    1usize,
                     _,
                   >(
                     #[inline(always)]
                     |__i: usize| {
-                      let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                      let __b: usize = (__i * 16usize + 2 * __jp + 1) * 4;
                       let __d = ::kernel_std::__private::device::mma_f16(
                         __af[__i],
                         [__bq[2], __bq[3]],
                         [
-                          __mma5[__b],
-                          __mma5[__b + 1],
-                          __mma5[__b + 2],
-                          __mma5[__b + 3],
+                          __mma11[__b],
+                          __mma11[__b + 1],
+                          __mma11[__b + 2],
+                          __mma11[__b + 3],
                         ],
                       );
-                      __mma5[__b] = __d[0];
-                      __mma5[__b + 1] = __d[1];
-                      __mma5[__b + 2] = __d[2];
-                      __mma5[__b + 3] = __d[3];
+                      __mma11[__b] = __d[0];
+                      __mma11[__b + 1] = __d[1];
+                      __mma11[__b + 2] = __d[2];
+                      __mma11[__b + 3] = __d[3];
                     },
                   );
                 },
@@ -5053,26 +4118,25 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = ((__warp / 4usize) * 64usize
-              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_14[__j] = __mma5[__j];
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_14[__j] = __mma11[__j];
           },
         );
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          2usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
             let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | (((__j) >> 1usize) & 1) << 4u32
               | ((__lane >> 2usize) & 1) << 0u32
               | ((__lane >> 3usize) & 1) << 1u32
               | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
             m_i_12[__j] = m_ij_23[__j];
           },
         );
@@ -5086,52 +4150,37 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
     let mut o_27: [::kernel_std::__private::device::F16; 64usize] = unsafe {
       ::core::mem::zeroed()
     };
-    ::kernel_std::__private::device::unroll::<
-      4usize,
-      _,
-    >(
-      #[inline(always)]
-      |__j: usize| {
-        let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-          | (((__j) >> 1usize) & 1) << 4u32 | ((__lane >> 2usize) & 1) << 0u32
-          | ((__lane >> 3usize) & 1) << 1u32 | ((__lane >> 4usize) & 1) << 2u32
-          | ((__warp >> 1usize) & 1) << 5u32
-          | ((__warp >> 2usize) & 1) << 6u32);
-        ::kernel_std::__private::device::store(
-          (__smem.add(1024usize) as *mut f32).add(__f),
-          l_i_13[__j],
-        );
-      },
-    );
-    ::kernel_std::__private::device::bar_sync();
-    ::kernel_std::__private::device::unroll::<
-      64usize,
-      _,
-    >(
-      #[inline(always)]
-      |__j: usize| {
-        let __f: usize = ((__warp / 4usize) * 64usize + ((__j) / 16usize) * 16
-          + (((__j) % 4) / 2) * 8 + __lane / 4) * 128usize
-          + (__warp % 4usize) * 32usize + (((__j) % 16usize) / 4) * 8
-          + (__j) % 2 + (__lane % 4) * 2;
-        o_27[__j] = ::kernel_std::__private::device::cast::<
-          f32,
-          ::kernel_std::__private::device::F16,
-        >(
+    {
+      let __val = ::kernel_std::__private::device::inline_fn(
+        #[inline(always)]
+        |__j: usize| -> f32 {
+          let __f: usize = ((__warp / 1usize) * 16usize
+            + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
+            * 128usize + (__warp % 1usize) * 128usize
+            + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
           <f32 as ::kernel_std::__private::device::Num>::div(
             acc_14[__j],
-            ::kernel_std::__private::device::load(
-              (__smem.add(1024usize) as *mut f32)
-                .add({
-                  let __pf: usize = __f;
-                  0usize + ((__pf / 128usize) % 128usize) * 1usize
-                }),
-            ),
-          ),
-        );
-      },
-    );
-    ::kernel_std::__private::device::bar_sync();
+            l_i_13[0usize | (((__j >> 1usize) & 1) << 0usize)],
+          )
+        },
+      );
+      ::kernel_std::__private::device::unroll::<
+        32usize,
+        _,
+      >(
+        #[inline(always)]
+        |__p: usize| {
+          let __w: u32 = ::kernel_std::__private::device::pack_f16x2(
+            __val(2 * __p),
+            __val(2 * __p + 1),
+          );
+          o_27[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
+          o_27[2 * __p + 1] = ::kernel_std::__private::device::F16(
+            (__w >> 16) as u16,
+          );
+        },
+      );
+    }
     ::kernel_std::__private::device::bar_sync();
     {
       let __sfast: bool = ::kernel_std::__private::device::warp_all(
@@ -5145,16 +4194,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 0usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
+                            + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -5164,8 +4213,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = ((((__warp / 4usize) * 64usize + 0usize
-                      + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                    let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
+                      + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
                       + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                     0usize + ((__pf / 1usize) % 128usize) * 1usize
                   }) as i32,
@@ -5179,16 +4228,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 0usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
+                            + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -5198,37 +4247,37 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = ((((__warp / 4usize) * 64usize + 0usize
-                      + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
+                    let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
+                      + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
                     0usize + ((__pf / 1usize) % 128usize) * 1usize
                   }) as i32,
                 ),
             );
             1i64 == 1i64
-              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
+              && (__pz as usize).wrapping_sub(__pa as usize) == 254usize
               && (__pa as usize) % 16usize == 0
               && ::kernel_std::__private::device::fits(
                 __pa,
                 __p_o_ptr,
                 __len_o_ptr,
-                32usize,
+                128usize,
               )
               && <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 0usize
-                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                        let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
+                          + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -5244,16 +4293,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
+                            + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -5263,8 +4312,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
-                      + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                    let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
+                      + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
                       + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                     0usize + ((__pf / 1usize) % 128usize) * 1usize
                   }) as i32,
@@ -5278,16 +4327,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
+                            + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -5297,631 +4346,37 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
-                      + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
+                    let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
+                      + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
                     0usize + ((__pf / 1usize) % 128usize) * 1usize
                   }) as i32,
                 ),
             );
             1i64 == 1i64
-              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
+              && (__pz as usize).wrapping_sub(__pa as usize) == 254usize
               && (__pa as usize) % 16usize == 0
               && ::kernel_std::__private::device::fits(
                 __pa,
                 __p_o_ptr,
                 __len_o_ptr,
-                32usize,
+                128usize,
               )
               && <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
-                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                        let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
+                          + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n_ctx,
-              )
-          }
-          && {
-            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
-                      + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
-                      + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            1i64 == 1i64
-              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
-              && (__pa as usize) % 16usize == 0
-              && ::kernel_std::__private::device::fits(
-                __pa,
-                __p_o_ptr,
-                __len_o_ptr,
-                32usize,
-              )
-              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    start_m_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
-                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n_ctx,
-              )
-          }
-          && {
-            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
-                      + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
-                      + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            1i64 == 1i64
-              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
-              && (__pa as usize) % 16usize == 0
-              && ::kernel_std::__private::device::fits(
-                __pa,
-                __p_o_ptr,
-                __len_o_ptr,
-                32usize,
-              )
-              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    start_m_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
-                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n_ctx,
-              )
-          }
-          && {
-            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
-                      + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
-                      + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            1i64 == 1i64
-              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
-              && (__pa as usize) % 16usize == 0
-              && ::kernel_std::__private::device::fits(
-                __pa,
-                __p_o_ptr,
-                __len_o_ptr,
-                32usize,
-              )
-              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    start_m_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
-                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n_ctx,
-              )
-          }
-          && {
-            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
-                      + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
-                      + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            1i64 == 1i64
-              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
-              && (__pa as usize) % 16usize == 0
-              && ::kernel_std::__private::device::fits(
-                __pa,
-                __p_o_ptr,
-                __len_o_ptr,
-                32usize,
-              )
-              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    start_m_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
-                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n_ctx,
-              )
-          }
-          && {
-            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 48usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ((((__warp / 4usize) * 64usize + 48usize
-                      + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 48usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ((((__warp / 4usize) * 64usize + 48usize
-                      + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            1i64 == 1i64
-              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
-              && (__pa as usize) % 16usize == 0
-              && ::kernel_std::__private::device::fits(
-                __pa,
-                __p_o_ptr,
-                __len_o_ptr,
-                32usize,
-              )
-              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    start_m_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 48usize
-                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n_ctx,
-              )
-          }
-          && {
-            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 56usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ((((__warp / 4usize) * 64usize + 56usize
-                      + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 56usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ((((__warp / 4usize) * 64usize + 56usize
-                      + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            1i64 == 1i64
-              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
-              && (__pa as usize) % 16usize == 0
-              && ::kernel_std::__private::device::fits(
-                __pa,
-                __p_o_ptr,
-                __len_o_ptr,
-                32usize,
-              )
-              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    start_m_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 4usize) * 64usize + 56usize
-                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -5934,10 +4389,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           #[inline(always)]
           |__j: usize| -> ::kernel_std::__private::device::F16 {
             let __v: usize = __j % 2;
-            let __f: usize = ((__warp / 4usize) * 64usize
-              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             o_27[__j]
           },
         );
@@ -5951,18 +4406,18 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                            (((__warp / 4usize) * 64usize + 0usize + __lane / 4)
-                              * 128usize + (__warp % 4usize) * 32usize + 0usize
+                            (((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+                              * 128usize + (__warp % 1usize) * 128usize + 0usize
                               + (__lane % 4) * 2 - (__lane % 4) * 2),
                           );
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -5973,8 +4428,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 .wrapping_add(
                   ({
                     let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                      (((__warp / 4usize) * 64usize + 0usize + __lane / 4)
-                        * 128usize + (__warp % 4usize) * 32usize + 0usize
+                      (((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+                        * 128usize + (__warp % 1usize) * 128usize + 0usize
                         + (__lane % 4) * 2 - (__lane % 4) * 2),
                     );
                     0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -5989,18 +4444,18 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                            (((__warp / 4usize) * 64usize + 8usize + __lane / 4)
-                              * 128usize + (__warp % 4usize) * 32usize + 0usize
+                            (((__warp / 1usize) * 16usize + 8usize + __lane / 4)
+                              * 128usize + (__warp % 1usize) * 128usize + 0usize
                               + (__lane % 4) * 2 - (__lane % 4) * 2),
                           );
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -6011,8 +4466,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 .wrapping_add(
                   ({
                     let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                      (((__warp / 4usize) * 64usize + 8usize + __lane / 4)
-                        * 128usize + (__warp % 4usize) * 32usize + 0usize
+                      (((__warp / 1usize) * 16usize + 8usize + __lane / 4)
+                        * 128usize + (__warp % 1usize) * 128usize + 0usize
                         + (__lane % 4) * 2 - (__lane % 4) * 2),
                     );
                     0usize + ((__pf / 1usize) % 128usize) * 1usize
@@ -6052,6 +4507,87 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
               [
                 ::kernel_std::__private::device::pack2::<
                   ::kernel_std::__private::device::F16,
+                >(__val(16usize), __val(17usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(20usize), __val(21usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(24usize), __val(25usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(28usize), __val(29usize)),
+              ],
+              __lane as u32,
+            );
+            ::kernel_std::__private::device::store_vec::<
+              u32,
+              4,
+            >(
+              __pr[0usize].wrapping_add(32usize + (__lane % 4) * 8)
+                as *mut u32,
+              __w,
+            );
+          }
+          {
+            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(32usize), __val(33usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(36usize), __val(37usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(40usize), __val(41usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(44usize), __val(45usize)),
+              ],
+              __lane as u32,
+            );
+            ::kernel_std::__private::device::store_vec::<
+              u32,
+              4,
+            >(
+              __pr[0usize].wrapping_add(64usize + (__lane % 4) * 8)
+                as *mut u32,
+              __w,
+            );
+          }
+          {
+            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(48usize), __val(49usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(52usize), __val(53usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(56usize), __val(57usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(60usize), __val(61usize)),
+              ],
+              __lane as u32,
+            );
+            ::kernel_std::__private::device::store_vec::<
+              u32,
+              4,
+            >(
+              __pr[0usize].wrapping_add(96usize + (__lane % 4) * 8)
+                as *mut u32,
+              __w,
+            );
+          }
+          {
+            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
                 >(__val(2usize), __val(3usize)),
                 ::kernel_std::__private::device::pack2::<
                   ::kernel_std::__private::device::F16,
@@ -6070,113 +4606,6 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
               4,
             >(
               __pr[1usize].wrapping_add(0usize + (__lane % 4) * 8)
-                as *mut u32,
-              __w,
-            );
-          }
-        }
-        {
-          let __pr: [*mut ::kernel_std::__private::device::F16; 2] = [
-            ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                            (((__warp / 4usize) * 64usize + 16usize + __lane / 4)
-                              * 128usize + (__warp % 4usize) * 32usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2),
-                          );
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                      (((__warp / 4usize) * 64usize + 16usize + __lane / 4)
-                        * 128usize + (__warp % 4usize) * 32usize + 0usize
-                        + (__lane % 4) * 2 - (__lane % 4) * 2),
-                    );
-                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-            ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                            (((__warp / 4usize) * 64usize + 24usize + __lane / 4)
-                              * 128usize + (__warp % 4usize) * 32usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2),
-                          );
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                      (((__warp / 4usize) * 64usize + 24usize + __lane / 4)
-                        * 128usize + (__warp % 4usize) * 32usize + 0usize
-                        + (__lane % 4) * 2 - (__lane % 4) * 2),
-                    );
-                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-          ];
-          {
-            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(16usize), __val(17usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(20usize), __val(21usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(24usize), __val(25usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(28usize), __val(29usize)),
-              ],
-              __lane as u32,
-            );
-            ::kernel_std::__private::device::store_vec::<
-              u32,
-              4,
-            >(
-              __pr[0usize].wrapping_add(0usize + (__lane % 4) * 8)
                 as *mut u32,
               __w,
             );
@@ -6203,114 +4632,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
               u32,
               4,
             >(
-              __pr[1usize].wrapping_add(0usize + (__lane % 4) * 8)
-                as *mut u32,
-              __w,
-            );
-          }
-        }
-        {
-          let __pr: [*mut ::kernel_std::__private::device::F16; 2] = [
-            ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                            (((__warp / 4usize) * 64usize + 32usize + __lane / 4)
-                              * 128usize + (__warp % 4usize) * 32usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2),
-                          );
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                      (((__warp / 4usize) * 64usize + 32usize + __lane / 4)
-                        * 128usize + (__warp % 4usize) * 32usize + 0usize
-                        + (__lane % 4) * 2 - (__lane % 4) * 2),
-                    );
-                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-            ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                            (((__warp / 4usize) * 64usize + 40usize + __lane / 4)
-                              * 128usize + (__warp % 4usize) * 32usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2),
-                          );
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                      (((__warp / 4usize) * 64usize + 40usize + __lane / 4)
-                        * 128usize + (__warp % 4usize) * 32usize + 0usize
-                        + (__lane % 4) * 2 - (__lane % 4) * 2),
-                    );
-                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-          ];
-          {
-            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(32usize), __val(33usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(36usize), __val(37usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(40usize), __val(41usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(44usize), __val(45usize)),
-              ],
-              __lane as u32,
-            );
-            ::kernel_std::__private::device::store_vec::<
-              u32,
-              4,
-            >(
-              __pr[0usize].wrapping_add(0usize + (__lane % 4) * 8)
+              __pr[1usize].wrapping_add(32usize + (__lane % 4) * 8)
                 as *mut u32,
               __w,
             );
@@ -6337,114 +4659,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
               u32,
               4,
             >(
-              __pr[1usize].wrapping_add(0usize + (__lane % 4) * 8)
-                as *mut u32,
-              __w,
-            );
-          }
-        }
-        {
-          let __pr: [*mut ::kernel_std::__private::device::F16; 2] = [
-            ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                            (((__warp / 4usize) * 64usize + 48usize + __lane / 4)
-                              * 128usize + (__warp % 4usize) * 32usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2),
-                          );
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                      (((__warp / 4usize) * 64usize + 48usize + __lane / 4)
-                        * 128usize + (__warp % 4usize) * 32usize + 0usize
-                        + (__lane % 4) * 2 - (__lane % 4) * 2),
-                    );
-                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-            ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                            (((__warp / 4usize) * 64usize + 56usize + __lane / 4)
-                              * 128usize + (__warp % 4usize) * 32usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2),
-                          );
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                      (((__warp / 4usize) * 64usize + 56usize + __lane / 4)
-                        * 128usize + (__warp % 4usize) * 32usize + 0usize
-                        + (__lane % 4) * 2 - (__lane % 4) * 2),
-                    );
-                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-          ];
-          {
-            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(48usize), __val(49usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(52usize), __val(53usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(56usize), __val(57usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(60usize), __val(61usize)),
-              ],
-              __lane as u32,
-            );
-            ::kernel_std::__private::device::store_vec::<
-              u32,
-              4,
-            >(
-              __pr[0usize].wrapping_add(0usize + (__lane % 4) * 8)
+              __pr[1usize].wrapping_add(64usize + (__lane % 4) * 8)
                 as *mut u32,
               __w,
             );
@@ -6471,7 +4686,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
               u32,
               4,
             >(
-              __pr[1usize].wrapping_add(0usize + (__lane % 4) * 8)
+              __pr[1usize].wrapping_add(96usize + (__lane % 4) * 8)
                 as *mut u32,
               __w,
             );
@@ -6486,8 +4701,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 0usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 0usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
               + 0usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -6497,14 +4712,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -6525,14 +4740,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -6542,8 +4757,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 1usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 0usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
               + 1usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -6553,14 +4768,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -6581,14 +4796,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -6651,8 +4866,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 2usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 8usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
               + 0usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -6662,14 +4877,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -6690,14 +4905,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -6707,8 +4922,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 3usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 8usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
               + 1usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -6718,14 +4933,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -6746,14 +4961,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -6816,8 +5031,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 4usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 0usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
               + 8usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -6827,14 +5042,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -6855,14 +5070,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -6872,8 +5087,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 5usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 0usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
               + 9usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -6883,14 +5098,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -6911,14 +5126,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -6981,8 +5196,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 6usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 8usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
               + 8usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -6992,14 +5207,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -7020,14 +5235,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -7037,8 +5252,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 7usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 8usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
               + 9usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -7048,14 +5263,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -7076,14 +5291,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -7146,8 +5361,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 8usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 0usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
               + 16usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -7157,14 +5372,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -7185,14 +5400,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -7202,8 +5417,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 9usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 0usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
               + 17usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -7213,14 +5428,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -7241,14 +5456,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -7311,8 +5526,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 10usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 8usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
               + 16usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -7322,14 +5537,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -7350,14 +5565,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -7367,8 +5582,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 11usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 8usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
               + 17usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -7378,14 +5593,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -7406,14 +5621,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -7476,8 +5691,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 12usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 0usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
               + 24usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -7487,14 +5702,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -7515,14 +5730,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -7532,8 +5747,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 13usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 0usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
               + 25usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -7543,14 +5758,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -7571,14 +5786,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -7641,8 +5856,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 14usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 8usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
               + 24usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -7652,14 +5867,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -7680,14 +5895,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -7697,8 +5912,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 15usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 8usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
               + 25usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -7708,14 +5923,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -7736,14 +5951,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -7806,9 +6021,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 16usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 16usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 32usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -7817,14 +6032,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -7845,14 +6060,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -7862,9 +6077,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 17usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 16usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 33usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -7873,14 +6088,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -7901,14 +6116,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -7971,9 +6186,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 18usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 24usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 32usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -7982,14 +6197,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -8010,14 +6225,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -8027,9 +6242,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 19usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 24usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 33usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -8038,14 +6253,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -8066,14 +6281,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -8136,9 +6351,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 20usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 16usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 40usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -8147,14 +6362,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -8175,14 +6390,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -8192,9 +6407,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 21usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 16usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 41usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -8203,14 +6418,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -8231,14 +6446,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -8301,9 +6516,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 22usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 24usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 40usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -8312,14 +6527,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -8340,14 +6555,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -8357,9 +6572,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 23usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 24usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 41usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -8368,14 +6583,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -8396,14 +6611,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -8466,9 +6681,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 24usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 16usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 48usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -8477,14 +6692,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -8505,14 +6720,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -8522,9 +6737,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 25usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 16usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 49usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -8533,14 +6748,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -8561,14 +6776,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -8631,9 +6846,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 26usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 24usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 48usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -8642,14 +6857,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -8670,14 +6885,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -8687,9 +6902,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 27usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 24usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 49usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -8698,14 +6913,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -8726,14 +6941,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -8796,9 +7011,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 28usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 16usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 56usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -8807,14 +7022,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -8835,14 +7050,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -8852,9 +7067,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 29usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 16usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 57usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -8863,14 +7078,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -8891,14 +7106,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -8961,9 +7176,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 30usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 24usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 56usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -8972,14 +7187,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -9000,14 +7215,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -9017,9 +7232,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 31usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 24usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 57usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -9028,14 +7243,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -9056,14 +7271,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -9126,9 +7341,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 32usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 32usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 64usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -9137,14 +7352,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -9165,14 +7380,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -9182,9 +7397,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 33usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 32usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 65usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -9193,14 +7408,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -9221,14 +7436,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -9291,9 +7506,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 34usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 40usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 64usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -9302,14 +7517,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -9330,14 +7545,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -9347,9 +7562,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 35usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 40usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 65usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -9358,14 +7573,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -9386,14 +7601,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -9456,9 +7671,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 36usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 32usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 72usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -9467,14 +7682,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -9495,14 +7710,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -9512,9 +7727,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 37usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 32usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 73usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -9523,14 +7738,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -9551,14 +7766,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -9621,9 +7836,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 38usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 40usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 72usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -9632,14 +7847,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -9660,14 +7875,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -9677,9 +7892,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 39usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 40usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 73usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -9688,14 +7903,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -9716,14 +7931,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -9786,9 +8001,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 40usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 32usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 80usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -9797,14 +8012,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -9825,14 +8040,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -9842,9 +8057,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 41usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 32usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 81usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -9853,14 +8068,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -9881,14 +8096,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -9951,9 +8166,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 42usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 40usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 80usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -9962,14 +8177,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -9990,14 +8205,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -10007,9 +8222,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 43usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 40usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 81usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -10018,14 +8233,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -10046,14 +8261,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -10116,9 +8331,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 44usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 32usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 88usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -10127,14 +8342,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -10155,14 +8370,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -10172,9 +8387,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 45usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 32usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 89usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -10183,14 +8398,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -10211,14 +8426,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -10281,9 +8496,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 46usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 40usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 88usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -10292,14 +8507,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -10320,14 +8535,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -10337,9 +8552,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 47usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 40usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 89usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -10348,14 +8563,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -10376,14 +8591,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -10446,9 +8661,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 48usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 48usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 96usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -10457,14 +8672,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -10485,14 +8700,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -10502,9 +8717,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 49usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 48usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 97usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -10513,14 +8728,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -10541,14 +8756,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -10611,9 +8826,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 50usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 56usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 96usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -10622,14 +8837,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -10650,14 +8865,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -10667,9 +8882,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 51usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 56usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 97usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -10678,14 +8893,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -10706,14 +8921,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -10776,9 +8991,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 52usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 48usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 104usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -10787,14 +9002,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -10815,14 +9030,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -10832,9 +9047,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 53usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 48usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 105usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -10843,14 +9058,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -10871,14 +9086,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -10941,9 +9156,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 54usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 56usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 104usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -10952,14 +9167,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -10980,14 +9195,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -10997,9 +9212,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 55usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 56usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 105usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -11008,14 +9223,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -11036,14 +9251,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -11106,9 +9321,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 56usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 48usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 112usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -11117,14 +9332,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -11145,14 +9360,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -11162,9 +9377,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 57usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 48usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 113usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -11173,14 +9388,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -11201,14 +9416,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -11271,9 +9486,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 58usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 56usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 112usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -11282,14 +9497,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -11310,14 +9525,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -11327,9 +9542,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 59usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 56usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 113usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -11338,14 +9553,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -11366,14 +9581,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -11436,9 +9651,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 60usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 48usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 120usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -11447,14 +9662,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -11475,14 +9690,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -11492,9 +9707,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 61usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 48usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 121usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -11503,14 +9718,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -11531,14 +9746,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -11601,9 +9816,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 0usize;
             let __j: usize = 62usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 56usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 120usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -11612,14 +9827,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -11640,14 +9855,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -11657,9 +9872,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           {
             let __v: usize = 1usize;
             let __j: usize = 63usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 56usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + 121usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -11668,14 +9883,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -11696,14 +9911,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -11766,7 +9981,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_attn_fwd__c1__HEAD_DIM_128__CAUSAL_true: [u8; 253usize] = *b"{\"entry\": \"attn_fwd__c1__HEAD_DIM_128__CAUSAL_true\", \"kernel\": \"attn_fwd\", \"meta\": {\"BLOCK_M\": 128, \"BLOCK_N\": 64, \"CAUSAL\": 1, \"HEAD_DIM\": 128}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 2, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 114688}";
+pub static __KERNEL_META_attn_fwd__c1__HEAD_DIM_128__CAUSAL_true: [u8; 251usize] = *b"{\"entry\": \"attn_fwd__c1__HEAD_DIM_128__CAUSAL_true\", \"kernel\": \"attn_fwd\", \"meta\": {\"BLOCK_M\": 64, \"BLOCK_N\": 32, \"CAUSAL\": 1, \"HEAD_DIM\": 128}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 2, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 53248}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

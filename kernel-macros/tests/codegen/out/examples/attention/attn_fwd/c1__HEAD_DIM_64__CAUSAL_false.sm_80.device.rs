@@ -107,7 +107,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
         let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
           let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
             ::kernel_std::__private::device::ptr_add(
@@ -117,14 +117,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -147,14 +147,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 1usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -177,14 +177,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 2usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -207,14 +207,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 3usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -237,14 +237,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 4usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -267,14 +267,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 5usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -297,14 +297,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 6usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -327,14 +327,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -354,14 +354,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
               <i32 as ::kernel_std::__private::device::Num>::mul(
                 start_m_0,
                 <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  128i64,
+                  64i64,
                 ),
               ),
               (0i32)
                 .wrapping_add(
                   ({
                     let __pf: usize = (__f0);
-                    0usize + ((__pf / 64usize) % 128usize) * 1usize
+                    0usize + ((__pf / 64usize) % 64usize) * 1usize
                   }) as i32,
                 ),
             ),
@@ -387,14 +387,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -421,14 +421,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 1usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -455,14 +455,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 2usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -489,14 +489,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 3usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -523,14 +523,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 4usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -557,14 +557,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 5usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -591,14 +591,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 6usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -625,14 +625,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -666,7 +666,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
         let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
         ::kernel_std::__private::device::unroll::<
           8usize,
@@ -681,35 +681,33 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
         );
       },
     );
-    let mut m_i_12: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+    let mut m_i_12: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
-      4usize,
+      2usize,
       _,
     >(
       #[inline(always)]
       |__j: usize| {
         let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-          | (((__j) >> 1usize) & 1) << 4u32 | ((__lane >> 2usize) & 1) << 0u32
-          | ((__lane >> 3usize) & 1) << 1u32 | ((__lane >> 4usize) & 1) << 2u32
-          | ((__warp >> 1usize) & 1) << 5u32
-          | ((__warp >> 2usize) & 1) << 6u32);
+          | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
+          | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
+          | ((__warp >> 1usize) & 1) << 5u32);
         m_i_12[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
           f64::NEG_INFINITY,
         );
       },
     );
-    let mut l_i_13: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+    let mut l_i_13: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
-      4usize,
+      2usize,
       _,
     >(
       #[inline(always)]
       |__j: usize| {
         let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-          | (((__j) >> 1usize) & 1) << 4u32 | ((__lane >> 2usize) & 1) << 0u32
-          | ((__lane >> 3usize) & 1) << 1u32 | ((__lane >> 4usize) & 1) << 2u32
-          | ((__warp >> 1usize) & 1) << 5u32
-          | ((__warp >> 2usize) & 1) << 6u32);
+          | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
+          | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
+          | ((__warp >> 1usize) & 1) << 5u32);
         l_i_13[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
           1f64,
         );
@@ -722,9 +720,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
     >(
       #[inline(always)]
       |__j: usize| {
-        let __f: usize = ((__warp / 2usize) * 32usize + ((__j) / 16usize) * 16
+        let __f: usize = ((__warp / 1usize) * 16usize + ((__j) / 32usize) * 16
           + (((__j) % 4) / 2) * 8 + __lane / 4) * 64usize
-          + (__warp % 2usize) * 32usize + (((__j) % 16usize) / 4) * 8
+          + (__warp % 1usize) * 64usize + (((__j) % 32usize) / 4) * 8
           + (__j) % 2 + (__lane % 4) * 2;
         acc_14[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
           0i64,
@@ -743,7 +741,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
             start_m_0,
             (1i32),
           ),
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(128i64),
+          <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
         ),
         __p_n_ctx,
       );
@@ -752,7 +750,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
       let __start: i32 = (0i32);
       let __end: i32 = hi_16;
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-        64i64,
+        32i64,
       );
       ::kernel_std::__private::device::unroll::<
         4usize,
@@ -760,7 +758,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
       >(
         #[inline(always)]
         |__jc: usize| {
-          let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+          let __f0: usize = (__jc * 128usize + __tid) * 8usize;
           ::kernel_std::__private::device::unroll::<
             8usize,
             _,
@@ -796,15 +794,15 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
         {
           let start_n_17: i32 = __start;
           for __jc in 0..2usize {
-            let __c = __jc * 256usize + __tid;
-            if __c < 512usize {
+            let __c = __jc * 128usize + __tid;
+            if __c < 256usize {
               let __f0 = __c * 8;
               let __s0: usize = ({
                 let __sf: usize = __f0;
                 ({
-                  let __r: usize = __sf / 64usize;
-                  __r * 64usize
-                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                  let __r: usize = __sf / 32usize;
+                  __r * 32usize
+                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                 }) + __sf % 8
               });
               let __p0 = ::kernel_std::__private::device::ptr_add(
@@ -817,7 +815,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -828,7 +826,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -842,7 +840,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -853,7 +851,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -867,7 +865,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -878,7 +876,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -892,7 +890,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -903,7 +901,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -917,7 +915,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -928,7 +926,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -942,7 +940,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -953,7 +951,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -967,7 +965,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -978,7 +976,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -992,7 +990,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -1003,114 +1001,41 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               );
-              let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
+              let __all = {
+                let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
                   start_n_17,
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                       }) as i32,
                     ),
-                ),
-                __p_n_ctx,
-              )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
                 );
+                let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  start_n_17,
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __c4 = __p_n_ctx;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x3,
+                  __x2,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x3,
+                    __c4,
+                  )
+              };
               if __all && (__p0 as usize) % 16 == 0
                 && (__p1 as usize) == (__p0 as usize) + 2usize
                 && (__p2 as usize) == (__p0 as usize) + 4usize
@@ -1128,12 +1053,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
               {
                 ::kernel_std::__private::device::cp_async_16(
                   ::kernel_std::__private::device::smem_addr()
-                    + ((16384usize + (0usize) * 8192usize) + __s0 * 2) as u32,
+                    + ((8192usize + (0usize) * 4096usize) + __s0 * 2) as u32,
                   __p0 as *const u8,
                 );
               } else {
                 ::kernel_std::__private::device::store(
-                  (__smem.add((16384usize + (0usize) * 8192usize))
+                  (__smem.add((8192usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 0usize),
                   {
@@ -1147,7 +1072,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1158,7 +1083,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1169,7 +1094,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1194,7 +1119,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((16384usize + (0usize) * 8192usize))
+                  (__smem.add((8192usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 1usize),
                   {
@@ -1208,7 +1133,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1219,7 +1144,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1230,7 +1155,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1255,7 +1180,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((16384usize + (0usize) * 8192usize))
+                  (__smem.add((8192usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 2usize),
                   {
@@ -1269,7 +1194,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1280,7 +1205,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1291,7 +1216,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1316,7 +1241,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((16384usize + (0usize) * 8192usize))
+                  (__smem.add((8192usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 3usize),
                   {
@@ -1330,7 +1255,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1341,7 +1266,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1352,7 +1277,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1377,7 +1302,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((16384usize + (0usize) * 8192usize))
+                  (__smem.add((8192usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 4usize),
                   {
@@ -1391,7 +1316,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1402,7 +1327,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1413,7 +1338,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1438,7 +1363,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((16384usize + (0usize) * 8192usize))
+                  (__smem.add((8192usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 5usize),
                   {
@@ -1452,7 +1377,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1463,7 +1388,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1474,7 +1399,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1499,7 +1424,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((16384usize + (0usize) * 8192usize))
+                  (__smem.add((8192usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 6usize),
                   {
@@ -1513,7 +1438,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1524,7 +1449,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1535,7 +1460,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1560,7 +1485,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((16384usize + (0usize) * 8192usize))
+                  (__smem.add((8192usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 7usize),
                   {
@@ -1574,7 +1499,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1585,7 +1510,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1596,7 +1521,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1624,8 +1549,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
             }
           }
           for __jc in 0..2usize {
-            let __c = __jc * 256usize + __tid;
-            if __c < 512usize {
+            let __c = __jc * 128usize + __tid;
+            if __c < 256usize {
               let __f0 = __c * 8;
               let __s0: usize = ({
                 let __sf: usize = __f0;
@@ -1645,7 +1570,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -1660,156 +1585,6 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     }) as i32,
                   ),
               );
-              let __p1 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p2 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p3 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p4 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p5 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p6 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
               let __p7 = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
                   v_base_6,
@@ -1820,7 +1595,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -1842,110 +1617,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        0usize + ((__pf / 64usize) % 32usize) * 1usize
                       }) as i32,
                     ),
                 ),
                 __p_n_ctx,
-              )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                );
+              );
               if __all && (__p0 as usize) % 16 == 0
-                && (__p1 as usize) == (__p0 as usize) + 2usize
-                && (__p2 as usize) == (__p0 as usize) + 4usize
-                && (__p3 as usize) == (__p0 as usize) + 6usize
-                && (__p4 as usize) == (__p0 as usize) + 8usize
-                && (__p5 as usize) == (__p0 as usize) + 10usize
-                && (__p6 as usize) == (__p0 as usize) + 12usize
                 && (__p7 as usize) == (__p0 as usize) + 14usize
                 && ::kernel_std::__private::device::fits(
                   __p0,
@@ -1956,12 +1634,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
               {
                 ::kernel_std::__private::device::cp_async_16(
                   ::kernel_std::__private::device::smem_addr()
-                    + ((32768usize + (0usize) * 8192usize) + __s0 * 2) as u32,
+                    + ((16384usize + (0usize) * 4096usize) + __s0 * 2) as u32,
                   __p0 as *const u8,
                 );
               } else {
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
+                  (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 0usize),
                   {
@@ -1975,7 +1653,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1997,7 +1675,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2022,7 +1700,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
+                  (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 1usize),
                   {
@@ -2036,7 +1714,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2058,7 +1736,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2083,7 +1761,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
+                  (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 2usize),
                   {
@@ -2097,7 +1775,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2119,7 +1797,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2144,7 +1822,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
+                  (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 3usize),
                   {
@@ -2158,7 +1836,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2180,7 +1858,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2205,7 +1883,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
+                  (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 4usize),
                   {
@@ -2219,7 +1897,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2241,7 +1919,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2266,7 +1944,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
+                  (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 5usize),
                   {
@@ -2280,7 +1958,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2302,7 +1980,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2327,7 +2005,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
+                  (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 6usize),
                   {
@@ -2341,7 +2019,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2363,7 +2041,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2388,7 +2066,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
+                  (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 7usize),
                   {
@@ -2402,7 +2080,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2424,7 +2102,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2465,15 +2143,15 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
             {
               let start_n_17: i32 = __nx;
               for __jc in 0..2usize {
-                let __c = __jc * 256usize + __tid;
-                if __c < 512usize {
+                let __c = __jc * 128usize + __tid;
+                if __c < 256usize {
                   let __f0 = __c * 8;
                   let __s0: usize = ({
                     let __sf: usize = __f0;
                     ({
-                      let __r: usize = __sf / 64usize;
-                      __r * 64usize
-                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      let __r: usize = __sf / 32usize;
+                      __r * 32usize
+                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                     }) + __sf % 8
                   });
                   let __p0 = ::kernel_std::__private::device::ptr_add(
@@ -2486,7 +2164,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -2497,7 +2175,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -2511,7 +2189,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -2522,7 +2200,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -2536,7 +2214,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -2547,7 +2225,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -2561,7 +2239,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -2572,7 +2250,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -2586,7 +2264,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -2597,7 +2275,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -2611,7 +2289,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -2622,7 +2300,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -2636,7 +2314,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -2647,7 +2325,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -2661,7 +2339,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -2672,114 +2350,41 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   );
-                  let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __all = {
+                    let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
                       start_n_17,
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
-                    ),
-                    __p_n_ctx,
-                  )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
                     );
+                    let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_17,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __c7 = __p_n_ctx;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x6,
+                      __x5,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x6,
+                        __c7,
+                      )
+                  };
                   if __all && (__p0 as usize) % 16 == 0
                     && (__p1 as usize) == (__p0 as usize) + 2usize
                     && (__p2 as usize) == (__p0 as usize) + 4usize
@@ -2797,7 +2402,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr()
-                        + ((16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize)
+                        + ((8192usize + ((((__it1 + 1) & 1) as usize)) * 4096usize)
                           + __s0 * 2) as u32,
                       __p0 as *const u8,
                     );
@@ -2805,7 +2410,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (8192usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 0usize),
                       {
@@ -2819,7 +2424,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 0usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2830,7 +2435,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2841,7 +2446,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2868,7 +2473,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (8192usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 1usize),
                       {
@@ -2882,7 +2487,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 1usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2893,7 +2498,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2904,7 +2509,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2931,7 +2536,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (8192usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 2usize),
                       {
@@ -2945,7 +2550,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 2usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2956,7 +2561,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2967,7 +2572,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2994,7 +2599,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (8192usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 3usize),
                       {
@@ -3008,7 +2613,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 3usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3019,7 +2624,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -3030,7 +2635,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3057,7 +2662,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (8192usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 4usize),
                       {
@@ -3071,7 +2676,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 4usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3082,7 +2687,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -3093,7 +2698,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3120,7 +2725,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (8192usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 5usize),
                       {
@@ -3134,7 +2739,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 5usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3145,7 +2750,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -3156,7 +2761,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3183,7 +2788,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (8192usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 6usize),
                       {
@@ -3197,7 +2802,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 6usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3208,7 +2813,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -3219,7 +2824,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3246,7 +2851,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (8192usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 7usize),
                       {
@@ -3260,7 +2865,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 7usize);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3271,7 +2876,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -3282,7 +2887,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3310,8 +2915,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 }
               }
               for __jc in 0..2usize {
-                let __c = __jc * 256usize + __tid;
-                if __c < 512usize {
+                let __c = __jc * 128usize + __tid;
+                if __c < 256usize {
                   let __f0 = __c * 8;
                   let __s0: usize = ({
                     let __sf: usize = __f0;
@@ -3331,7 +2936,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -3346,156 +2951,6 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         }) as i32,
                       ),
                   );
-                  let __p1 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p2 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p3 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p4 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p5 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p6 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
                   let __p7 = ::kernel_std::__private::device::ptr_add(
                     ::kernel_std::__private::device::ptr_add(
                       v_base_6,
@@ -3506,7 +2961,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -3528,110 +2983,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
                     __p_n_ctx,
-                  )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    );
+                  );
                   if __all && (__p0 as usize) % 16 == 0
-                    && (__p1 as usize) == (__p0 as usize) + 2usize
-                    && (__p2 as usize) == (__p0 as usize) + 4usize
-                    && (__p3 as usize) == (__p0 as usize) + 6usize
-                    && (__p4 as usize) == (__p0 as usize) + 8usize
-                    && (__p5 as usize) == (__p0 as usize) + 10usize
-                    && (__p6 as usize) == (__p0 as usize) + 12usize
                     && (__p7 as usize) == (__p0 as usize) + 14usize
                     && ::kernel_std::__private::device::fits(
                       __p0,
@@ -3642,7 +3000,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr()
-                        + ((32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize)
+                        + ((16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize)
                           + __s0 * 2) as u32,
                       __p0 as *const u8,
                     );
@@ -3650,7 +3008,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 0usize),
                       {
@@ -3664,7 +3022,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 0usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3686,7 +3044,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3713,7 +3071,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 1usize),
                       {
@@ -3727,7 +3085,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 1usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3749,7 +3107,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3776,7 +3134,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 2usize),
                       {
@@ -3790,7 +3148,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 2usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3812,7 +3170,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3839,7 +3197,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 3usize),
                       {
@@ -3853,7 +3211,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 3usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3875,7 +3233,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3902,7 +3260,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 4usize),
                       {
@@ -3916,7 +3274,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 4usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3938,7 +3296,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3965,7 +3323,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 5usize),
                       {
@@ -3979,7 +3337,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 5usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -4001,7 +3359,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -4028,7 +3386,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 6usize),
                       {
@@ -4042,7 +3400,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 6usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -4064,7 +3422,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -4091,7 +3449,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 7usize),
                       {
@@ -4105,7 +3463,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 7usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -4127,7 +3485,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -4158,18 +3516,18 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           }
         }
         ::kernel_std::__private::device::cp_async_commit();
-        let mut __mma2: [f32; 32usize] = [0.0f32; 32usize];
+        let mut __mma8: [f32; 16usize] = [0.0f32; 16usize];
         ::kernel_std::__private::device::unroll::<
-          32usize,
+          16usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = ((__warp / 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma2[__j] = 0.0f32;
+            __mma8[__j] = 0.0f32;
           },
         );
         ::kernel_std::__private::device::cp_async_wait_group::<1>();
@@ -4178,16 +3536,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           let __sa: u32 = ::kernel_std::__private::device::smem_addr()
             + 0usize as u32;
           let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-            + (16384usize + ((__it1 & 1) as usize) * 8192usize) as u32;
+            + (8192usize + ((__it1 & 1) as usize) * 4096usize) as u32;
           ::kernel_std::__private::device::unroll::<
             4usize,
             _,
           >(
             #[inline(always)]
             |__ks: usize| {
-              let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
+              let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
               ::kernel_std::__private::device::unroll::<
-                2usize,
+                1usize,
                 _,
               >(
                 #[inline(always)]
@@ -4195,7 +3553,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
                     __sa
                       + (({
-                        let __r: usize = (__warp / 2usize) * 32usize + __i * 16
+                        let __r: usize = (__warp / 1usize) * 16usize + __i * 16
                           + __lane % 16;
                         __r * 64usize
                           + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
@@ -4214,13 +3572,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     __sb
                       + (({
                         let __r: usize = __ks * 16 + __lane % 16;
-                        __r * 64usize
-                          + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
-                            ^ ((__r / 1usize) % 8usize)) * 8)
+                        __r * 32usize
+                          + ((((__warp % 1usize) * 4usize + 2 * __jp + __lane / 16)
+                            ^ ((__r / 2usize) % 4usize)) * 8)
                       }) * 2) as u32,
                   );
                   ::kernel_std::__private::device::unroll::<
-                    2usize,
+                    1usize,
                     _,
                   >(
                     #[inline(always)]
@@ -4230,20 +3588,20 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         __af[__i],
                         [__bq[0], __bq[1]],
                         [
-                          __mma2[__b],
-                          __mma2[__b + 1],
-                          __mma2[__b + 2],
-                          __mma2[__b + 3],
+                          __mma8[__b],
+                          __mma8[__b + 1],
+                          __mma8[__b + 2],
+                          __mma8[__b + 3],
                         ],
                       );
-                      __mma2[__b] = __d[0];
-                      __mma2[__b + 1] = __d[1];
-                      __mma2[__b + 2] = __d[2];
-                      __mma2[__b + 3] = __d[3];
+                      __mma8[__b] = __d[0];
+                      __mma8[__b + 1] = __d[1];
+                      __mma8[__b + 2] = __d[2];
+                      __mma8[__b + 3] = __d[3];
                     },
                   );
                   ::kernel_std::__private::device::unroll::<
-                    2usize,
+                    1usize,
                     _,
                   >(
                     #[inline(always)]
@@ -4253,16 +3611,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         __af[__i],
                         [__bq[2], __bq[3]],
                         [
-                          __mma2[__b],
-                          __mma2[__b + 1],
-                          __mma2[__b + 2],
-                          __mma2[__b + 3],
+                          __mma8[__b],
+                          __mma8[__b + 1],
+                          __mma8[__b + 2],
+                          __mma8[__b + 3],
                         ],
                       );
-                      __mma2[__b] = __d[0];
-                      __mma2[__b + 1] = __d[1];
-                      __mma2[__b + 2] = __d[2];
-                      __mma2[__b + 3] = __d[3];
+                      __mma8[__b] = __d[0];
+                      __mma8[__b + 1] = __d[1];
+                      __mma8[__b + 2] = __d[2];
+                      __mma8[__b + 3] = __d[3];
                     },
                   );
                 },
@@ -4271,31 +3629,31 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           );
         }
         ::kernel_std::__private::device::bar_sync();
-        let mut qk_20: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+        let mut qk_20: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
-          32usize,
+          16usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = ((__warp / 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            qk_20[__j] = __mma2[__j];
+            qk_20[__j] = __mma8[__j];
           },
         );
-        let __red3: [f32; 4usize] = {
-          let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
+        let __red9: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
           ::kernel_std::__private::device::unroll::<
-            32usize,
+            16usize,
             _,
           >(
             #[inline(always)]
             |__j: usize| {
-              let __f: usize = ((__warp / 2usize) * 32usize
+              let __f: usize = ((__warp / 1usize) * 16usize
                 + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-                + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+                + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
               let __x = if <bool as ::kernel_std::__private::device::Int>::and(
@@ -4306,7 +3664,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -4319,14 +3677,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -4336,7 +3694,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -4353,12 +3711,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 )
               };
               let __i: usize = {
-                const __L: [usize; 32usize] = [
+                const __L: [usize; 16usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
                   1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                  1usize, 1usize, 2usize, 2usize, 3usize, 3usize, 2usize,
-                  2usize, 3usize, 3usize, 2usize, 2usize, 3usize, 3usize,
-                  2usize, 2usize, 3usize, 3usize,
+                  1usize, 1usize,
                 ];
                 __L[__j]
               };
@@ -4369,7 +3725,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
             },
           );
           ::kernel_std::__private::device::unroll::<
-            4usize,
+            2usize,
             _,
           >(
             #[inline(always)]
@@ -4390,173 +3746,44 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
               );
             },
           );
-          if ((__lane as u32) & 3u32) == 0 {
-            let __po = __smem.add(49152usize) as *mut f32;
-            let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[0usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 32usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[1usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 32usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[2usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 32usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[3usize],
-              );
-            }
-          }
-          ::kernel_std::__private::device::bar_sync();
           [
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(49152usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((0usize) >> 0usize) & 1) << 3u32
-                | (((0usize) >> 1usize) & 1) << 4u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 5u32
-                | ((__warp >> 2usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(49152usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((1usize) >> 0usize) & 1) << 3u32
-                | (((1usize) >> 1usize) & 1) << 4u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 5u32
-                | ((__warp >> 2usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(49152usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((2usize) >> 0usize) & 1) << 3u32
-                | (((2usize) >> 1usize) & 1) << 4u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 5u32
-                | ((__warp >> 2usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(49152usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((3usize) >> 0usize) & 1) << 3u32
-                | (((3usize) >> 1usize) & 1) << 4u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 5u32
-                | ((__warp >> 2usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[0usize],
+            ),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[1usize],
+            ),
           ]
         };
-        ::kernel_std::__private::device::bar_sync();
-        let mut m_ij_23: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+        let mut m_ij_23: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          2usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
             let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | (((__j) >> 1usize) & 1) << 4u32
               | ((__lane >> 2usize) & 1) << 0u32
               | ((__lane >> 3usize) & 1) << 1u32
               | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
             m_ij_23[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
               m_i_12[__j],
-              __red3[__j],
+              __red9[__j],
             );
           },
         );
-        let mut p_24: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+        let mut p_24: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
-          32usize,
+          16usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = ((__warp / 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             p_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
@@ -4568,7 +3795,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -4581,14 +3808,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           start_m_0,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
+                            64i64,
                           ),
                         ),
                         (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = __f;
-                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -4598,7 +3825,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -4614,26 +3841,24 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     f64::NEG_INFINITY,
                   )
                 },
-                m_ij_23[0usize | (((__j >> 1usize) & 1) << 0usize)
-                  | (((__j >> 4usize) & 1) << 1usize)],
+                m_ij_23[0usize | (((__j >> 1usize) & 1) << 0usize)],
               ),
             );
           },
         );
-        let mut alpha_25: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+        let mut alpha_25: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          2usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
             let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | (((__j) >> 1usize) & 1) << 4u32
               | ((__lane >> 2usize) & 1) << 0u32
               | ((__lane >> 3usize) & 1) << 1u32
               | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
             alpha_25[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
                 m_i_12[__j],
@@ -4642,29 +3867,27 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
             );
           },
         );
-        let __red4: [f32; 4usize] = {
-          let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+        let __red10: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
             0,
-          ); 4usize];
+          ); 2usize];
           ::kernel_std::__private::device::unroll::<
-            32usize,
+            16usize,
             _,
           >(
             #[inline(always)]
             |__j: usize| {
-              let __f: usize = ((__warp / 2usize) * 32usize
+              let __f: usize = ((__warp / 1usize) * 16usize
                 + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-                + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+                + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
               let __x = p_24[__j];
               let __i: usize = {
-                const __L: [usize; 32usize] = [
+                const __L: [usize; 16usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
                   1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                  1usize, 1usize, 2usize, 2usize, 3usize, 3usize, 2usize,
-                  2usize, 3usize, 3usize, 2usize, 2usize, 3usize, 3usize,
-                  2usize, 2usize, 3usize, 3usize,
+                  1usize, 1usize,
                 ];
                 __L[__j]
               };
@@ -4675,7 +3898,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
             },
           );
           ::kernel_std::__private::device::unroll::<
-            4usize,
+            2usize,
             _,
           >(
             #[inline(always)]
@@ -4696,162 +3919,33 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
               );
             },
           );
-          if ((__lane as u32) & 3u32) == 0 {
-            let __po = __smem.add(49152usize) as *mut f32;
-            let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[0usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 32usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[1usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 32usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[2usize],
-              );
-            }
-            let __f: usize = ((__warp / 2usize) * 32usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            if __f < 8192usize {
-              let __o: usize = ((__f >> 6u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 2usize + __w),
-                __p[3usize],
-              );
-            }
-          }
-          ::kernel_std::__private::device::bar_sync();
           [
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(49152usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((0usize) >> 0usize) & 1) << 3u32
-                | (((0usize) >> 1usize) & 1) << 4u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 5u32
-                | ((__warp >> 2usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(49152usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((1usize) >> 0usize) & 1) << 3u32
-                | (((1usize) >> 1usize) & 1) << 4u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 5u32
-                | ((__warp >> 2usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(49152usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((2usize) >> 0usize) & 1) << 3u32
-                | (((2usize) >> 1usize) & 1) << 4u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 5u32
-                | ((__warp >> 2usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-              let __po = __smem.add(49152usize) as *mut f32;
-              let __o: usize = ((0usize
-                | (((3usize) >> 0usize) & 1) << 3u32
-                | (((3usize) >> 1usize) & 1) << 4u32
-                | ((__lane >> 2usize) & 1) << 0u32
-                | ((__lane >> 3usize) & 1) << 1u32
-                | ((__lane >> 4usize) & 1) << 2u32
-                | ((__warp >> 1usize) & 1) << 5u32
-                | ((__warp >> 2usize) & 1) << 6u32)) * 2usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a
-            }),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[0usize],
+            ),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[1usize],
+            ),
           ]
         };
-        ::kernel_std::__private::device::bar_sync();
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          2usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
             let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | (((__j) >> 1usize) & 1) << 4u32
               | ((__lane >> 2usize) & 1) << 0u32
               | ((__lane >> 3usize) & 1) << 1u32
               | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
             l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
               <f32 as ::kernel_std::__private::device::Num>::mul(
                 l_i_13[__j],
                 alpha_25[__j],
               ),
-              __red4[__j],
+              __red10[__j],
             );
           },
         );
@@ -4861,51 +3955,50 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = ((__warp / 2usize) * 32usize
-              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 32usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
               acc_14[__j],
-              alpha_25[0usize | (((__j >> 1usize) & 1) << 0usize)
-                | (((__j >> 4usize) & 1) << 1usize)],
+              alpha_25[0usize | (((__j >> 1usize) & 1) << 0usize)],
             );
           },
         );
-        let mut __mma5: [f32; 32usize] = [0.0f32; 32usize];
+        let mut __mma11: [f32; 32usize] = [0.0f32; 32usize];
         ::kernel_std::__private::device::unroll::<
           32usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = ((__warp / 2usize) * 32usize
-              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma5[__j] = acc_14[__j];
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 32usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            __mma11[__j] = acc_14[__j];
           },
         );
         ::kernel_std::__private::device::unroll::<
-          32usize,
+          16usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = ((__warp / 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             ::kernel_std::__private::device::store(
-              (__smem.add(49152usize)
+              (__smem.add(24576usize)
                 as *mut ::kernel_std::__private::device::F16)
                 .add(
                   ({
                     let __sf: usize = __f;
                     ({
-                      let __r: usize = __sf / 64usize;
-                      __r * 64usize
-                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      let __r: usize = __sf / 32usize;
+                      __r * 32usize
+                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                     }) + __sf % 8
                   }),
                 ),
@@ -4921,18 +4014,18 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
         ::kernel_std::__private::device::bar_sync();
         {
           let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-            + 49152usize as u32;
+            + 24576usize as u32;
           let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-            + (32768usize + ((__it1 & 1) as usize) * 8192usize) as u32;
+            + (16384usize + ((__it1 & 1) as usize) * 4096usize) as u32;
           ::kernel_std::__private::device::unroll::<
-            4usize,
+            2usize,
             _,
           >(
             #[inline(always)]
             |__ks: usize| {
-              let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
+              let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
               ::kernel_std::__private::device::unroll::<
-                2usize,
+                1usize,
                 _,
               >(
                 #[inline(always)]
@@ -4940,17 +4033,17 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
                     __sa
                       + (({
-                        let __r: usize = (__warp / 2usize) * 32usize + __i * 16
+                        let __r: usize = (__warp / 1usize) * 16usize + __i * 16
                           + __lane % 16;
-                        __r * 64usize
-                          + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
+                        __r * 32usize
+                          + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
                             * 8)
                       }) * 2) as u32,
                   );
                 },
               );
               ::kernel_std::__private::device::unroll::<
-                2usize,
+                4usize,
                 _,
               >(
                 #[inline(always)]
@@ -4960,54 +4053,54 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       + (({
                         let __r: usize = __ks * 16 + __lane % 16;
                         __r * 64usize
-                          + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
+                          + ((((__warp % 1usize) * 8usize + 2 * __jp + __lane / 16)
                             ^ ((__r / 1usize) % 8usize)) * 8)
                       }) * 2) as u32,
                   );
                   ::kernel_std::__private::device::unroll::<
-                    2usize,
+                    1usize,
                     _,
                   >(
                     #[inline(always)]
                     |__i: usize| {
-                      let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                      let __b: usize = (__i * 8usize + 2 * __jp) * 4;
                       let __d = ::kernel_std::__private::device::mma_f16(
                         __af[__i],
                         [__bq[0], __bq[1]],
                         [
-                          __mma5[__b],
-                          __mma5[__b + 1],
-                          __mma5[__b + 2],
-                          __mma5[__b + 3],
+                          __mma11[__b],
+                          __mma11[__b + 1],
+                          __mma11[__b + 2],
+                          __mma11[__b + 3],
                         ],
                       );
-                      __mma5[__b] = __d[0];
-                      __mma5[__b + 1] = __d[1];
-                      __mma5[__b + 2] = __d[2];
-                      __mma5[__b + 3] = __d[3];
+                      __mma11[__b] = __d[0];
+                      __mma11[__b + 1] = __d[1];
+                      __mma11[__b + 2] = __d[2];
+                      __mma11[__b + 3] = __d[3];
                     },
                   );
                   ::kernel_std::__private::device::unroll::<
-                    2usize,
+                    1usize,
                     _,
                   >(
                     #[inline(always)]
                     |__i: usize| {
-                      let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                      let __b: usize = (__i * 8usize + 2 * __jp + 1) * 4;
                       let __d = ::kernel_std::__private::device::mma_f16(
                         __af[__i],
                         [__bq[2], __bq[3]],
                         [
-                          __mma5[__b],
-                          __mma5[__b + 1],
-                          __mma5[__b + 2],
-                          __mma5[__b + 3],
+                          __mma11[__b],
+                          __mma11[__b + 1],
+                          __mma11[__b + 2],
+                          __mma11[__b + 3],
                         ],
                       );
-                      __mma5[__b] = __d[0];
-                      __mma5[__b + 1] = __d[1];
-                      __mma5[__b + 2] = __d[2];
-                      __mma5[__b + 3] = __d[3];
+                      __mma11[__b] = __d[0];
+                      __mma11[__b + 1] = __d[1];
+                      __mma11[__b + 2] = __d[2];
+                      __mma11[__b + 3] = __d[3];
                     },
                   );
                 },
@@ -5022,26 +4115,25 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
         >(
           #[inline(always)]
           |__j: usize| {
-            let __f: usize = ((__warp / 2usize) * 32usize
-              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_14[__j] = __mma5[__j];
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 32usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_14[__j] = __mma11[__j];
           },
         );
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          2usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
             let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | (((__j) >> 1usize) & 1) << 4u32
               | ((__lane >> 2usize) & 1) << 0u32
               | ((__lane >> 3usize) & 1) << 1u32
               | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
             m_i_12[__j] = m_ij_23[__j];
           },
         );
@@ -5059,14 +4151,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
       let __val = ::kernel_std::__private::device::inline_fn(
         #[inline(always)]
         |__j: usize| -> f32 {
-          let __f: usize = ((__warp / 2usize) * 32usize
-            + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
-            * 64usize + (__warp % 2usize) * 32usize
-            + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+          let __f: usize = ((__warp / 1usize) * 16usize
+            + ((__j) / 32usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
+            * 64usize + (__warp % 1usize) * 64usize
+            + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
           <f32 as ::kernel_std::__private::device::Num>::div(
             acc_14[__j],
-            l_i_13[0usize | (((__j >> 1usize) & 1) << 0usize)
-              | (((__j >> 4usize) & 1) << 1usize)],
+            l_i_13[0usize | (((__j >> 1usize) & 1) << 0usize)],
           )
         },
       );
@@ -5100,16 +4191,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 2usize) * 32usize + 0usize
-                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+                          let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
+                            + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -5119,8 +4210,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = ((((__warp / 2usize) * 32usize + 0usize
-                      + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+                    let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
+                      + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
                       + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                   }) as i32,
@@ -5134,16 +4225,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 2usize) * 32usize + 0usize
-                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
+                            + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -5153,37 +4244,37 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = ((((__warp / 2usize) * 32usize + 0usize
-                      + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
+                    let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
+                      + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                   }) as i32,
                 ),
             );
             1i64 == 1i64
-              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
+              && (__pz as usize).wrapping_sub(__pa as usize) == 126usize
               && (__pa as usize) % 16usize == 0
               && ::kernel_std::__private::device::fits(
                 __pa,
                 __p_o_ptr,
                 __len_o_ptr,
-                32usize,
+                64usize,
               )
               && <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 2usize) * 32usize + 0usize
-                          + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+                        let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
+                          + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -5199,16 +4290,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 2usize) * 32usize + 8usize
-                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+                          let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
+                            + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -5218,8 +4309,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = ((((__warp / 2usize) * 32usize + 8usize
-                      + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+                    let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
+                      + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
                       + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                   }) as i32,
@@ -5233,16 +4324,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((((__warp / 2usize) * 32usize + 8usize
-                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
+                            + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -5252,235 +4343,37 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = ((((__warp / 2usize) * 32usize + 8usize
-                      + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
+                    let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
+                      + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
                     0usize + ((__pf / 1usize) % 64usize) * 1usize
                   }) as i32,
                 ),
             );
             1i64 == 1i64
-              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
+              && (__pz as usize).wrapping_sub(__pa as usize) == 126usize
               && (__pa as usize) % 16usize == 0
               && ::kernel_std::__private::device::fits(
                 __pa,
                 __p_o_ptr,
                 __len_o_ptr,
-                32usize,
+                64usize,
               )
               && <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((((__warp / 2usize) * 32usize + 8usize
-                          + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+                        let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
+                          + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
                           + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n_ctx,
-              )
-          }
-          && {
-            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 2usize) * 32usize + 16usize
-                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ((((__warp / 2usize) * 32usize + 16usize
-                      + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 2usize) * 32usize + 16usize
-                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ((((__warp / 2usize) * 32usize + 16usize
-                      + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            1i64 == 1i64
-              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
-              && (__pa as usize) % 16usize == 0
-              && ::kernel_std::__private::device::fits(
-                __pa,
-                __p_o_ptr,
-                __len_o_ptr,
-                32usize,
-              )
-              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    start_m_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 2usize) * 32usize + 16usize
-                          + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n_ctx,
-              )
-          }
-          && {
-            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 2usize) * 32usize + 24usize
-                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ((((__warp / 2usize) * 32usize + 24usize
-                      + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 2usize) * 32usize + 24usize
-                            + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ((((__warp / 2usize) * 32usize + 24usize
-                      + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            1i64 == 1i64
-              && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
-              && (__pa as usize) % 16usize == 0
-              && ::kernel_std::__private::device::fits(
-                __pa,
-                __p_o_ptr,
-                __len_o_ptr,
-                32usize,
-              )
-              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    start_m_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 2usize) * 32usize + 24usize
-                          + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -5493,10 +4386,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           #[inline(always)]
           |__j: usize| -> ::kernel_std::__private::device::F16 {
             let __v: usize = __j % 2;
-            let __f: usize = ((__warp / 2usize) * 32usize
-              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 32usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             o_27[__j]
           },
         );
@@ -5510,18 +4403,18 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                            (((__warp / 2usize) * 32usize + 0usize + __lane / 4)
-                              * 64usize + (__warp % 2usize) * 32usize + 0usize
+                            (((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+                              * 64usize + (__warp % 1usize) * 64usize + 0usize
                               + (__lane % 4) * 2 - (__lane % 4) * 2),
                           );
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -5532,8 +4425,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 .wrapping_add(
                   ({
                     let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                      (((__warp / 2usize) * 32usize + 0usize + __lane / 4)
-                        * 64usize + (__warp % 2usize) * 32usize + 0usize
+                      (((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+                        * 64usize + (__warp % 1usize) * 64usize + 0usize
                         + (__lane % 4) * 2 - (__lane % 4) * 2),
                     );
                     0usize + ((__pf / 1usize) % 64usize) * 1usize
@@ -5548,18 +4441,18 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                            (((__warp / 2usize) * 32usize + 8usize + __lane / 4)
-                              * 64usize + (__warp % 2usize) * 32usize + 0usize
+                            (((__warp / 1usize) * 16usize + 8usize + __lane / 4)
+                              * 64usize + (__warp % 1usize) * 64usize + 0usize
                               + (__lane % 4) * 2 - (__lane % 4) * 2),
                           );
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -5570,8 +4463,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 .wrapping_add(
                   ({
                     let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                      (((__warp / 2usize) * 32usize + 8usize + __lane / 4)
-                        * 64usize + (__warp % 2usize) * 32usize + 0usize
+                      (((__warp / 1usize) * 16usize + 8usize + __lane / 4)
+                        * 64usize + (__warp % 1usize) * 64usize + 0usize
                         + (__lane % 4) * 2 - (__lane % 4) * 2),
                     );
                     0usize + ((__pf / 1usize) % 64usize) * 1usize
@@ -5611,6 +4504,33 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
               [
                 ::kernel_std::__private::device::pack2::<
                   ::kernel_std::__private::device::F16,
+                >(__val(16usize), __val(17usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(20usize), __val(21usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(24usize), __val(25usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(28usize), __val(29usize)),
+              ],
+              __lane as u32,
+            );
+            ::kernel_std::__private::device::store_vec::<
+              u32,
+              4,
+            >(
+              __pr[0usize].wrapping_add(32usize + (__lane % 4) * 8)
+                as *mut u32,
+              __w,
+            );
+          }
+          {
+            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
                 >(__val(2usize), __val(3usize)),
                 ::kernel_std::__private::device::pack2::<
                   ::kernel_std::__private::device::F16,
@@ -5629,113 +4549,6 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
               4,
             >(
               __pr[1usize].wrapping_add(0usize + (__lane % 4) * 8)
-                as *mut u32,
-              __w,
-            );
-          }
-        }
-        {
-          let __pr: [*mut ::kernel_std::__private::device::F16; 2] = [
-            ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                            (((__warp / 2usize) * 32usize + 16usize + __lane / 4)
-                              * 64usize + (__warp % 2usize) * 32usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2),
-                          );
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                      (((__warp / 2usize) * 32usize + 16usize + __lane / 4)
-                        * 64usize + (__warp % 2usize) * 32usize + 0usize
-                        + (__lane % 4) * 2 - (__lane % 4) * 2),
-                    );
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-            ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                o_base_7,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      start_m_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                            (((__warp / 2usize) * 32usize + 24usize + __lane / 4)
-                              * 64usize + (__warp % 2usize) * 32usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2),
-                          );
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_om,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                      (((__warp / 2usize) * 32usize + 24usize + __lane / 4)
-                        * 64usize + (__warp % 2usize) * 32usize + 0usize
-                        + (__lane % 4) * 2 - (__lane % 4) * 2),
-                    );
-                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-          ];
-          {
-            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(16usize), __val(17usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(20usize), __val(21usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(24usize), __val(25usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(28usize), __val(29usize)),
-              ],
-              __lane as u32,
-            );
-            ::kernel_std::__private::device::store_vec::<
-              u32,
-              4,
-            >(
-              __pr[0usize].wrapping_add(0usize + (__lane % 4) * 8)
                 as *mut u32,
               __w,
             );
@@ -5762,7 +4575,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
               u32,
               4,
             >(
-              __pr[1usize].wrapping_add(0usize + (__lane % 4) * 8)
+              __pr[1usize].wrapping_add(32usize + (__lane % 4) * 8)
                 as *mut u32,
               __w,
             );
@@ -5777,8 +4590,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 0usize;
             let __j: usize = 0usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 0usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -5788,14 +4601,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -5816,14 +4629,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -5833,8 +4646,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 1usize;
             let __j: usize = 1usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 1usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -5844,14 +4657,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -5872,14 +4685,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -5942,8 +4755,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 0usize;
             let __j: usize = 2usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 0usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -5953,14 +4766,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -5981,14 +4794,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -5998,8 +4811,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 1usize;
             let __j: usize = 3usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 1usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -6009,14 +4822,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -6037,14 +4850,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -6107,8 +4920,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 0usize;
             let __j: usize = 4usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 8usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -6118,14 +4931,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -6146,14 +4959,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -6163,8 +4976,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 1usize;
             let __j: usize = 5usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 9usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -6174,14 +4987,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -6202,14 +5015,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -6272,8 +5085,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 0usize;
             let __j: usize = 6usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 8usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -6283,14 +5096,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -6311,14 +5124,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -6328,8 +5141,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 1usize;
             let __j: usize = 7usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 9usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -6339,14 +5152,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -6367,14 +5180,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -6437,8 +5250,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 0usize;
             let __j: usize = 8usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 16usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -6448,14 +5261,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -6476,14 +5289,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -6493,8 +5306,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 1usize;
             let __j: usize = 9usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 17usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -6504,14 +5317,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -6532,14 +5345,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -6602,8 +5415,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 0usize;
             let __j: usize = 10usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 16usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -6613,14 +5426,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -6641,14 +5454,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -6658,8 +5471,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 1usize;
             let __j: usize = 11usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 17usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -6669,14 +5482,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -6697,14 +5510,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -6767,8 +5580,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 0usize;
             let __j: usize = 12usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 24usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -6778,14 +5591,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -6806,14 +5619,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -6823,8 +5636,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 1usize;
             let __j: usize = 13usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 25usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -6834,14 +5647,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -6862,14 +5675,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -6932,8 +5745,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 0usize;
             let __j: usize = 14usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 24usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -6943,14 +5756,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -6971,14 +5784,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -6988,8 +5801,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 1usize;
             let __j: usize = 15usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + 25usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -6999,14 +5812,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -7027,14 +5840,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -7097,9 +5910,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 0usize;
             let __j: usize = 16usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 32usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -7108,14 +5921,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -7136,14 +5949,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -7153,9 +5966,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 1usize;
             let __j: usize = 17usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 33usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -7164,14 +5977,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -7192,14 +6005,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -7262,9 +6075,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 0usize;
             let __j: usize = 18usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 32usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -7273,14 +6086,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -7301,14 +6114,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -7318,9 +6131,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 1usize;
             let __j: usize = 19usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 33usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -7329,14 +6142,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -7357,14 +6170,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -7427,9 +6240,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 0usize;
             let __j: usize = 20usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 40usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -7438,14 +6251,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -7466,14 +6279,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -7483,9 +6296,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 1usize;
             let __j: usize = 21usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 41usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -7494,14 +6307,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -7522,14 +6335,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -7592,9 +6405,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 0usize;
             let __j: usize = 22usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 40usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -7603,14 +6416,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -7631,14 +6444,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -7648,9 +6461,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 1usize;
             let __j: usize = 23usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 41usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -7659,14 +6472,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -7687,14 +6500,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -7757,9 +6570,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 0usize;
             let __j: usize = 24usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 48usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -7768,14 +6581,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -7796,14 +6609,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -7813,9 +6626,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 1usize;
             let __j: usize = 25usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 49usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -7824,14 +6637,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -7852,14 +6665,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -7922,9 +6735,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 0usize;
             let __j: usize = 26usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 48usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -7933,14 +6746,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -7961,14 +6774,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -7978,9 +6791,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 1usize;
             let __j: usize = 27usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 49usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -7989,14 +6802,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -8017,14 +6830,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -8087,9 +6900,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 0usize;
             let __j: usize = 28usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 56usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -8098,14 +6911,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -8126,14 +6939,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -8143,9 +6956,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 1usize;
             let __j: usize = 29usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 57usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -8154,14 +6967,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -8182,14 +6995,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -8252,9 +7065,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 0usize;
             let __j: usize = 30usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 56usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -8263,14 +7076,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -8291,14 +7104,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -8308,9 +7121,9 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           {
             let __v: usize = 1usize;
             let __j: usize = 31usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
+            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + 57usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 o_base_7,
@@ -8319,14 +7132,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -8347,14 +7160,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   start_m_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    64i64,
                   ),
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = __f;
-                      0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               ),
@@ -8417,7 +7230,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_attn_fwd__c1__HEAD_DIM_64__CAUSAL_false: [u8; 251usize] = *b"{\"entry\": \"attn_fwd__c1__HEAD_DIM_64__CAUSAL_false\", \"kernel\": \"attn_fwd\", \"meta\": {\"BLOCK_M\": 128, \"BLOCK_N\": 64, \"CAUSAL\": 0, \"HEAD_DIM\": 64}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 2, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 65536}";
+pub static __KERNEL_META_attn_fwd__c1__HEAD_DIM_64__CAUSAL_false: [u8; 250usize] = *b"{\"entry\": \"attn_fwd__c1__HEAD_DIM_64__CAUSAL_false\", \"kernel\": \"attn_fwd\", \"meta\": {\"BLOCK_M\": 64, \"BLOCK_N\": 32, \"CAUSAL\": 0, \"HEAD_DIM\": 64}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 2, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 28672}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -107,7 +107,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
         let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
           let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
             ::kernel_std::__private::device::ptr_add(
@@ -117,14 +117,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -147,14 +147,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 1usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -177,14 +177,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 2usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -207,14 +207,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 3usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -237,14 +237,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 4usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -267,14 +267,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 5usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -297,14 +297,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 6usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -327,14 +327,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -354,14 +354,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
               <i32 as ::kernel_std::__private::device::Num>::mul(
                 start_m_0,
                 <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  128i64,
+                  64i64,
                 ),
               ),
               (0i32)
                 .wrapping_add(
                   ({
                     let __pf: usize = (__f0);
-                    0usize + ((__pf / 64usize) % 128usize) * 1usize
+                    0usize + ((__pf / 64usize) % 64usize) * 1usize
                   }) as i32,
                 ),
             ),
@@ -387,14 +387,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -421,14 +421,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 1usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -455,14 +455,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 2usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -489,14 +489,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 3usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -523,14 +523,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 4usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -557,14 +557,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 5usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -591,14 +591,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 6usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -625,14 +625,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -666,7 +666,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
     >(
       #[inline(always)]
       |__jc: usize| {
-        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
         let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
         ::kernel_std::__private::device::unroll::<
           8usize,
@@ -691,8 +691,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
         let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
           | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
           | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
-          | ((__warp >> 1usize) & 1) << 5u32
-          | ((__warp >> 2usize) & 1) << 6u32);
+          | ((__warp >> 1usize) & 1) << 5u32);
         m_i_12[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
           f64::NEG_INFINITY,
         );
@@ -708,8 +707,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
         let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
           | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
           | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
-          | ((__warp >> 1usize) & 1) << 5u32
-          | ((__warp >> 2usize) & 1) << 6u32);
+          | ((__warp >> 1usize) & 1) << 5u32);
         l_i_13[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
           1f64,
         );
@@ -743,7 +741,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
             start_m_0,
             (1i32),
           ),
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(128i64),
+          <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
         ),
         __p_n_ctx,
       );
@@ -752,7 +750,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
       let __start: i32 = (0i32);
       let __end: i32 = hi_16;
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-        64i64,
+        32i64,
       );
       ::kernel_std::__private::device::unroll::<
         4usize,
@@ -760,7 +758,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
       >(
         #[inline(always)]
         |__jc: usize| {
-          let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+          let __f0: usize = (__jc * 128usize + __tid) * 8usize;
           ::kernel_std::__private::device::unroll::<
             8usize,
             _,
@@ -797,8 +795,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
         {
           let start_n_17: i32 = __start;
           for __jc in 0..2usize {
-            let __c = __jc * 256usize + __tid;
-            if __c < 512usize {
+            let __c = __jc * 128usize + __tid;
+            if __c < 256usize {
               let __r0: usize = (__c % 8usize) * 8;
               let __col: usize = __c / 8usize;
               let __p0 = ::kernel_std::__private::device::ptr_add(
@@ -810,8 +808,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -821,8 +819,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                      0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -835,8 +833,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -846,8 +844,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                      0usize + ((__pf / 32usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               );
@@ -857,104 +855,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                       }) as i32,
                     ),
                 ),
                 __p_n_ctx,
-              )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                ) && (__p0 as usize) % 16 == 0
+              ) && (__p0 as usize) % 16 == 0
                 && (__p7 as usize) == (__p0 as usize) + 14
                 && ::kernel_std::__private::device::fits(
                   __p0,
@@ -973,12 +880,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 });
                 ::kernel_std::__private::device::cp_async_16(
                   ::kernel_std::__private::device::smem_addr()
-                    + ((16384usize + (0usize) * 8192usize) + __s0 * 2) as u32,
+                    + ((8192usize + (0usize) * 4096usize) + __s0 * 2) as u32,
                   __p0 as *const u8,
                 );
               } else {
                 ::kernel_std::__private::device::store(
-                  (__smem.add((16384usize + (0usize) * 8192usize))
+                  (__smem.add((8192usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(
                       ({
@@ -1000,8 +907,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1011,8 +918,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1022,8 +929,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1048,7 +955,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((16384usize + (0usize) * 8192usize))
+                  (__smem.add((8192usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(
                       ({
@@ -1070,8 +977,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1081,8 +988,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1092,8 +999,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1118,7 +1025,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((16384usize + (0usize) * 8192usize))
+                  (__smem.add((8192usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(
                       ({
@@ -1140,8 +1047,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1151,8 +1058,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1162,8 +1069,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1188,7 +1095,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((16384usize + (0usize) * 8192usize))
+                  (__smem.add((8192usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(
                       ({
@@ -1210,8 +1117,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1221,8 +1128,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1232,8 +1139,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1258,7 +1165,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((16384usize + (0usize) * 8192usize))
+                  (__smem.add((8192usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(
                       ({
@@ -1280,8 +1187,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1291,8 +1198,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1302,8 +1209,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1328,7 +1235,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((16384usize + (0usize) * 8192usize))
+                  (__smem.add((8192usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(
                       ({
@@ -1350,8 +1257,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1361,8 +1268,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1372,8 +1279,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1398,7 +1305,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((16384usize + (0usize) * 8192usize))
+                  (__smem.add((8192usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(
                       ({
@@ -1420,8 +1327,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1431,8 +1338,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1442,8 +1349,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1468,7 +1375,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((16384usize + (0usize) * 8192usize))
+                  (__smem.add((8192usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(
                       ({
@@ -1490,8 +1397,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1501,8 +1408,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     );
@@ -1512,8 +1419,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1541,8 +1448,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
             }
           }
           for __jc in 0..2usize {
-            let __c = __jc * 256usize + __tid;
-            if __c < 512usize {
+            let __c = __jc * 128usize + __tid;
+            if __c < 256usize {
               let __f0 = __c * 8;
               let __s0: usize = ({
                 let __sf: usize = __f0;
@@ -1562,7 +1469,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -1577,156 +1484,6 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     }) as i32,
                   ),
               );
-              let __p1 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p2 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p3 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p4 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p5 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p6 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
               let __p7 = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
                   v_base_6,
@@ -1737,7 +1494,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -1759,110 +1516,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        0usize + ((__pf / 64usize) % 32usize) * 1usize
                       }) as i32,
                     ),
                 ),
                 __p_n_ctx,
-              )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                )
-                & <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                );
+              );
               if __all && (__p0 as usize) % 16 == 0
-                && (__p1 as usize) == (__p0 as usize) + 2usize
-                && (__p2 as usize) == (__p0 as usize) + 4usize
-                && (__p3 as usize) == (__p0 as usize) + 6usize
-                && (__p4 as usize) == (__p0 as usize) + 8usize
-                && (__p5 as usize) == (__p0 as usize) + 10usize
-                && (__p6 as usize) == (__p0 as usize) + 12usize
                 && (__p7 as usize) == (__p0 as usize) + 14usize
                 && ::kernel_std::__private::device::fits(
                   __p0,
@@ -1873,12 +1533,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
               {
                 ::kernel_std::__private::device::cp_async_16(
                   ::kernel_std::__private::device::smem_addr()
-                    + ((32768usize + (0usize) * 8192usize) + __s0 * 2) as u32,
+                    + ((16384usize + (0usize) * 4096usize) + __s0 * 2) as u32,
                   __p0 as *const u8,
                 );
               } else {
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
+                  (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 0usize),
                   {
@@ -1892,7 +1552,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1914,7 +1574,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -1939,7 +1599,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
+                  (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 1usize),
                   {
@@ -1953,7 +1613,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -1975,7 +1635,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2000,7 +1660,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
+                  (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 2usize),
                   {
@@ -2014,7 +1674,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2036,7 +1696,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2061,7 +1721,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
+                  (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 3usize),
                   {
@@ -2075,7 +1735,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2097,7 +1757,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2122,7 +1782,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
+                  (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 4usize),
                   {
@@ -2136,7 +1796,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2158,7 +1818,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2183,7 +1843,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
+                  (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 5usize),
                   {
@@ -2197,7 +1857,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2219,7 +1879,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2244,7 +1904,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
+                  (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 6usize),
                   {
@@ -2258,7 +1918,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2280,7 +1940,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2305,7 +1965,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   },
                 );
                 ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
+                  (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
                     .add(__s0 + 7usize),
                   {
@@ -2319,7 +1979,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2341,7 +2001,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -2382,8 +2042,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
             {
               let start_n_17: i32 = __nx;
               for __jc in 0..2usize {
-                let __c = __jc * 256usize + __tid;
-                if __c < 512usize {
+                let __c = __jc * 128usize + __tid;
+                if __c < 256usize {
                   let __r0: usize = (__c % 8usize) * 8;
                   let __col: usize = __c / 8usize;
                   let __p0 = ::kernel_std::__private::device::ptr_add(
@@ -2395,8 +2055,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -2406,8 +2066,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -2420,8 +2080,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -2431,8 +2091,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   );
@@ -2442,104 +2102,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
                     __p_n_ctx,
-                  )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    ) && (__p0 as usize) % 16 == 0
+                  ) && (__p0 as usize) % 16 == 0
                     && (__p7 as usize) == (__p0 as usize) + 14
                     && ::kernel_std::__private::device::fits(
                       __p0,
@@ -2558,7 +2127,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     });
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr()
-                        + ((16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize)
+                        + ((8192usize + ((((__it1 + 1) & 1) as usize)) * 4096usize)
                           + __s0 * 2) as u32,
                       __p0 as *const u8,
                     );
@@ -2566,7 +2135,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (8192usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
@@ -2588,8 +2157,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2599,8 +2168,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2610,8 +2179,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2638,7 +2207,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (8192usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
@@ -2660,8 +2229,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2671,8 +2240,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2682,8 +2251,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2710,7 +2279,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (8192usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
@@ -2732,8 +2301,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2743,8 +2312,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2754,8 +2323,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2782,7 +2351,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (8192usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
@@ -2804,8 +2373,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2815,8 +2384,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2826,8 +2395,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2854,7 +2423,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (8192usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
@@ -2876,8 +2445,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2887,8 +2456,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2898,8 +2467,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2926,7 +2495,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (8192usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
@@ -2948,8 +2517,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -2959,8 +2528,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -2970,8 +2539,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -2998,7 +2567,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (8192usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
@@ -3020,8 +2589,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3031,8 +2600,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -3042,8 +2611,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3070,7 +2639,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (8192usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
@@ -3092,8 +2661,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                      let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3103,8 +2672,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
                               }) as i32,
                             ),
                         );
@@ -3114,8 +2683,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3143,8 +2712,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 }
               }
               for __jc in 0..2usize {
-                let __c = __jc * 256usize + __tid;
-                if __c < 512usize {
+                let __c = __jc * 128usize + __tid;
+                if __c < 256usize {
                   let __f0 = __c * 8;
                   let __s0: usize = ({
                     let __sf: usize = __f0;
@@ -3164,7 +2733,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -3179,156 +2748,6 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         }) as i32,
                       ),
                   );
-                  let __p1 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p2 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p3 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p4 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p5 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __p6 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      v_base_6,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_stride_vn,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
                   let __p7 = ::kernel_std::__private::device::ptr_add(
                     ::kernel_std::__private::device::ptr_add(
                       v_base_6,
@@ -3339,7 +2758,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
@@ -3361,110 +2780,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
                     __p_n_ctx,
-                  )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                    & <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    );
+                  );
                   if __all && (__p0 as usize) % 16 == 0
-                    && (__p1 as usize) == (__p0 as usize) + 2usize
-                    && (__p2 as usize) == (__p0 as usize) + 4usize
-                    && (__p3 as usize) == (__p0 as usize) + 6usize
-                    && (__p4 as usize) == (__p0 as usize) + 8usize
-                    && (__p5 as usize) == (__p0 as usize) + 10usize
-                    && (__p6 as usize) == (__p0 as usize) + 12usize
                     && (__p7 as usize) == (__p0 as usize) + 14usize
                     && ::kernel_std::__private::device::fits(
                       __p0,
@@ -3475,7 +2797,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   {
                     ::kernel_std::__private::device::cp_async_16(
                       ::kernel_std::__private::device::smem_addr()
-                        + ((32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize)
+                        + ((16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize)
                           + __s0 * 2) as u32,
                       __p0 as *const u8,
                     );
@@ -3483,7 +2805,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 0usize),
                       {
@@ -3497,7 +2819,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 0usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3519,7 +2841,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3546,7 +2868,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 1usize),
                       {
@@ -3560,7 +2882,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 1usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3582,7 +2904,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3609,7 +2931,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 2usize),
                       {
@@ -3623,7 +2945,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 2usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3645,7 +2967,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3672,7 +2994,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 3usize),
                       {
@@ -3686,7 +3008,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 3usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3708,7 +3030,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3735,7 +3057,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 4usize),
                       {
@@ -3749,7 +3071,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 4usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3771,7 +3093,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3798,7 +3120,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 5usize),
                       {
@@ -3812,7 +3134,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 5usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3834,7 +3156,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3861,7 +3183,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 6usize),
                       {
@@ -3875,7 +3197,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 6usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3897,7 +3219,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3924,7 +3246,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
+                          (16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize),
                         ) as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 7usize),
                       {
@@ -3938,7 +3260,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + 7usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
@@ -3960,7 +3282,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
@@ -3991,18 +3313,18 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           }
         }
         ::kernel_std::__private::device::cp_async_commit();
-        let mut __mma2: [f32; 32usize] = [0.0f32; 32usize];
+        let mut __mma2: [f32; 16usize] = [0.0f32; 16usize];
         ::kernel_std::__private::device::unroll::<
-          32usize,
+          16usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
             let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 64usize
-              + ((__warp / 4) % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+              + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             __mma2[__j] = 0.0f32;
           },
         );
@@ -4021,33 +3343,33 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
             );
             let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
               ::kernel_std::__private::device::smem_addr()
-                + (16384usize + ((__it1 & 1) as usize) * 8192usize) as u32
-                + ((__wg % 1usize) * 64usize * 128usize) as u32,
+                + (8192usize + ((__it1 & 1) as usize) * 4096usize) as u32
+                + ((__wg % 1usize) * 32usize * 128usize) as u32,
               16usize as u32,
               1024usize as u32,
               ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
             );
             ::kernel_std::__private::device::wgmma_fence();
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              32usize,
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
               0usize,
               0u32,
               0u32,
             >(&mut __mma2, __da + 0u64, __db + 0u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              32usize,
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
               0usize,
               0u32,
               0u32,
             >(&mut __mma2, __da + 2u64, __db + 2u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              32usize,
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
               0usize,
               0u32,
               0u32,
             >(&mut __mma2, __da + 4u64, __db + 4u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              32usize,
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
               0usize,
               0u32,
               0u32,
@@ -4055,40 +3377,40 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
             ::kernel_std::__private::device::wgmma_commit();
           }
           ::kernel_std::__private::device::wgmma_wait::<0>();
-          ::kernel_std::__private::device::wgmma_tie_n64::<
-            32usize,
+          ::kernel_std::__private::device::wgmma_tie_n32::<
+            16usize,
             0usize,
           >(&mut __mma2);
         }
         ::kernel_std::__private::device::bar_sync();
-        let mut qk_20: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+        let mut qk_20: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
-          32usize,
+          16usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
             let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 64usize
-              + ((__warp / 4) % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+              + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             qk_20[__j] = __mma2[__j];
           },
         );
         let __red3: [f32; 2usize] = {
           let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
           ::kernel_std::__private::device::unroll::<
-            32usize,
+            16usize,
             _,
           >(
             #[inline(always)]
             |__j: usize| {
               let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 32usize
+                + ((__warp / 4) % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
               let __x = if <bool as ::kernel_std::__private::device::Int>::and(
                 <i32 as ::kernel_std::__private::device::Num>::lt(
@@ -4098,7 +3420,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -4111,14 +3433,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -4128,7 +3450,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -4145,12 +3467,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 )
               };
               let __i: usize = {
-                const __L: [usize; 32usize] = [
+                const __L: [usize; 16usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
                   1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                  1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
-                  0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-                  0usize, 0usize, 1usize, 1usize,
+                  1usize, 1usize,
                 ];
                 __L[__j]
               };
@@ -4203,26 +3523,25 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
               | ((__lane >> 3usize) & 1) << 1u32
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
+              | ((__warp >> 1usize) & 1) << 5u32);
             m_ij_23[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
               m_i_12[__j],
               __red3[__j],
             );
           },
         );
-        let mut p_24: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+        let mut p_24: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
-          32usize,
+          16usize,
           _,
         >(
           #[inline(always)]
           |__j: usize| {
             let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 64usize
-              + ((__warp / 4) % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+              + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             p_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
                 if <bool as ::kernel_std::__private::device::Int>::and(
@@ -4233,7 +3552,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -4246,14 +3565,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           start_m_0,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
+                            64i64,
                           ),
                         ),
                         (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = __f;
-                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -4263,7 +3582,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           .wrapping_add(
                             ({
                               let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           ),
                       ),
@@ -4296,8 +3615,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
               | ((__lane >> 3usize) & 1) << 1u32
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
+              | ((__warp >> 1usize) & 1) << 5u32);
             alpha_25[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
                 m_i_12[__j],
@@ -4311,25 +3629,23 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
             0,
           ); 2usize];
           ::kernel_std::__private::device::unroll::<
-            32usize,
+            16usize,
             _,
           >(
             #[inline(always)]
             |__j: usize| {
               let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 32usize
+                + ((__warp / 4) % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
               let __x = p_24[__j];
               let __i: usize = {
-                const __L: [usize; 32usize] = [
+                const __L: [usize; 16usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
                   1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                  1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
-                  0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-                  0usize, 0usize, 1usize, 1usize,
+                  1usize, 1usize,
                 ];
                 __L[__j]
               };
@@ -4381,8 +3697,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
               | ((__lane >> 3usize) & 1) << 1u32
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
+              | ((__warp >> 1usize) & 1) << 5u32);
             l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
               <f32 as ::kernel_std::__private::device::Num>::mul(
                 l_i_13[__j],
@@ -4409,7 +3724,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
             );
           },
         );
-        let mut __mma5: [f32; 32usize] = [0.0f32; 32usize];
+        let mut __mma6: [f32; 32usize] = [0.0f32; 32usize];
         ::kernel_std::__private::device::unroll::<
           32usize,
           _,
@@ -4421,96 +3736,98 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
               + (__warp % 4) * 16 + __lane / 4) * 64usize
               + ((__warp / 4) % 1usize) * 64usize
               + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma5[__j] = acc_14[__j];
+            __mma6[__j] = acc_14[__j];
           },
         );
-        ::kernel_std::__private::device::unroll::<
-          32usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 64usize
-              + ((__warp / 4) % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            ::kernel_std::__private::device::store(
-              (__smem.add(49152usize)
-                as *mut ::kernel_std::__private::device::F16)
-                .add(
-                  ({
-                    let __sf: usize = __f;
-                    ({
-                      let __r: usize = __sf / 64usize;
-                      __r * 64usize
-                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                    }) + __sf % 8
-                  }),
-                ),
-              ::kernel_std::__private::device::cast::<
-                f32,
-                ::kernel_std::__private::device::F16,
-              >(p_24[__j]),
-            );
-          },
-        );
-        ::kernel_std::__private::device::cp_async_wait_all();
         ::kernel_std::__private::device::cp_async_wait_group::<1>();
         ::kernel_std::__private::device::fence_proxy_async();
         ::kernel_std::__private::device::bar_sync();
         {
+          let __ar5: [u32; 8usize] = {
+            let __val = ::kernel_std::__private::device::inline_fn(
+              #[inline(always)]
+              |__j: usize| -> f32 {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 32usize
+                  + ((__warp / 4) % 1usize) * 32usize
+                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                p_24[__j]
+              },
+            );
+            [
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(0usize),
+                __val(1usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(2usize),
+                __val(3usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(4usize),
+                __val(5usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(6usize),
+                __val(7usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(8usize),
+                __val(9usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(10usize),
+                __val(11usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(12usize),
+                __val(13usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(14usize),
+                __val(15usize),
+              ),
+            ]
+          };
           {
             let __wg: usize = __warp / 4;
-            let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
-              ::kernel_std::__private::device::smem_addr()
-                + 49152usize as u32
-                + ((__wg / 1usize) * 64usize * 128usize) as u32,
-              16usize as u32,
-              1024usize as u32,
-              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
-            );
             let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
               ::kernel_std::__private::device::smem_addr()
-                + (32768usize + ((__it1 & 1) as usize) * 8192usize) as u32
-                + ((__wg % 1usize) * (64usize / 64usize) * 8192usize)
+                + (16384usize + ((__it1 & 1) as usize) * 4096usize) as u32
+                + ((__wg % 1usize) * (64usize / 64usize) * 4096usize)
                   as u32,
-              8192usize as u32,
+              4096usize as u32,
               1024usize as u32,
               ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
             );
             ::kernel_std::__private::device::wgmma_fence();
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+            ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
               32usize,
               0usize,
-              0u32,
               1u32,
-            >(&mut __mma5, __da + 0u64, __db + 0u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+            >(
+              &mut __mma6,
+              [__ar5[0usize], __ar5[1usize], __ar5[2usize], __ar5[3usize]],
+              __db + 0u64,
+            );
+            ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
               32usize,
               0usize,
-              0u32,
               1u32,
-            >(&mut __mma5, __da + 2u64, __db + 128u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              32usize,
-              0usize,
-              0u32,
-              1u32,
-            >(&mut __mma5, __da + 4u64, __db + 256u64);
-            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-              32usize,
-              0usize,
-              0u32,
-              1u32,
-            >(&mut __mma5, __da + 6u64, __db + 384u64);
+            >(
+              &mut __mma6,
+              [__ar5[4usize], __ar5[5usize], __ar5[6usize], __ar5[7usize]],
+              __db + 128u64,
+            );
             ::kernel_std::__private::device::wgmma_commit();
           }
           ::kernel_std::__private::device::wgmma_wait::<0>();
           ::kernel_std::__private::device::wgmma_tie_n64::<
             32usize,
             0usize,
-          >(&mut __mma5);
+          >(&mut __mma6);
         }
         ::kernel_std::__private::device::bar_sync();
         ::kernel_std::__private::device::unroll::<
@@ -4524,7 +3841,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
               + (__warp % 4) * 16 + __lane / 4) * 64usize
               + ((__warp / 4) % 1usize) * 64usize
               + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_14[__j] = __mma5[__j];
+            acc_14[__j] = __mma6[__j];
           },
         );
         ::kernel_std::__private::device::unroll::<
@@ -4538,8 +3855,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
               | ((__lane >> 3usize) & 1) << 1u32
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
+              | ((__warp >> 1usize) & 1) << 5u32);
             m_i_12[__j] = m_ij_23[__j];
           },
         );
@@ -4598,7 +3914,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
@@ -4608,7 +3924,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
                             + ((__warp / 4) % 1usize) * 64usize + 0usize
                             + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -4634,7 +3950,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
@@ -4644,7 +3960,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
                             + ((__warp / 4) % 1usize) * 64usize + 0usize
                             + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -4676,7 +3992,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
@@ -4686,7 +4002,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
                           + ((__warp / 4) % 1usize) * 64usize + 0usize
                           + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -4702,7 +4018,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
@@ -4712,7 +4028,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
                             + ((__warp / 4) % 1usize) * 64usize + 0usize
                             + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -4738,7 +4054,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
@@ -4748,7 +4064,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
                             + ((__warp / 4) % 1usize) * 64usize + 0usize
                             + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -4780,7 +4096,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
@@ -4790,7 +4106,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
                           + ((__warp / 4) % 1usize) * 64usize + 0usize
                           + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -4908,7 +4224,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       start_m_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
+                        64i64,
                       ),
                     ),
                     (0i32)
@@ -4917,7 +4233,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           let __pf: usize = (((__warp / 4) / 1usize) * 64usize
                             + 0usize * 64 + (__warp % 4) * 16 + __row) * 64usize
                             + ((__warp / 4) % 1usize) * 64usize;
-                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
@@ -4963,14 +4279,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -4991,14 +4307,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -5020,14 +4336,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -5048,14 +4364,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -5130,14 +4446,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -5158,14 +4474,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -5187,14 +4503,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -5215,14 +4531,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -5297,14 +4613,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -5325,14 +4641,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -5354,14 +4670,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -5382,14 +4698,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -5464,14 +4780,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -5492,14 +4808,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -5521,14 +4837,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -5549,14 +4865,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -5631,14 +4947,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -5659,14 +4975,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -5688,14 +5004,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -5716,14 +5032,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -5798,14 +5114,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -5826,14 +5142,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -5855,14 +5171,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -5883,14 +5199,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -5965,14 +5281,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -5993,14 +5309,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -6022,14 +5338,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -6050,14 +5366,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -6132,14 +5448,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -6160,14 +5476,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -6189,14 +5505,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -6217,14 +5533,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -6299,14 +5615,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -6327,14 +5643,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -6356,14 +5672,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -6384,14 +5700,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -6466,14 +5782,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -6494,14 +5810,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -6523,14 +5839,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -6551,14 +5867,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -6633,14 +5949,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -6661,14 +5977,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -6690,14 +6006,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -6718,14 +6034,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -6800,14 +6116,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -6828,14 +6144,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -6857,14 +6173,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -6885,14 +6201,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -6967,14 +6283,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -6995,14 +6311,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -7024,14 +6340,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -7052,14 +6368,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -7134,14 +6450,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -7162,14 +6478,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -7191,14 +6507,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -7219,14 +6535,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -7301,14 +6617,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -7329,14 +6645,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -7358,14 +6674,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -7386,14 +6702,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -7468,14 +6784,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -7496,14 +6812,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -7525,14 +6841,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         start_m_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
+                          64i64,
                         ),
                       ),
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
@@ -7553,14 +6869,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
@@ -7624,7 +6940,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_attn_fwd__c1__HEAD_DIM_64__CAUSAL_false: [u8; 251usize] = *b"{\"entry\": \"attn_fwd__c1__HEAD_DIM_64__CAUSAL_false\", \"kernel\": \"attn_fwd\", \"meta\": {\"BLOCK_M\": 128, \"BLOCK_N\": 64, \"CAUSAL\": 0, \"HEAD_DIM\": 64}, \"functions\": {}, \"num_warps\": 8, \"num_stages\": 2, \"threads_per_block\": 256, \"dynamic_shared_bytes\": 65536}";
+pub static __KERNEL_META_attn_fwd__c1__HEAD_DIM_64__CAUSAL_false: [u8; 250usize] = *b"{\"entry\": \"attn_fwd__c1__HEAD_DIM_64__CAUSAL_false\", \"kernel\": \"attn_fwd\", \"meta\": {\"BLOCK_M\": 64, \"BLOCK_N\": 32, \"CAUSAL\": 0, \"HEAD_DIM\": 64}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 2, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 28672}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

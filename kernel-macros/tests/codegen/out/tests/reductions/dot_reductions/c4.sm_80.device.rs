@@ -39,9 +39,9 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c4(
     >(
       #[inline(always)]
       |__j: usize| {
-        let __f: usize = ((__warp / 4usize) * 64usize + ((__j) / 16usize) * 16
+        let __f: usize = ((__warp / 1usize) * 16usize + ((__j) / 64usize) * 16
           + (((__j) % 4) / 2) * 8 + __lane / 4) * 128usize
-          + (__warp % 4usize) * 32usize + (((__j) % 16usize) / 4) * 8
+          + (__warp % 1usize) * 128usize + (((__j) % 64usize) / 4) * 8
           + (__j) % 2 + (__lane % 4) * 2;
         __mma0[__j] = 0.0f32;
       },
@@ -80,138 +80,6 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c4(
               }) as i32,
             ),
         );
-        let __p1 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_a,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 1usize);
-                    0usize + ((__pf / 32usize) % 128usize) * 1usize
-                  }) as i32,
-                ),
-              (32i32),
-            ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 1usize);
-                0usize + ((__pf / 1usize) % 32usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __p2 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_a,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 2usize);
-                    0usize + ((__pf / 32usize) % 128usize) * 1usize
-                  }) as i32,
-                ),
-              (32i32),
-            ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 2usize);
-                0usize + ((__pf / 1usize) % 32usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __p3 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_a,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 3usize);
-                    0usize + ((__pf / 32usize) % 128usize) * 1usize
-                  }) as i32,
-                ),
-              (32i32),
-            ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 3usize);
-                0usize + ((__pf / 1usize) % 32usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __p4 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_a,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 4usize);
-                    0usize + ((__pf / 32usize) % 128usize) * 1usize
-                  }) as i32,
-                ),
-              (32i32),
-            ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 4usize);
-                0usize + ((__pf / 1usize) % 32usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __p5 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_a,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 5usize);
-                    0usize + ((__pf / 32usize) % 128usize) * 1usize
-                  }) as i32,
-                ),
-              (32i32),
-            ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 5usize);
-                0usize + ((__pf / 1usize) % 32usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __p6 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_a,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 6usize);
-                    0usize + ((__pf / 32usize) % 128usize) * 1usize
-                  }) as i32,
-                ),
-              (32i32),
-            ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 6usize);
-                0usize + ((__pf / 1usize) % 32usize) * 1usize
-              }) as i32,
-            ),
-        );
         let __p7 = ::kernel_std::__private::device::ptr_add(
           ::kernel_std::__private::device::ptr_add(
             __p_a,
@@ -234,14 +102,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c4(
               }) as i32,
             ),
         );
-        let __all = true & true & true & true & true & true & true & true;
+        let __all = true;
         if __all && (__p0 as usize) % 16 == 0
-          && (__p1 as usize) == (__p0 as usize) + 2usize
-          && (__p2 as usize) == (__p0 as usize) + 4usize
-          && (__p3 as usize) == (__p0 as usize) + 6usize
-          && (__p4 as usize) == (__p0 as usize) + 8usize
-          && (__p5 as usize) == (__p0 as usize) + 10usize
-          && (__p6 as usize) == (__p0 as usize) + 12usize
           && (__p7 as usize) == (__p0 as usize) + 14usize
           && ::kernel_std::__private::device::fits(
             __p0,
@@ -640,150 +502,6 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c4(
               }) as i32,
             ),
         );
-        let __p1 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_b,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 1usize);
-                    0usize + ((__pf / 128usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                128i64,
-              ),
-            ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 1usize);
-                0usize + ((__pf / 1usize) % 128usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __p2 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_b,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 2usize);
-                    0usize + ((__pf / 128usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                128i64,
-              ),
-            ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 2usize);
-                0usize + ((__pf / 1usize) % 128usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __p3 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_b,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 3usize);
-                    0usize + ((__pf / 128usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                128i64,
-              ),
-            ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 3usize);
-                0usize + ((__pf / 1usize) % 128usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __p4 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_b,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 4usize);
-                    0usize + ((__pf / 128usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                128i64,
-              ),
-            ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 4usize);
-                0usize + ((__pf / 1usize) % 128usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __p5 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_b,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 5usize);
-                    0usize + ((__pf / 128usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                128i64,
-              ),
-            ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 5usize);
-                0usize + ((__pf / 1usize) % 128usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __p6 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_b,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 6usize);
-                    0usize + ((__pf / 128usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                128i64,
-              ),
-            ),
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 6usize);
-                0usize + ((__pf / 1usize) % 128usize) * 1usize
-              }) as i32,
-            ),
-        );
         let __p7 = ::kernel_std::__private::device::ptr_add(
           ::kernel_std::__private::device::ptr_add(
             __p_b,
@@ -808,14 +526,8 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c4(
               }) as i32,
             ),
         );
-        let __all = true & true & true & true & true & true & true & true;
+        let __all = true;
         if __all && (__p0 as usize) % 16 == 0
-          && (__p1 as usize) == (__p0 as usize) + 2usize
-          && (__p2 as usize) == (__p0 as usize) + 4usize
-          && (__p3 as usize) == (__p0 as usize) + 6usize
-          && (__p4 as usize) == (__p0 as usize) + 8usize
-          && (__p5 as usize) == (__p0 as usize) + 10usize
-          && (__p6 as usize) == (__p0 as usize) + 12usize
           && (__p7 as usize) == (__p0 as usize) + 14usize
           && ::kernel_std::__private::device::fits(
             __p0,
@@ -1213,9 +925,9 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c4(
       >(
         #[inline(always)]
         |__ks: usize| {
-          let mut __af: [[u32; 4]; 4usize] = [[0u32; 4]; 4usize];
+          let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
           ::kernel_std::__private::device::unroll::<
-            4usize,
+            1usize,
             _,
           >(
             #[inline(always)]
@@ -1223,7 +935,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c4(
               __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
                 __sa
                   + (({
-                    let __r: usize = (__warp / 4usize) * 64usize + __i * 16
+                    let __r: usize = (__warp / 1usize) * 16usize + __i * 16
                       + __lane % 16;
                     __r * 32usize
                       + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
@@ -1233,7 +945,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c4(
             },
           );
           ::kernel_std::__private::device::unroll::<
-            2usize,
+            8usize,
             _,
           >(
             #[inline(always)]
@@ -1243,17 +955,17 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c4(
                   + (({
                     let __r: usize = __ks * 16 + __lane % 16;
                     __r * 128usize
-                      + ((((__warp % 4usize) * 4usize + 2 * __jp + __lane / 16)
+                      + ((((__warp % 1usize) * 16usize + 2 * __jp + __lane / 16)
                         ^ ((__r / 1usize) % 8usize)) * 8)
                   }) * 2) as u32,
               );
               ::kernel_std::__private::device::unroll::<
-                4usize,
+                1usize,
                 _,
               >(
                 #[inline(always)]
                 |__i: usize| {
-                  let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                  let __b: usize = (__i * 16usize + 2 * __jp) * 4;
                   let __d = ::kernel_std::__private::device::mma_f16(
                     __af[__i],
                     [__bq[0], __bq[1]],
@@ -1271,12 +983,12 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c4(
                 },
               );
               ::kernel_std::__private::device::unroll::<
-                4usize,
+                1usize,
                 _,
               >(
                 #[inline(always)]
                 |__i: usize| {
-                  let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                  let __b: usize = (__i * 16usize + 2 * __jp + 1) * 4;
                   let __d = ::kernel_std::__private::device::mma_f16(
                     __af[__i],
                     [__bq[2], __bq[3]],
@@ -1306,38 +1018,38 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c4(
     >(
       #[inline(always)]
       |__j: usize| {
-        let __f: usize = ((__warp / 4usize) * 64usize + ((__j) / 16usize) * 16
+        let __f: usize = ((__warp / 1usize) * 16usize + ((__j) / 64usize) * 16
           + (((__j) % 4) / 2) * 8 + __lane / 4) * 128usize
-          + (__warp % 4usize) * 32usize + (((__j) % 16usize) / 4) * 8
+          + (__warp % 1usize) * 128usize + (((__j) % 64usize) / 4) * 8
           + (__j) % 2 + (__lane % 4) * 2;
         s_3[__j] = __mma0[__j];
       },
     );
-    let __red1: [f32; 8usize] = {
-      let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 8usize];
+    let __red1: [f32; 2usize] = {
+      let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
       ::kernel_std::__private::device::unroll::<
         64usize,
         _,
       >(
         #[inline(always)]
         |__j: usize| {
-          let __f: usize = ((__warp / 4usize) * 64usize
-            + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
-            * 128usize + (__warp % 4usize) * 32usize
-            + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+          let __f: usize = ((__warp / 1usize) * 16usize
+            + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
+            * 128usize + (__warp % 1usize) * 128usize
+            + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
           let __x = s_3[__j];
           let __i: usize = {
             const __L: [usize; 64usize] = [
               0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
               1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-              1usize, 1usize, 2usize, 2usize, 3usize, 3usize, 2usize,
-              2usize, 3usize, 3usize, 2usize, 2usize, 3usize, 3usize,
-              2usize, 2usize, 3usize, 3usize, 4usize, 4usize, 5usize,
-              5usize, 4usize, 4usize, 5usize, 5usize, 4usize, 4usize,
-              5usize, 5usize, 4usize, 4usize, 5usize, 5usize, 6usize,
-              6usize, 7usize, 7usize, 6usize, 6usize, 7usize, 7usize,
-              6usize, 6usize, 7usize, 7usize, 6usize, 6usize, 7usize,
-              7usize,
+              1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+              0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+              0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+              1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+              1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+              0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+              0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+              1usize,
             ];
             __L[__j]
           };
@@ -1348,7 +1060,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c4(
         },
       );
       ::kernel_std::__private::device::unroll::<
-        8usize,
+        2usize,
         _,
       >(
         #[inline(always)]
@@ -1369,330 +1081,37 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c4(
           );
         },
       );
-      if ((__lane as u32) & 3u32) == 0 {
-        let __po = __smem.add(0usize) as *mut f32;
-        let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-          | ((__warp >> 1u32) & 1) << 1usize;
-        let __f: usize = ((__warp / 4usize) * 64usize + 0usize + __lane / 4)
-          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-        if __f < 16384usize {
-          let __o: usize = ((__f >> 7u32) << 0u32)
-            | (__f & ((1usize << 0u32) - 1));
-          ::kernel_std::__private::device::store(
-            __po.add(__o * 4usize + __w),
-            __p[0usize],
-          );
-        }
-        let __f: usize = ((__warp / 4usize) * 64usize + 8usize + __lane / 4)
-          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-        if __f < 16384usize {
-          let __o: usize = ((__f >> 7u32) << 0u32)
-            | (__f & ((1usize << 0u32) - 1));
-          ::kernel_std::__private::device::store(
-            __po.add(__o * 4usize + __w),
-            __p[1usize],
-          );
-        }
-        let __f: usize = ((__warp / 4usize) * 64usize + 16usize + __lane / 4)
-          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-        if __f < 16384usize {
-          let __o: usize = ((__f >> 7u32) << 0u32)
-            | (__f & ((1usize << 0u32) - 1));
-          ::kernel_std::__private::device::store(
-            __po.add(__o * 4usize + __w),
-            __p[2usize],
-          );
-        }
-        let __f: usize = ((__warp / 4usize) * 64usize + 24usize + __lane / 4)
-          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-        if __f < 16384usize {
-          let __o: usize = ((__f >> 7u32) << 0u32)
-            | (__f & ((1usize << 0u32) - 1));
-          ::kernel_std::__private::device::store(
-            __po.add(__o * 4usize + __w),
-            __p[3usize],
-          );
-        }
-        let __f: usize = ((__warp / 4usize) * 64usize + 32usize + __lane / 4)
-          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-        if __f < 16384usize {
-          let __o: usize = ((__f >> 7u32) << 0u32)
-            | (__f & ((1usize << 0u32) - 1));
-          ::kernel_std::__private::device::store(
-            __po.add(__o * 4usize + __w),
-            __p[4usize],
-          );
-        }
-        let __f: usize = ((__warp / 4usize) * 64usize + 40usize + __lane / 4)
-          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-        if __f < 16384usize {
-          let __o: usize = ((__f >> 7u32) << 0u32)
-            | (__f & ((1usize << 0u32) - 1));
-          ::kernel_std::__private::device::store(
-            __po.add(__o * 4usize + __w),
-            __p[5usize],
-          );
-        }
-        let __f: usize = ((__warp / 4usize) * 64usize + 48usize + __lane / 4)
-          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-        if __f < 16384usize {
-          let __o: usize = ((__f >> 7u32) << 0u32)
-            | (__f & ((1usize << 0u32) - 1));
-          ::kernel_std::__private::device::store(
-            __po.add(__o * 4usize + __w),
-            __p[6usize],
-          );
-        }
-        let __f: usize = ((__warp / 4usize) * 64usize + 56usize + __lane / 4)
-          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-        if __f < 16384usize {
-          let __o: usize = ((__f >> 7u32) << 0u32)
-            | (__f & ((1usize << 0u32) - 1));
-          ::kernel_std::__private::device::store(
-            __po.add(__o * 4usize + __w),
-            __p[7usize],
-          );
-        }
-      }
-      ::kernel_std::__private::device::bar_sync();
       [
-        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = ((0usize | (((0usize) >> 0usize) & 1) << 3u32
-            | (((0usize) >> 1usize) & 1) << 4u32
-            | (((0usize) >> 2usize) & 1) << 5u32
-            | ((__lane >> 2usize) & 1) << 0u32
-            | ((__lane >> 3usize) & 1) << 1u32
-            | ((__lane >> 4usize) & 1) << 2u32
-            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          __a
-        }),
-        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = ((0usize | (((1usize) >> 0usize) & 1) << 3u32
-            | (((1usize) >> 1usize) & 1) << 4u32
-            | (((1usize) >> 2usize) & 1) << 5u32
-            | ((__lane >> 2usize) & 1) << 0u32
-            | ((__lane >> 3usize) & 1) << 1u32
-            | ((__lane >> 4usize) & 1) << 2u32
-            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          __a
-        }),
-        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = ((0usize | (((2usize) >> 0usize) & 1) << 3u32
-            | (((2usize) >> 1usize) & 1) << 4u32
-            | (((2usize) >> 2usize) & 1) << 5u32
-            | ((__lane >> 2usize) & 1) << 0u32
-            | ((__lane >> 3usize) & 1) << 1u32
-            | ((__lane >> 4usize) & 1) << 2u32
-            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          __a
-        }),
-        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = ((0usize | (((3usize) >> 0usize) & 1) << 3u32
-            | (((3usize) >> 1usize) & 1) << 4u32
-            | (((3usize) >> 2usize) & 1) << 5u32
-            | ((__lane >> 2usize) & 1) << 0u32
-            | ((__lane >> 3usize) & 1) << 1u32
-            | ((__lane >> 4usize) & 1) << 2u32
-            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          __a
-        }),
-        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = ((0usize | (((4usize) >> 0usize) & 1) << 3u32
-            | (((4usize) >> 1usize) & 1) << 4u32
-            | (((4usize) >> 2usize) & 1) << 5u32
-            | ((__lane >> 2usize) & 1) << 0u32
-            | ((__lane >> 3usize) & 1) << 1u32
-            | ((__lane >> 4usize) & 1) << 2u32
-            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          __a
-        }),
-        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = ((0usize | (((5usize) >> 0usize) & 1) << 3u32
-            | (((5usize) >> 1usize) & 1) << 4u32
-            | (((5usize) >> 2usize) & 1) << 5u32
-            | ((__lane >> 2usize) & 1) << 0u32
-            | ((__lane >> 3usize) & 1) << 1u32
-            | ((__lane >> 4usize) & 1) << 2u32
-            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          __a
-        }),
-        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = ((0usize | (((6usize) >> 0usize) & 1) << 3u32
-            | (((6usize) >> 1usize) & 1) << 4u32
-            | (((6usize) >> 2usize) & 1) << 5u32
-            | ((__lane >> 2usize) & 1) << 0u32
-            | ((__lane >> 3usize) & 1) << 1u32
-            | ((__lane >> 4usize) & 1) << 2u32
-            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          __a
-        }),
-        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = ((0usize | (((7usize) >> 0usize) & 1) << 3u32
-            | (((7usize) >> 1usize) & 1) << 4u32
-            | (((7usize) >> 2usize) & 1) << 5u32
-            | ((__lane >> 2usize) & 1) << 0u32
-            | ((__lane >> 3usize) & 1) << 1u32
-            | ((__lane >> 4usize) & 1) << 2u32
-            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          __a
-        }),
+        <f32 as ::kernel_std::__private::device::Elem>::from_f32(__p[0usize]),
+        <f32 as ::kernel_std::__private::device::Elem>::from_f32(__p[1usize]),
       ]
     };
-    ::kernel_std::__private::device::bar_sync();
-    let mut mx_4: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+    let mut mx_4: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
-      8usize,
+      2usize,
       _,
     >(
       #[inline(always)]
       |__j: usize| {
         let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-          | (((__j) >> 1usize) & 1) << 4u32 | (((__j) >> 2usize) & 1) << 5u32
           | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
-          | ((__lane >> 4usize) & 1) << 2u32
+          | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
+          | ((__warp >> 1usize) & 1) << 5u32
           | ((__warp >> 2usize) & 1) << 6u32);
         mx_4[__j] = __red1[__j];
       },
     );
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::unroll::<
-      8usize,
+      2usize,
       _,
     >(
       #[inline(always)]
       |__j: usize| {
         let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-          | (((__j) >> 1usize) & 1) << 4u32 | (((__j) >> 2usize) & 1) << 5u32
           | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
-          | ((__lane >> 4usize) & 1) << 2u32
+          | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
+          | ((__warp >> 1usize) & 1) << 5u32
           | ((__warp >> 2usize) & 1) << 6u32);
         ::kernel_std::__private::device::store(
           (__smem.add(0usize) as *mut f32).add(__f),
@@ -1736,40 +1155,38 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c4(
     );
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::bar_sync();
-    let __red2: [f32; 8usize] = {
-      let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+    let __red2: [f32; 2usize] = {
+      let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
         0,
-      ); 8usize];
+      ); 2usize];
       ::kernel_std::__private::device::unroll::<
         64usize,
         _,
       >(
         #[inline(always)]
         |__j: usize| {
-          let __f: usize = ((__warp / 4usize) * 64usize
-            + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
-            * 128usize + (__warp % 4usize) * 32usize
-            + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+          let __f: usize = ((__warp / 1usize) * 16usize
+            + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
+            * 128usize + (__warp % 1usize) * 128usize
+            + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
           let __x = <f32 as ::kernel_std::__private::device::Float>::exp(
             <f32 as ::kernel_std::__private::device::Num>::sub(
               s_3[__j],
-              mx_4[0usize | (((__j >> 1usize) & 1) << 0usize)
-                | (((__j >> 4usize) & 1) << 1usize)
-                | (((__j >> 5usize) & 1) << 2usize)],
+              mx_4[0usize | (((__j >> 1usize) & 1) << 0usize)],
             ),
           );
           let __i: usize = {
             const __L: [usize; 64usize] = [
               0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
               1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-              1usize, 1usize, 2usize, 2usize, 3usize, 3usize, 2usize,
-              2usize, 3usize, 3usize, 2usize, 2usize, 3usize, 3usize,
-              2usize, 2usize, 3usize, 3usize, 4usize, 4usize, 5usize,
-              5usize, 4usize, 4usize, 5usize, 5usize, 4usize, 4usize,
-              5usize, 5usize, 4usize, 4usize, 5usize, 5usize, 6usize,
-              6usize, 7usize, 7usize, 6usize, 6usize, 7usize, 7usize,
-              6usize, 6usize, 7usize, 7usize, 6usize, 6usize, 7usize,
-              7usize,
+              1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+              0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+              0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+              1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+              1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+              0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+              0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+              1usize,
             ];
             __L[__j]
           };
@@ -1780,7 +1197,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c4(
         },
       );
       ::kernel_std::__private::device::unroll::<
-        8usize,
+        2usize,
         _,
       >(
         #[inline(always)]
@@ -1801,317 +1218,24 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c4(
           );
         },
       );
-      if ((__lane as u32) & 3u32) == 0 {
-        let __po = __smem.add(0usize) as *mut f32;
-        let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-          | ((__warp >> 1u32) & 1) << 1usize;
-        let __f: usize = ((__warp / 4usize) * 64usize + 0usize + __lane / 4)
-          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-        if __f < 16384usize {
-          let __o: usize = ((__f >> 7u32) << 0u32)
-            | (__f & ((1usize << 0u32) - 1));
-          ::kernel_std::__private::device::store(
-            __po.add(__o * 4usize + __w),
-            __p[0usize],
-          );
-        }
-        let __f: usize = ((__warp / 4usize) * 64usize + 8usize + __lane / 4)
-          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-        if __f < 16384usize {
-          let __o: usize = ((__f >> 7u32) << 0u32)
-            | (__f & ((1usize << 0u32) - 1));
-          ::kernel_std::__private::device::store(
-            __po.add(__o * 4usize + __w),
-            __p[1usize],
-          );
-        }
-        let __f: usize = ((__warp / 4usize) * 64usize + 16usize + __lane / 4)
-          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-        if __f < 16384usize {
-          let __o: usize = ((__f >> 7u32) << 0u32)
-            | (__f & ((1usize << 0u32) - 1));
-          ::kernel_std::__private::device::store(
-            __po.add(__o * 4usize + __w),
-            __p[2usize],
-          );
-        }
-        let __f: usize = ((__warp / 4usize) * 64usize + 24usize + __lane / 4)
-          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-        if __f < 16384usize {
-          let __o: usize = ((__f >> 7u32) << 0u32)
-            | (__f & ((1usize << 0u32) - 1));
-          ::kernel_std::__private::device::store(
-            __po.add(__o * 4usize + __w),
-            __p[3usize],
-          );
-        }
-        let __f: usize = ((__warp / 4usize) * 64usize + 32usize + __lane / 4)
-          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-        if __f < 16384usize {
-          let __o: usize = ((__f >> 7u32) << 0u32)
-            | (__f & ((1usize << 0u32) - 1));
-          ::kernel_std::__private::device::store(
-            __po.add(__o * 4usize + __w),
-            __p[4usize],
-          );
-        }
-        let __f: usize = ((__warp / 4usize) * 64usize + 40usize + __lane / 4)
-          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-        if __f < 16384usize {
-          let __o: usize = ((__f >> 7u32) << 0u32)
-            | (__f & ((1usize << 0u32) - 1));
-          ::kernel_std::__private::device::store(
-            __po.add(__o * 4usize + __w),
-            __p[5usize],
-          );
-        }
-        let __f: usize = ((__warp / 4usize) * 64usize + 48usize + __lane / 4)
-          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-        if __f < 16384usize {
-          let __o: usize = ((__f >> 7u32) << 0u32)
-            | (__f & ((1usize << 0u32) - 1));
-          ::kernel_std::__private::device::store(
-            __po.add(__o * 4usize + __w),
-            __p[6usize],
-          );
-        }
-        let __f: usize = ((__warp / 4usize) * 64usize + 56usize + __lane / 4)
-          * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
-        if __f < 16384usize {
-          let __o: usize = ((__f >> 7u32) << 0u32)
-            | (__f & ((1usize << 0u32) - 1));
-          ::kernel_std::__private::device::store(
-            __po.add(__o * 4usize + __w),
-            __p[7usize],
-          );
-        }
-      }
-      ::kernel_std::__private::device::bar_sync();
       [
-        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = ((0usize | (((0usize) >> 0usize) & 1) << 3u32
-            | (((0usize) >> 1usize) & 1) << 4u32
-            | (((0usize) >> 2usize) & 1) << 5u32
-            | ((__lane >> 2usize) & 1) << 0u32
-            | ((__lane >> 3usize) & 1) << 1u32
-            | ((__lane >> 4usize) & 1) << 2u32
-            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          __a
-        }),
-        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = ((0usize | (((1usize) >> 0usize) & 1) << 3u32
-            | (((1usize) >> 1usize) & 1) << 4u32
-            | (((1usize) >> 2usize) & 1) << 5u32
-            | ((__lane >> 2usize) & 1) << 0u32
-            | ((__lane >> 3usize) & 1) << 1u32
-            | ((__lane >> 4usize) & 1) << 2u32
-            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          __a
-        }),
-        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = ((0usize | (((2usize) >> 0usize) & 1) << 3u32
-            | (((2usize) >> 1usize) & 1) << 4u32
-            | (((2usize) >> 2usize) & 1) << 5u32
-            | ((__lane >> 2usize) & 1) << 0u32
-            | ((__lane >> 3usize) & 1) << 1u32
-            | ((__lane >> 4usize) & 1) << 2u32
-            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          __a
-        }),
-        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = ((0usize | (((3usize) >> 0usize) & 1) << 3u32
-            | (((3usize) >> 1usize) & 1) << 4u32
-            | (((3usize) >> 2usize) & 1) << 5u32
-            | ((__lane >> 2usize) & 1) << 0u32
-            | ((__lane >> 3usize) & 1) << 1u32
-            | ((__lane >> 4usize) & 1) << 2u32
-            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          __a
-        }),
-        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = ((0usize | (((4usize) >> 0usize) & 1) << 3u32
-            | (((4usize) >> 1usize) & 1) << 4u32
-            | (((4usize) >> 2usize) & 1) << 5u32
-            | ((__lane >> 2usize) & 1) << 0u32
-            | ((__lane >> 3usize) & 1) << 1u32
-            | ((__lane >> 4usize) & 1) << 2u32
-            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          __a
-        }),
-        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = ((0usize | (((5usize) >> 0usize) & 1) << 3u32
-            | (((5usize) >> 1usize) & 1) << 4u32
-            | (((5usize) >> 2usize) & 1) << 5u32
-            | ((__lane >> 2usize) & 1) << 0u32
-            | ((__lane >> 3usize) & 1) << 1u32
-            | ((__lane >> 4usize) & 1) << 2u32
-            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          __a
-        }),
-        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = ((0usize | (((6usize) >> 0usize) & 1) << 3u32
-            | (((6usize) >> 1usize) & 1) << 4u32
-            | (((6usize) >> 2usize) & 1) << 5u32
-            | ((__lane >> 2usize) & 1) << 0u32
-            | ((__lane >> 3usize) & 1) << 1u32
-            | ((__lane >> 4usize) & 1) << 2u32
-            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          __a
-        }),
-        <f32 as ::kernel_std::__private::device::Elem>::from_f32({
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = ((0usize | (((7usize) >> 0usize) & 1) << 3u32
-            | (((7usize) >> 1usize) & 1) << 4u32
-            | (((7usize) >> 2usize) & 1) << 5u32
-            | ((__lane >> 2usize) & 1) << 0u32
-            | ((__lane >> 3usize) & 1) << 1u32
-            | ((__lane >> 4usize) & 1) << 2u32
-            | ((__warp >> 2usize) & 1) << 6u32)) * 4usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          __a
-        }),
+        <f32 as ::kernel_std::__private::device::Elem>::from_f32(__p[0usize]),
+        <f32 as ::kernel_std::__private::device::Elem>::from_f32(__p[1usize]),
       ]
     };
-    ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::unroll::<
-      8usize,
+      2usize,
       _,
     >(
       #[inline(always)]
       |__j: usize| {
         let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-          | (((__j) >> 1usize) & 1) << 4u32 | (((__j) >> 2usize) & 1) << 5u32
           | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
-          | ((__lane >> 4usize) & 1) << 2u32
+          | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
+          | ((__warp >> 1usize) & 1) << 5u32
           | ((__warp >> 2usize) & 1) << 6u32);
         ::kernel_std::__private::device::store(
-          (__smem.add(2048usize) as *mut f32).add(__f),
+          (__smem.add(512usize) as *mut f32).add(__f),
           __red2[__j],
         );
       },
@@ -2142,7 +1266,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c4(
               ::kernel_std::__private::device::store(
                 __a,
                 ::kernel_std::__private::device::load(
-                  (__smem.add(2048usize) as *mut f32).add(__f),
+                  (__smem.add(512usize) as *mut f32).add(__f),
                 ),
               );
             }
@@ -2153,30 +1277,31 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c4(
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::bar_sync();
     let mut __red3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-    let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+    let mut __p: [f32; 32usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
-    ); 8usize];
+    ); 32usize];
     ::kernel_std::__private::device::unroll::<
       64usize,
       _,
     >(
       #[inline(always)]
       |__j: usize| {
-        let __f: usize = ((__warp / 4usize) * 64usize + ((__j) / 16usize) * 16
+        let __f: usize = ((__warp / 1usize) * 16usize + ((__j) / 64usize) * 16
           + (((__j) % 4) / 2) * 8 + __lane / 4) * 128usize
-          + (__warp % 4usize) * 32usize + (((__j) % 16usize) / 4) * 8
+          + (__warp % 1usize) * 128usize + (((__j) % 64usize) / 4) * 8
           + (__j) % 2 + (__lane % 4) * 2;
         let __x = s_3[__j];
         let __i: usize = {
           const __L: [usize; 64usize] = [
             0usize, 1usize, 0usize, 1usize, 2usize, 3usize, 2usize, 3usize,
             4usize, 5usize, 4usize, 5usize, 6usize, 7usize, 6usize, 7usize,
-            0usize, 1usize, 0usize, 1usize, 2usize, 3usize, 2usize, 3usize,
-            4usize, 5usize, 4usize, 5usize, 6usize, 7usize, 6usize, 7usize,
-            0usize, 1usize, 0usize, 1usize, 2usize, 3usize, 2usize, 3usize,
-            4usize, 5usize, 4usize, 5usize, 6usize, 7usize, 6usize, 7usize,
-            0usize, 1usize, 0usize, 1usize, 2usize, 3usize, 2usize, 3usize,
-            4usize, 5usize, 4usize, 5usize, 6usize, 7usize, 6usize, 7usize,
+            8usize, 9usize, 8usize, 9usize, 10usize, 11usize, 10usize,
+            11usize, 12usize, 13usize, 12usize, 13usize, 14usize, 15usize,
+            14usize, 15usize, 16usize, 17usize, 16usize, 17usize, 18usize,
+            19usize, 18usize, 19usize, 20usize, 21usize, 20usize, 21usize,
+            22usize, 23usize, 22usize, 23usize, 24usize, 25usize, 24usize,
+            25usize, 26usize, 27usize, 26usize, 27usize, 28usize, 29usize,
+            28usize, 29usize, 30usize, 31usize, 30usize, 31usize,
           ];
           __L[__j]
         };
@@ -2187,7 +1312,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c4(
       },
     );
     ::kernel_std::__private::device::unroll::<
-      8usize,
+      32usize,
       _,
     >(
       #[inline(always)]
@@ -2217,85 +1342,326 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c4(
     );
     if ((__lane as u32) & 28u32) == 0 {
       let __po = __smem.add(0usize) as *mut f32;
-      let __w: usize = 0 | ((__warp >> 2u32) & 1) << 0usize;
-      let __f: usize = ((__warp / 4usize) * 64usize + 0usize + __lane / 4)
-        * 128usize + (__warp % 4usize) * 32usize + 0usize + (__lane % 4) * 2;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize | ((__warp >> 2u32) & 1) << 2usize;
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 0usize + (__lane % 4) * 2;
       if __f < 16384usize {
         let __o: usize = ((__f >> 14u32) << 7u32)
           | (__f & ((1usize << 7u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 2usize + __w),
+          __po.add(__o * 8usize + __w),
           __p[0usize],
         );
       }
-      let __f: usize = ((__warp / 4usize) * 64usize + 0usize + __lane / 4)
-        * 128usize + (__warp % 4usize) * 32usize + 1usize + (__lane % 4) * 2;
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 1usize + (__lane % 4) * 2;
       if __f < 16384usize {
         let __o: usize = ((__f >> 14u32) << 7u32)
           | (__f & ((1usize << 7u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 2usize + __w),
+          __po.add(__o * 8usize + __w),
           __p[1usize],
         );
       }
-      let __f: usize = ((__warp / 4usize) * 64usize + 0usize + __lane / 4)
-        * 128usize + (__warp % 4usize) * 32usize + 8usize + (__lane % 4) * 2;
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 8usize + (__lane % 4) * 2;
       if __f < 16384usize {
         let __o: usize = ((__f >> 14u32) << 7u32)
           | (__f & ((1usize << 7u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 2usize + __w),
+          __po.add(__o * 8usize + __w),
           __p[2usize],
         );
       }
-      let __f: usize = ((__warp / 4usize) * 64usize + 0usize + __lane / 4)
-        * 128usize + (__warp % 4usize) * 32usize + 9usize + (__lane % 4) * 2;
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 9usize + (__lane % 4) * 2;
       if __f < 16384usize {
         let __o: usize = ((__f >> 14u32) << 7u32)
           | (__f & ((1usize << 7u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 2usize + __w),
+          __po.add(__o * 8usize + __w),
           __p[3usize],
         );
       }
-      let __f: usize = ((__warp / 4usize) * 64usize + 0usize + __lane / 4)
-        * 128usize + (__warp % 4usize) * 32usize + 16usize + (__lane % 4) * 2;
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 16usize + (__lane % 4) * 2;
       if __f < 16384usize {
         let __o: usize = ((__f >> 14u32) << 7u32)
           | (__f & ((1usize << 7u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 2usize + __w),
+          __po.add(__o * 8usize + __w),
           __p[4usize],
         );
       }
-      let __f: usize = ((__warp / 4usize) * 64usize + 0usize + __lane / 4)
-        * 128usize + (__warp % 4usize) * 32usize + 17usize + (__lane % 4) * 2;
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 17usize + (__lane % 4) * 2;
       if __f < 16384usize {
         let __o: usize = ((__f >> 14u32) << 7u32)
           | (__f & ((1usize << 7u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 2usize + __w),
+          __po.add(__o * 8usize + __w),
           __p[5usize],
         );
       }
-      let __f: usize = ((__warp / 4usize) * 64usize + 0usize + __lane / 4)
-        * 128usize + (__warp % 4usize) * 32usize + 24usize + (__lane % 4) * 2;
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 24usize + (__lane % 4) * 2;
       if __f < 16384usize {
         let __o: usize = ((__f >> 14u32) << 7u32)
           | (__f & ((1usize << 7u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 2usize + __w),
+          __po.add(__o * 8usize + __w),
           __p[6usize],
         );
       }
-      let __f: usize = ((__warp / 4usize) * 64usize + 0usize + __lane / 4)
-        * 128usize + (__warp % 4usize) * 32usize + 25usize + (__lane % 4) * 2;
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 25usize + (__lane % 4) * 2;
       if __f < 16384usize {
         let __o: usize = ((__f >> 14u32) << 7u32)
           | (__f & ((1usize << 7u32) - 1));
         ::kernel_std::__private::device::store(
-          __po.add(__o * 2usize + __w),
+          __po.add(__o * 8usize + __w),
           __p[7usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 32usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[8usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 33usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[9usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 40usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[10usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 41usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[11usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 48usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[12usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 49usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[13usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 56usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[14usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 57usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[15usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 64usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[16usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 65usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[17usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 72usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[18usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 73usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[19usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 80usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[20usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 81usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[21usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 88usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[22usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 89usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[23usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 96usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[24usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 97usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[25usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 104usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[26usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 105usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[27usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 112usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[28usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 113usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[29usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 120usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[30usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 121usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[31usize],
         );
       }
     }
@@ -2310,13 +1676,37 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c4(
         if __f < 128usize {
           __red3[__j] = {
             let __po = __smem.add(0usize) as *mut f32;
-            let __o: usize = (__f) * 2usize;
+            let __o: usize = (__f) * 8usize;
             let mut __a: f32 = ::kernel_std::__private::device::load(
               __po.add(__o),
             );
             __a = <f32 as ::kernel_std::__private::device::Num>::add(
               __a,
               ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 4usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 5usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 6usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 7usize)),
             );
             <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
           };
