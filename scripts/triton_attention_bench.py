@@ -136,7 +136,11 @@ def main():
     if not torch.cuda.is_available():
         print("triton_attention_bench needs a CUDA GPU")
         return 0
-    rows = []
+    os.makedirs(args.out, exist_ok=True)
+    # Rows are written as they are measured (a run cut short keeps what it measured).
+    out = open(os.path.join(args.out, "triton-attention.csv"), "w", newline="")
+    w = csv.writer(out)
+    w.writerow(["head_dim", "causal", "n_ctx", "provider", "ms", "tflops"])
     for d in (64, 128):
         for causal in (False, True):
             for n in (c for c in CONTEXTS if c <= args.max_ctx):
@@ -163,12 +167,9 @@ def main():
                         ms = triton.testing.do_bench(lambda: fn(o), return_mode="median")
                     tf = flops / (ms * 1e-3) / 1e12
                     print(f"{name:6} d {d:3} causal {causal!s:5} n {n:5}: {ms:8.3f} ms {tf:7.1f} TFLOPS", flush=True)
-                    rows.append([d, str(causal).lower(), n, name, f"{ms:.5f}", f"{tf:.2f}"])
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "triton-attention.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["head_dim", "causal", "n_ctx", "provider", "ms", "tflops"])
-        w.writerows(rows)
+                    w.writerow([d, str(causal).lower(), n, name, f"{ms:.5f}", f"{tf:.2f}"])
+                    out.flush()
+    out.close()
     return 0
 
 

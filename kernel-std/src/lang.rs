@@ -82,7 +82,7 @@
 //! | `store(ptrs, value)`, `store(ptrs, value, mask)` | write a block; `value`'s dtype must be the pointer's (convert with `.to::<T>()`) |
 //! | `dot(a, b)`, `dot(a, b, acc)` | `[M, K] x [K, N]` product of f16/bf16/f32 blocks, accumulated in f32; `acc += dot(a, b)` also works |
 //! | `where_(mask, a, b)` | elementwise select (`where` is a Rust keyword) |
-//! | `exp exp2 log log2 sqrt rsqrt sin cos floor ceil` | float math, as `exp(x)` or `x.exp()`: f32, f16 and bf16 in f32 (on the GPU with the `.approx` instructions Triton uses for `exp`, `log`, `rsqrt`, `sin`, `cos`, the exponentials flushing results below 2^-126 to zero; `sqrt` is correctly rounded), f64 in f64 on both backends |
+//! | `exp exp2 log log2 sqrt rsqrt sin cos floor ceil` | float math, as `exp(x)` or `x.exp()`: f32, f16 and bf16 in f32 (on the GPU with the `.approx` instructions Triton uses for `exp`, `log`, `rsqrt`, `sin`, `cos`, `exp` and `exp2` giving 0 for results below 2^-126 on both backends, as Triton's `ex2.approx.ftz` does; `sqrt` is correctly rounded), f64 in f64 on both backends |
 //! | `expm1 log10 log1p tanh erf`, `pow(x, y)` | float math computed by `libm` on both backends (the same bits on the CPU and the GPU): f32, f16 and bf16 in f32 (rounded once), f64 in f64 |
 //! | `sigmoid(x)` | `1 / (1 + exp(-x))` with the `exp` above |
 //! | `fma(a, b, c)`, `a.fma(b, c)` | `a * b + c` rounded once (f16/bf16: computed in f32, then rounded to the dtype) |

@@ -39,6 +39,12 @@ commands:
                (`bench vector_add`, `bench softmax`, `bench layer_norm`: one kernel)
                [--out DIR] (default target/bench: memory.csv, triton-memory.csv,
                memory-compare.md)
+  bench attention
+               flash-attention forward (batch 4, 32 heads, head dim 64 and 128, causal and
+               not, n_ctx 1024..16384) in TFLOPS; with Triton and PyTorch importable, a
+               Triton kernel after its tutorial and PyTorch's SDPA on the same shapes and a
+               table of ratios [--max-ctx N] [--out DIR] (default target/bench:
+               attention.csv, triton-attention.csv, attention-compare.md)
   build-ptx    build device crates to PTX, check them with ptxas, write manifests
                [--arch sm_80|sm_90|sm_90a|all]... (default sm_90a)
                [--crate PATH]... (default: xtask/ptx-smoke) [--release] (always release)
@@ -218,7 +224,8 @@ fn bench(rest: &[String]) -> Result<()> {
             cargo(&["run", "--release", "--quiet", "-p", "examples", "--example", "bench_matmul", "--"], &rest[1..])
         }
         Some(kernel @ ("memory" | "vector_add" | "softmax" | "layer_norm")) => bench_memory(kernel, &rest[1..]),
-        Some(other) => bail!("unknown benchmark `{other}` (available: matmul, memory, vector_add, softmax, layer_norm)\n\n{HELP}"),
+        Some("attention") => bench_attention(&rest[1..]),
+        Some(other) => bail!("unknown benchmark `{other}` (available: matmul, memory, vector_add, softmax, layer_norm, attention)\n\n{HELP}"),
         None => bail!("which benchmark? `cargo xtask bench matmul [--quick]`\n\n{HELP}"),
     }
 }
@@ -251,6 +258,43 @@ fn bench_memory(kernel: &str, rest: &[String]) -> Result<()> {
     let md = out.join("memory-compare.md").to_string_lossy().to_string();
     let status = Command::new("python3").args([script("memory_compare.py"), out_s.clone(), out_s, "--out".into(), md]).status()?;
     ensure!(status.success(), "scripts/memory_compare.py failed ({status})");
+    Ok(())
+}
+
+/// `cargo xtask bench attention [--max-ctx N] [--out DIR]`: flash-attention forward
+/// (`bench_attention`), then, when `python3` can import Triton, a Triton kernel after its
+/// tutorial and PyTorch's `scaled_dot_product_attention` on the same shapes
+/// (`scripts/triton_attention_bench.py`) and the table of ratios (`scripts/attention_compare.py`).
+fn bench_attention(rest: &[String]) -> Result<()> {
+    let (mut out, mut max_ctx) = (root().join("target/bench"), None::<String>);
+    let mut args = rest.iter();
+    while let Some(a) = args.next() {
+        match (a.as_str(), args.next()) {
+            ("--out", Some(dir)) => out = PathBuf::from(dir),
+            ("--max-ctx", Some(n)) => max_ctx = Some(n.clone()),
+            _ => bail!("usage: cargo xtask bench attention [--max-ctx N] [--out DIR]"),
+        }
+    }
+    if !build_ptx_for_gpu()? {
+        bail!("`cargo xtask bench attention` needs a GPU (nvidia-smi found none)");
+    }
+    let out_s = out.to_string_lossy().to_string();
+    let mut args = vec!["--out".to_string(), out_s.clone()];
+    args.extend(max_ctx.iter().flat_map(|n| ["--max-ctx".to_string(), n.clone()]));
+    cargo(&["run", "--release", "--quiet", "-p", "examples", "--example", "bench_attention", "--"], &args)?;
+    let has_triton = Command::new("python3").args(["-c", "import triton, torch"]).status().is_ok_and(|s| s.success());
+    if !has_triton {
+        println!("bench attention: python3 cannot import triton and torch; Triton's and PyTorch's numbers are left out");
+        return Ok(());
+    }
+    let script = |name: &str| root().join("scripts").join(name).to_string_lossy().to_string();
+    let mut py = vec![script("triton_attention_bench.py")];
+    py.extend(args);
+    let status = Command::new("python3").args(&py).status()?;
+    ensure!(status.success(), "scripts/triton_attention_bench.py failed ({status})");
+    let md = out.join("attention-compare.md").to_string_lossy().to_string();
+    let status = Command::new("python3").args([script("attention_compare.py"), out_s.clone(), out_s, "--out".into(), md]).status()?;
+    ensure!(status.success(), "scripts/attention_compare.py failed ({status})");
     Ok(())
 }
 

@@ -414,3 +414,99 @@ fn instance_descriptions_parse_as_the_manifests_instances() {
         assert_eq!((i.num_warps, i.num_stages, i.threads_per_block, i.dynamic_shared_bytes), (8, 2, 256, 4096));
     }
 }
+
+/// The per-axis strides of each store's pointer block, and whether its value varies along axis
+/// 0 and axis 1, of the first instance of `src`, in program order.
+fn store_strides(src: &str) -> Vec<(Option<Vec<super::affine::Stride>>, bool, bool)> {
+    let (_, inst) = expand("BLOCK = [64]", src);
+    let (k, vals, warps, stages) = &inst[0];
+    let g = DevGen::new(k, vals, 32 * warps, *stages, Target::Sm80);
+    k.body
+        .iter()
+        .filter_map(|s| match s {
+            Stmt::Store { ptr, value, .. } => Some((g.strides(*ptr), g.varies_along(*value, 0), g.varies_along(*value, 1))),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn affine_pointer_blocks_have_strides_per_axis() {
+    use super::affine::Stride::{Const, Runtime};
+    let got = store_strides(
+        r#"fn k<const BLOCK: i32>(y: Ptr<f32>, n: i32) {
+            let rows = arange(0, BLOCK);
+            let cols = program_id(0) * BLOCK + arange(0, BLOCK);
+            let v = zeros::<f32>([BLOCK, BLOCK]);
+            store(y + rows.as_col() * n + cols.as_row(), v);
+            store(y + cols.as_row() * n + rows.as_col(), (cols.as_row() < n).to::<f32>() + v);
+            store(y + rows.as_col() * 4 - cols.as_row() * 2, (rows.as_col() < n).to::<f32>() + v);
+            store(y + (cols.as_row() % 7 + rows.as_col()), load(y + rows.as_col() + cols.as_row()));
+        }"#,
+    );
+    assert_eq!(got[0], (Some(vec![Runtime, Const(1)]), false, false));
+    // K^T as flash attention loads it: unit stride down the columns.
+    assert_eq!(got[1], (Some(vec![Const(1), Runtime]), false, true));
+    assert_eq!(got[2], (Some(vec![Const(4), Const(-2)]), true, false));
+    assert_eq!(got[3], (None, true, true));
+}
+
+/// A flash-attention loop (`qk = dot(q, k^T)`, online softmax, `acc = dot(p, v, acc)`) with
+/// `warps` warps, as one kernel.
+fn attention(warps: usize) -> String {
+    format!(
+        r#"#[kernel(BM = [64], BN = [64], D = [64], num_warps = {warps})]
+        fn attn<const BM: i32, const BN: i32, const D: i32>(q_ptr: Ptr<f16>, k_ptr: Ptr<f16>, v_ptr: Ptr<f16>, o_ptr: Ptr<f16>, n: i32) {{
+            let offs_m = program_id(0) * BM + arange(0, BM);
+            let offs_n = arange(0, BN);
+            let offs_d = arange(0, D);
+            let q = load(q_ptr + offs_m.as_col() * D + offs_d.as_row());
+            let mut m_i = full::<f32>([BM], f32::NEG_INFINITY);
+            let mut l_i = full::<f32>([BM], 1.0);
+            let mut acc = zeros::<f32>([BM, D]);
+            for start_n in range(0, n, BN) {{
+                let cols = start_n + offs_n;
+                let k = load(k_ptr + cols.as_row() * D + offs_d.as_col(), cols.as_row() < n, 0.0);
+                let qk = dot(q, k);
+                let m_ij = maximum(m_i, qk.max(1));
+                let p = exp2(qk - m_ij.as_col());
+                let alpha = exp2(m_i - m_ij);
+                l_i = l_i * alpha + p.sum(1);
+                acc = acc * alpha.as_col();
+                let v = load(v_ptr + cols.as_col() * D + offs_d.as_row(), cols.as_col() < n, 0.0);
+                acc = dot(p.to::<f16>(), v, acc);
+                m_i = m_ij;
+            }}
+            store(o_ptr + offs_m.as_col() * D + offs_d.as_row(), (acc / l_i.as_col()).to::<f16>());
+        }}"#
+    )
+}
+
+#[test]
+fn flash_attention_statistics_stay_in_registers() {
+    let src = attention(4);
+    let (attr, body) = src.split_once('\n').unwrap();
+    let attr = attr.trim().trim_start_matches("#[kernel(").trim_end_matches(")]");
+    let (out, inst) = expand(attr, body);
+    let (k, vals, warps, stages) = &inst[0];
+    for target in [Target::Sm80, Target::Sm90a] {
+        let g = DevGen::new(k, vals, 32 * warps, *stages, target);
+        let local = |name: &str| k.locals.iter().position(|l| l.name == name).unwrap();
+        // The row statistics take the rows layout of the scores' `mma` layout; `p` (read twice,
+        // with an exponential) is computed once, in the scores' layout.
+        let qk = g.layouts[local("qk")];
+        assert!(matches!(qk, Layout::Mma { wn: 1, .. }), "{target:?}: whole rows per warp: {qk:?}");
+        for name in ["m_i", "l_i", "m_ij", "alpha"] {
+            assert_eq!(Some(g.layouts[local(name)]), qk.rows(), "{target:?} {name}");
+        }
+        assert_eq!(g.layouts[local("p")], qk, "{target:?}");
+        assert!(matches!(g.kinds[local("p")], LocalKind::Materialized));
+    }
+    // On sm_90a the second `dot` reads `p` from registers, `q` is copied once before the loop
+    // and `k`/`v` one iteration ahead (two buffers each, `cp.async` groups); no reduction goes
+    // through shared memory.
+    let hopper = out.split("# [cfg (target_feature = \"sm_90a\")]").nth(1).expect("an sm_90a body");
+    assert!(hopper.contains("wgmma_m64n64k16_f16_rs"), "A from registers");
+    assert!(hopper.contains("cp_async_wait_group :: < 1 >"), "copies one iteration ahead");
+    assert!(hopper.contains("checked_add (__step)"), "the next iteration's copies");
+}

@@ -385,8 +385,8 @@ macro_rules! native_float {
         }
 
         impl Float for $t {
-            #[inline] fn exp(self) -> Self { <$t>::exp(self) }
-            #[inline] fn exp2(self) -> Self { <$t>::exp2(self) }
+            #[inline] fn exp(self) -> Self { $m::flush(<$t>::exp(self)) }
+            #[inline] fn exp2(self) -> Self { $m::flush(<$t>::exp2(self)) }
             #[inline] fn log(self) -> Self { <$t>::ln(self) }
             #[inline] fn log2(self) -> Self { <$t>::log2(self) }
             #[inline] fn sqrt(self) -> Self { <$t>::sqrt(self) }
@@ -416,11 +416,23 @@ native_float!(f32: f32_math, f64: f64_math);
 
 /// `libm`'s functions under one name per dtype: the device code runs the same ones, so both
 /// backends give the same bits for `expm1`, `log10`, `log1p`, `tanh`, `erf` and `pow`.
+/// `flush`: what `exp` and `exp2` give for a result below the smallest normal number: zero in
+/// f32 (the device's `ex2.approx.ftz`, Triton's instruction), the result itself in f64.
 mod f32_math {
     pub use libm::{erff as erf, expm1f as expm1, log10f as log10, log1pf as log1p, powf as pow, tanhf as tanh};
+
+    #[inline]
+    pub fn flush(x: f32) -> f32 {
+        if x < f32::MIN_POSITIVE { 0.0 } else { x }
+    }
 }
 mod f64_math {
     pub use libm::{erf, expm1, log10, log1p, pow, tanh};
+
+    #[inline]
+    pub fn flush(x: f64) -> f64 {
+        x
+    }
 }
 
 /// `f16`/`bf16`: compute in f32, round once.
@@ -456,8 +468,8 @@ macro_rules! half_float {
         }
 
         impl Float for $t {
-            #[inline] fn exp(self) -> Self { <$t>::from_f32(self.to_f32().exp()) }
-            #[inline] fn exp2(self) -> Self { <$t>::from_f32(self.to_f32().exp2()) }
+            #[inline] fn exp(self) -> Self { <$t>::from_f32(f32_math::flush(self.to_f32().exp())) }
+            #[inline] fn exp2(self) -> Self { <$t>::from_f32(f32_math::flush(self.to_f32().exp2())) }
             #[inline] fn log(self) -> Self { <$t>::from_f32(self.to_f32().ln()) }
             #[inline] fn log2(self) -> Self { <$t>::from_f32(self.to_f32().log2()) }
             #[inline] fn sqrt(self) -> Self { <$t>::from_f32(self.to_f32().sqrt()) }
