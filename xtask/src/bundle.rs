@@ -15,6 +15,7 @@ const SUITE: &str = "suite";
 /// (`suite <subject>::`).
 const GPU_SUBJECTS: &[&str] = &["matmul", "batched_matmul", "kernels", "language", "numerics", "launch_errors", "tensors", "math", "atomics", "random", "scans", "reductions", "layer_norm", "softmax", "attention", "matmul_split_k", "debug", "types"];
 /// The suite's modules that test the CPU backend or the documentation only.
+#[cfg(test)]
 const CPU_SUBJECTS: &[&str] = &["cpu_errors", "guide"];
 /// kernel-runtime's own GPU tests (`tests/cuda.rs`, also run by `KERNEL_TEST_DEVICE=cuda`), bundled as
 /// `tests/runtime_cuda`.

@@ -23,7 +23,7 @@ impl DevGen<'_> {
     pub(super) fn operand_tile(&self, x: ExprId, layout: Layout, rows: usize, inner: usize) -> (Tile, Staging) {
         let wg = matches!(layout, Layout::Mma { wg: true, .. });
         let down = self.load_of(x).is_some_and(|l| matches!(self.k.exprs[l].kind, ExprKind::Load { ptr, .. } if self.contiguous_down(ptr)));
-        if wg && down && rows % 8 == 0 {
+        if wg && down && rows.is_multiple_of(8) {
             (Tile::of(layout, inner, rows), Staging::Cols)
         } else {
             (Tile::of(layout, rows, inner), Staging::Rows)
