@@ -1396,7 +1396,6 @@ impl<'a> DevGen<'a> {
         let np = tn * 8;
         let bf16 = self.k.exprs[a].ty.dtype() == Some(DType::BF16);
         let f = format_ident!("wgmma_m64n{}k16_{}", np, if bf16 { "bf16" } else { "f16" });
-        let tie = format_ident!("wgmma_tie_n{}", np);
         let slots = tm * tn * 4;
         let (ta, tb) = (u32::from(staging[0] == Staging::Cols), u32::from(staging[1] == Staging::Rows));
         let operand = |x, wg, per_wg, k_major| wgmma_operand(kk, x, wg, per_wg, k_major);
@@ -1411,10 +1410,6 @@ impl<'a> DevGen<'a> {
                 let db = (off_b(ks, 0) >> 4) as u64;
                 quote!(#d::#f::<#slots, #off, #ta, #tb>(&mut #acc, __da + #da, __db + #db);)
             })
-        });
-        let ties = (0..tm).map(|t| {
-            let off = t * tn * 4;
-            quote!(#d::#tie::<#slots, #off>(&mut #acc);)
         });
         let descs = quote! {
             let __wg: usize = __warp / 4;
@@ -1436,6 +1431,22 @@ impl<'a> DevGen<'a> {
             }
             None => (quote!(), descs),
         };
+        let (issue, finish) = self.wgmma_group(layout, acc, descs, calls.collect());
+        (setup, issue, finish)
+    }
+
+    /// The issue of one `wgmma` group (descriptors `descs`, then `calls` between the fence and
+    /// the commit) and its finish (the wait, then the accumulator tiles of `layout` in `acc`
+    /// tied after it).
+    fn wgmma_group(&self, layout: Layout, acc: &Ident, descs: TokenStream, calls: Vec<TokenStream>) -> (TokenStream, TokenStream) {
+        let d = &self.d;
+        let Layout::Mma { tm, tn, .. } = layout else { return (quote!(), quote!()) };
+        let tie = format_ident!("wgmma_tie_n{}", tn * 8);
+        let slots = tm * tn * 4;
+        let ties = (0..tm).map(|t| {
+            let off = t * tn * 4;
+            quote!(#d::#tie::<#slots, #off>(&mut #acc);)
+        });
         let issue = quote! {{
             #descs
             #d::wgmma_fence();
@@ -1446,7 +1457,7 @@ impl<'a> DevGen<'a> {
             #d::wgmma_wait::<0>();
             #(#ties)*
         };
-        (setup, issue, finish)
+        (issue, finish)
     }
 
     /// The A operand of a `wgmma` `dot` in `layout` (depth `kk`) taken from the threads'
@@ -1502,7 +1513,6 @@ impl<'a> DevGen<'a> {
         let np = tn * 8;
         let bf16 = self.k.exprs[a].ty.dtype() == Some(DType::BF16);
         let f = format_ident!("wgmma_m64n{}k16_{}_rs", np, if bf16 { "bf16" } else { "f16" });
-        let tie = format_ident!("wgmma_tie_n{}", np);
         let slots = tm * tn * 4;
         let tb = u32::from(staging_b == Staging::Rows);
         let ((lbo_b, sbo_b, row_b), first_b, off_b) = wgmma_operand(kk, n, quote!((__wg % #wn)), np, tb == 0);
@@ -1517,21 +1527,11 @@ impl<'a> DevGen<'a> {
                 quote!(#d::#f::<#slots, #off, #tb>(&mut #acc, [#ar[#r], #ar[#r1], #ar[#r2], #ar[#r3]], __db + #db);)
             })
         });
-        let ties = (0..tm).map(|t| {
-            let off = t * tn * 4;
-            quote!(#d::#tie::<#slots, #off>(&mut #acc);)
-        });
-        let issue = quote! {{
+        let descs = quote! {
             let __wg: usize = __warp / 4;
             let __db: u64 = #d::wgmma_desc(#sb + #first_b, #lbo_b as u32, #sbo_b as u32, #d::wgmma_swizzle_mode(#row_b));
-            #d::wgmma_fence();
-            #(#calls)*
-            #d::wgmma_commit();
-        }};
-        let finish = quote! {
-            #d::wgmma_wait::<0>();
-            #(#ties)*
         };
+        let (issue, finish) = self.wgmma_group(layout, acc, descs, calls.collect());
         (quote!(), issue, finish)
     }
 
