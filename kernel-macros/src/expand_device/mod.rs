@@ -237,6 +237,10 @@ struct DevGen<'a> {
     resident: RefCell<HashMap<ExprId, usize>>,
     /// `dot` operands copied one iteration ahead in the loops being generated (`operands.rs`).
     ahead: RefCell<HashMap<ExprId, operands::Ahead>>,
+    /// `dot`s of those loops followed by another `dot` in the same iteration: one whose operands
+    /// are all resident, ahead or in registers needs no barrier after it (the next `dot`'s
+    /// barrier comes before the next iteration's copies overwrite what it read).
+    followed: RefCell<std::collections::HashSet<ExprId>>,
     smem_max: Cell<usize>,
     iter_numel: Cell<usize>,
     iter_layout: Cell<Layout>,
@@ -325,6 +329,7 @@ impl<'a> DevGen<'a> {
             floor: Cell::new(0),
             resident: RefCell::new(HashMap::new()),
             ahead: RefCell::new(HashMap::new()),
+            followed: RefCell::new(std::collections::HashSet::new()),
             smem_max: Cell::new(0),
             iter_numel: Cell::new(0),
             iter_layout: Cell::new(Layout::Cyclic),
@@ -1257,6 +1262,11 @@ impl<'a> DevGen<'a> {
             quote!({ #setup #issue #finish })
         };
         self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: quote!(f32), numel: m * n, layout });
+        // Operands the statement staged may be overwritten by the next statement: a barrier
+        // after the product, unless every operand lives across the loop's statements.
+        let lasting = |x: ExprId| self.resident.borrow().contains_key(&x) || self.ahead.borrow().contains_key(&x);
+        let free = self.followed.borrow().contains(&id) && (reg_a.is_some() || lasting(a)) && lasting(b);
+        let after = (!free).then(|| quote!(#d::bar_sync();));
         quote! {
             let mut #out: [f32; #slots] = [0.0f32; #slots];
             #init
@@ -1265,7 +1275,7 @@ impl<'a> DevGen<'a> {
             #fence
             #d::bar_sync();
             #compute
-            #d::bar_sync();
+            #after
         }
     }
 

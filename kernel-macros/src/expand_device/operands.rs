@@ -120,7 +120,8 @@ impl DevGen<'_> {
     /// ahead of a store could read memory the store was to change). Returns the code before the
     /// loop (the first iteration's copies) and at the top of each iteration (the next one's,
     /// `__i` being the iteration's variable), each ending with a `cp.async` group, and the
-    /// variable the caller declares and counts the iterations' parity in.
+    /// variable the caller declares and counts the iterations' parity in. The body's `dot`s
+    /// before its last one are marked `followed` (see `DevGen::followed`).
     pub(super) fn plan_ahead(&self, body: &[Stmt], var: LocalId, t: &TokenStream) -> Option<(TokenStream, TokenStream, Ident)> {
         let k = self.k;
         if body_writes(k, body) {
@@ -150,6 +151,10 @@ impl DevGen<'_> {
             }
         }
         let parity = &parity.get()?.clone();
+        let dots = self.body_dots(body);
+        if let Some((_, before_last)) = dots.split_last() {
+            self.followed.borrow_mut().extend(before_last.iter().copied());
+        }
         self.floor.set(self.cursor.get());
         let d = &self.d;
         let id = crate::expand_cpu::local_ident(k, var);

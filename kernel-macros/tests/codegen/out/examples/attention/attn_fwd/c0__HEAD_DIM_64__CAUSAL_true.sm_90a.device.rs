@@ -3384,7 +3384,6 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_true(
             0usize,
           >(&mut __mma2);
         }
-        ::kernel_std::__private::device::bar_sync();
         let mut qk_20: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           16usize,

@@ -3631,7 +3631,6 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
             },
           );
         }
-        ::kernel_std::__private::device::bar_sync();
         let mut qk_20: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           16usize,
