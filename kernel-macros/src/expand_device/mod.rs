@@ -387,13 +387,13 @@ impl<'a> DevGen<'a> {
             }
         }
         walk(&k.body, &mut lets, &mut assigns);
-        let inline = self.single_use_loads(&lets, &assigns);
         let mut uses = vec![0usize; k.locals.len()];
         for e in &k.exprs {
             if let ExprKind::Local(l) = e.kind {
                 uses[l] += 1;
             }
         }
+        let inline = self.single_use_loads(&lets, &assigns, &uses);
         let mut kinds: Vec<LocalKind> = Vec::with_capacity(k.locals.len());
         for (id, l) in k.locals.iter().enumerate() {
             let kind = if l.ty.is_scalar() {
@@ -417,14 +417,9 @@ impl<'a> DevGen<'a> {
 
     /// Immutable block locals defined by a `load`, referenced exactly once, by a `let`,
     /// assignment or store that follows their definition with only `let`s in between.
-    fn single_use_loads(&self, lets: &HashMap<LocalId, ExprId>, assigns: &HashMap<LocalId, Vec<ExprId>>) -> Vec<LocalId> {
+    /// `uses`: how many expressions read each local.
+    fn single_use_loads(&self, lets: &HashMap<LocalId, ExprId>, assigns: &HashMap<LocalId, Vec<ExprId>>, uses: &[usize]) -> Vec<LocalId> {
         let k = self.k;
-        let mut uses = vec![0usize; k.locals.len()];
-        for e in &k.exprs {
-            if let ExprKind::Local(l) = e.kind {
-                uses[l] += 1;
-            }
-        }
         let mut out = Vec::new();
         fn scan(k: &Kernel, stmts: &[Stmt], uses: &[usize], lets: &HashMap<LocalId, ExprId>, assigns: &HashMap<LocalId, Vec<ExprId>>, out: &mut Vec<LocalId>) {
             for (i, s) in stmts.iter().enumerate() {
@@ -467,7 +462,7 @@ impl<'a> DevGen<'a> {
                 }
             }
         }
-        scan(k, &k.body, &uses, lets, assigns, &mut out);
+        scan(k, &k.body, uses, lets, assigns, &mut out);
         out
     }
 
@@ -1253,7 +1248,7 @@ impl<'a> DevGen<'a> {
         });
         let (sa, sb) = (quote!(#d::smem_addr() + #off_a as u32), quote!(#d::smem_addr() + #off_b as u32));
         let compute = if let Some((fill, ar)) = &reg_a {
-            let (setup, issue, finish) = self.wgmma_compute_rs(a, layout, kk, &out, sb, staging_b, ar);
+            let (setup, issue, finish) = self.wgmma_compute_rs(layout, kk, &out, sb, staging_b, ar);
             quote!({ #fill #setup #issue #finish })
         } else if (staging_a, staging_b) == (Staging::Rows, Staging::Rows) {
             self.mma_compute(a, layout, kk, &out, sa, sb)
@@ -1486,13 +1481,7 @@ impl<'a> DevGen<'a> {
         if (wm_a, tm_a, n_a, tn_a * 8) != (wm, tm, kk, kk) || self.k.exprs[a].ty.dtype() != Some(DType::F16) {
             return None;
         }
-        let x = self.cast_from_f32(a)?;
-        let scope = self.enter_iteration(self.numel(a), src);
-        let xv = self.ev(x, &At::Own);
-        if !self.leave_iteration(scope).is_empty() {
-            return None;
-        }
-        let flat = Self::mma_flat_at(src, &quote!(__j));
+        let value_fn = self.cast_slot_fn(a, self.numel(a), src)?;
         let steps = kk / 16;
         let regs = (0..tm).flat_map(|t| {
             (0..steps).flat_map(move |ks| {
@@ -1507,7 +1496,7 @@ impl<'a> DevGen<'a> {
         let ar = self.fresh("ar");
         let fill = quote! {
             let #ar: [u32; #n] = {
-                let __val = #d::inline_fn(#[inline(always)] |__j: usize| -> f32 { let __f: usize = #flat; #xv });
+                #value_fn
                 [#(#regs),*]
             };
         };
@@ -1516,13 +1505,12 @@ impl<'a> DevGen<'a> {
 
     /// [`Self::wgmma_compute`] with A in registers (`ar`, from [`Self::register_a`]) and B staged
     /// at shared address `sb` as `staging_b` says.
-    #[allow(clippy::too_many_arguments)]
-    fn wgmma_compute_rs(&self, a: ExprId, layout: Layout, kk: usize, acc: &Ident, sb: TokenStream, staging_b: Staging, ar: &Ident) -> (TokenStream, TokenStream, TokenStream) {
+    fn wgmma_compute_rs(&self, layout: Layout, kk: usize, acc: &Ident, sb: TokenStream, staging_b: Staging, ar: &Ident) -> (TokenStream, TokenStream, TokenStream) {
         let d = &self.d;
         let Layout::Mma { wn, tm, tn, n, .. } = layout else { return (quote!(), quote!(), quote!()) };
         let np = tn * 8;
-        let bf16 = self.k.exprs[a].ty.dtype() == Some(DType::BF16);
-        let f = format_ident!("wgmma_m64n{}k16_{}_rs", np, if bf16 { "bf16" } else { "f16" });
+        // f16 only: `register_a` packs the fragments with `cvt.rn.f16x2.f32`.
+        let f = format_ident!("wgmma_m64n{}k16_f16_rs", np);
         let slots = tm * tn * 4;
         let tb = u32::from(staging_b == Staging::Rows);
         let ((lbo_b, sbo_b, row_b), first_b, off_b) = wgmma_operand(kk, n, quote!((__wg % #wn)), np, tb == 0);
@@ -1554,16 +1542,7 @@ impl<'a> DevGen<'a> {
         if !matches!(layout, Layout::Mma { .. }) || ty.elem != Elem::Val(DType::F16) {
             return None;
         }
-        let x = self.cast_from_f32(value)?;
-        let scope = self.enter_iteration(numel, layout);
-        let xv = self.ev(x, &At::Own);
-        if !self.leave_iteration(scope).is_empty() {
-            return None;
-        }
-        let flat = Self::mma_flat_at(layout, &quote!(__j));
-        let value_fn = quote! {
-            let __val = #d::inline_fn(#[inline(always)] |__j: usize| -> f32 { let __f: usize = #flat; #xv });
-        };
+        let value_fn = self.cast_slot_fn(value, numel, layout)?;
         let pairs = self.unrolled(
             self.slots(numel, layout) / 2,
             quote!(__p),
@@ -1574,6 +1553,24 @@ impl<'a> DevGen<'a> {
             },
         );
         Some(quote!({ #value_fn #pairs }))
+    }
+
+    /// For `value`, a cast of an f32 block of `numel` elements in the `mma` layout `layout`: the
+    /// closure `__val(j)` (bound by the returned statement) giving the f32 value of this thread's
+    /// slot `j`, to be converted in pairs. `None` when `value` is no such cast or its f32 values
+    /// read other threads' elements.
+    fn cast_slot_fn(&self, value: ExprId, numel: usize, layout: Layout) -> Option<TokenStream> {
+        let d = &self.d;
+        let x = self.cast_from_f32(value)?;
+        let scope = self.enter_iteration(numel, layout);
+        let xv = self.ev(x, &At::Own);
+        if !self.leave_iteration(scope).is_empty() {
+            return None;
+        }
+        let flat = Self::mma_flat_at(layout, &quote!(__j));
+        Some(quote! {
+            let __val = #d::inline_fn(#[inline(always)] |__j: usize| -> f32 { let __f: usize = #flat; #xv });
+        })
     }
 
     /// `x` when `e` is a cast of the f32 block `x` (directly or through locals evaluated at

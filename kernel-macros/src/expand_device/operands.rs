@@ -76,26 +76,34 @@ impl DevGen<'_> {
         dots
     }
 
+    /// The operands of the tensor-core `dot`s among `dots`: each operand expression with its
+    /// `dot`'s layout and its `[rows, inner]` shape.
+    fn tensor_core_operands(&self, dots: &[ExprId]) -> Vec<(ExprId, Layout, usize, usize)> {
+        let mut out = Vec::new();
+        for &dot in dots {
+            let ExprKind::Dot { a, b, .. } = self.k.exprs[dot].kind else { continue };
+            let Some(layout) = self.mma_tiling(dot) else { continue };
+            let (m, kk, n) = (self.shapes[a][0], self.shapes[a][1], self.shapes[b][1]);
+            out.extend([(a, layout, m, kk), (b, layout, kk, n)]);
+        }
+        out
+    }
+
     /// Stages in shared memory, before a loop with body `body`, the tensor-core `dot` operands of
     /// its statements that the loop does not change (immutable locals defined before it, such
     /// as flash attention's query tile), and reserves their tiles below `floor` for the loop's
     /// statements (the caller restores `floor` after the body). The code ends with a barrier.
     pub(super) fn stage_resident(&self, body: &[Stmt]) -> TokenStream {
         let k = self.k;
-        let defined_inside = |l: LocalId| assigned_values_in(body).contains_key(&l);
+        let inside = assigned_values_in(body);
         let mut plans = Vec::new();
-        for dot in self.body_dots(body) {
-            let ExprKind::Dot { a, b, .. } = k.exprs[dot].kind else { continue };
-            let Some(layout) = self.mma_tiling(dot) else { continue };
-            let (m, kk, n) = (self.shapes[a][0], self.shapes[a][1], self.shapes[b][1]);
-            for (x, rows, inner) in [(a, m, kk), (b, kk, n)] {
-                let invariant = matches!(k.exprs[x].kind, ExprKind::Local(l) if !k.locals[l].mutable && matches!(self.kinds[l], LocalKind::Materialized) && !defined_inside(l));
-                if invariant && !self.resident.borrow().contains_key(&x) {
-                    let (align, fence) = self.operand_staging(layout);
-                    let off = self.alloc_aligned((rows * inner * 2).next_multiple_of(align), align);
-                    self.resident.borrow_mut().insert(x, off);
-                    plans.push((x, self.operand_tile(x, layout, rows, inner), off, fence));
-                }
+        for (x, layout, rows, inner) in self.tensor_core_operands(&self.body_dots(body)) {
+            let invariant = matches!(k.exprs[x].kind, ExprKind::Local(l) if !k.locals[l].mutable && matches!(self.kinds[l], LocalKind::Materialized) && !inside.contains_key(&l));
+            if invariant && !self.resident.borrow().contains_key(&x) {
+                let (align, fence) = self.operand_staging(layout);
+                let off = self.alloc_aligned((rows * inner * 2).next_multiple_of(align), align);
+                self.resident.borrow_mut().insert(x, off);
+                plans.push((x, self.operand_tile(x, layout, rows, inner), off, fence));
             }
         }
         if plans.is_empty() {
@@ -128,30 +136,25 @@ impl DevGen<'_> {
             return None;
         }
         let inside = assigned_values_in(body);
+        let dots = self.body_dots(body);
         // Named when the first operand is planned (no name is used up otherwise).
         let parity = std::cell::OnceCell::new();
         let mut ops = Vec::new();
-        for dot in self.body_dots(body) {
-            let ExprKind::Dot { a, b, .. } = k.exprs[dot].kind else { continue };
-            let Some(layout) = self.mma_tiling(dot) else { continue };
-            let (m, kk, n) = (self.shapes[a][0], self.shapes[a][1], self.shapes[b][1]);
-            for (x, rows, inner) in [(a, m, kk), (b, kk, n)] {
-                let Some(load) = self.load_of(x) else { continue };
-                let ExprKind::Load { ptr, mask, other } = k.exprs[load].kind else { continue };
-                let steady = [Some(ptr), mask, other].into_iter().flatten().all(|e| self.loop_steady(e, var, &inside));
-                if steady && !self.ahead.borrow().contains_key(&x) && !self.resident.borrow().contains_key(&x) {
-                    let (align, _) = self.operand_staging(layout);
-                    let size = (rows * inner * 2).next_multiple_of(align);
-                    let bufs = [self.alloc_aligned(size, align), self.alloc_aligned(size, align)];
-                    let (tile, staging) = self.operand_tile(x, layout, rows, inner);
-                    let parity = parity.get_or_init(|| self.fresh("it")).clone();
-                    self.ahead.borrow_mut().insert(x, Ahead { bufs, staging, parity });
-                    ops.push((x, tile, staging, bufs));
-                }
+        for (x, layout, rows, inner) in self.tensor_core_operands(&dots) {
+            let Some(load) = self.load_of(x) else { continue };
+            let ExprKind::Load { ptr, mask, other } = k.exprs[load].kind else { continue };
+            let steady = [Some(ptr), mask, other].into_iter().flatten().all(|e| self.loop_steady(e, var, &inside));
+            if steady && !self.ahead.borrow().contains_key(&x) && !self.resident.borrow().contains_key(&x) {
+                let (align, _) = self.operand_staging(layout);
+                let size = (rows * inner * 2).next_multiple_of(align);
+                let bufs = [self.alloc_aligned(size, align), self.alloc_aligned(size, align)];
+                let (tile, staging) = self.operand_tile(x, layout, rows, inner);
+                let parity = parity.get_or_init(|| self.fresh("it")).clone();
+                self.ahead.borrow_mut().insert(x, Ahead { bufs, staging, parity });
+                ops.push((x, tile, staging, bufs));
             }
         }
         let parity = &parity.get()?.clone();
-        let dots = self.body_dots(body);
         if let Some((_, before_last)) = dots.split_last() {
             self.followed.borrow_mut().extend(before_last.iter().copied());
         }
@@ -230,7 +233,8 @@ impl DevGen<'_> {
         let at = |i: usize| At::Flat(quote!((__f0 + #i)));
         // A pointer block that steps by one element along the row needs only the chunk's ends.
         let unit = matches!(self.strides(ptr).as_deref(), Some([.., affine::Stride::Const(1)]));
-        let ptrs: Vec<TokenStream> = if unit { [0, 7].iter() } else { [0, 1, 2, 3, 4, 5, 6, 7].iter() }.map(|i| self.operand(load, ptr, &at(*i))).collect();
+        let tested: Vec<usize> = if unit { vec![0, 7] } else { (0..8).collect() };
+        let ptrs: Vec<TokenStream> = tested.iter().map(|i| self.operand(load, ptr, &at(*i))).collect();
         let masks: Vec<TokenStream> = match mask {
             Some(m) if !self.mask_varies(load, m, 1) => vec![self.operand(load, m, &at(0))],
             Some(m) => match self.load_chunk_all(load, m, &quote!(__f0), 8) {
@@ -250,9 +254,9 @@ impl DevGen<'_> {
             // Operands that need other threads' registers take the general path.
             return general(self);
         }
-        let p_names: Vec<Ident> = if unit { vec![format_ident!("__p0"), format_ident!("__p7")] } else { (0..8usize).map(|i| format_ident!("__p{}", i)).collect() };
-        let contiguous = p_names.iter().skip(1).map(|p| {
-            let bytes = 2 * p.to_string()[3..].parse::<usize>().unwrap_or(0);
+        let p_names: Vec<Ident> = tested.iter().map(|i| format_ident!("__p{}", i)).collect();
+        let contiguous = tested.iter().zip(&p_names).skip(1).map(|(i, p)| {
+            let bytes = 2 * i;
             quote!((#p as usize) == (__p0 as usize) + #bytes)
         });
         let s0 = tile.index(quote!(__f0));

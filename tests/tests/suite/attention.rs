@@ -111,13 +111,19 @@ fn wrapper_errors() {
     let dev = tests::test_device();
     let t = |shape: &[usize]| Tensor::<f16>::zeros(&dev, shape).unwrap();
     let q = t(&[1, 2, 64, 64]);
+    // The argument named, and the message a user sees.
     let bad_arg = |r: Result<Tensor<f16>, LaunchError>| match r {
-        Err(LaunchError::InvalidArgument { arg, .. }) => arg,
+        Err(e @ LaunchError::InvalidArgument { arg, .. }) => (arg, e.to_string()),
         other => panic!("expected an invalid argument, got {other:?}"),
     };
-    assert_eq!(bad_arg(attention(&t(&[2, 64, 64]), &q, &q, false, 1.0)), "q");
-    assert_eq!(bad_arg(attention(&t(&[1, 2, 64, 32]), &t(&[1, 2, 64, 32]), &t(&[1, 2, 64, 32]), false, 1.0)), "q");
-    assert_eq!(bad_arg(attention(&q, &t(&[1, 2, 32, 64]), &q, false, 1.0)), "k");
-    assert_eq!(bad_arg(attention(&q, &q, &t(&[1, 2, 64, 64]).transpose(2, 3).unwrap(), false, 1.0)), "v");
-    assert_eq!(bad_arg(attention(&t(&[1, 70_000, 1, 64]), &t(&[1, 70_000, 1, 64]), &t(&[1, 70_000, 1, 64]), false, 1.0)), "q");
+    let (arg, msg) = bad_arg(attention(&t(&[2, 64, 64]), &q, &q, false, 1.0));
+    assert!(arg == "q" && msg.contains("a 4-D tensor (batch, heads, n_ctx, head_dim)") && msg.contains("[2, 64, 64]"), "{msg}");
+    let (arg, msg) = bad_arg(attention(&t(&[1, 2, 64, 32]), &t(&[1, 2, 64, 32]), &t(&[1, 2, 64, 32]), false, 1.0));
+    assert!(arg == "q" && msg.contains("a head dimension of 64 or 128") && msg.contains("32"), "{msg}");
+    let (arg, msg) = bad_arg(attention(&q, &t(&[1, 2, 32, 64]), &q, false, 1.0));
+    assert!(arg == "k" && msg.contains("shape [1, 2, 64, 64]") && msg.contains("[1, 2, 32, 64]"), "{msg}");
+    let (arg, msg) = bad_arg(attention(&q, &q, &t(&[1, 2, 64, 64]).transpose(2, 3).unwrap(), false, 1.0));
+    assert!(arg == "v" && msg.contains("a contiguous last dimension"), "{msg}");
+    let (arg, msg) = bad_arg(attention(&t(&[1, 70_000, 1, 64]), &t(&[1, 70_000, 1, 64]), &t(&[1, 70_000, 1, 64]), false, 1.0));
+    assert!(arg == "q" && msg.contains("at most 65535 batch entries times heads") && msg.contains("70000"), "{msg}");
 }
