@@ -117,15 +117,19 @@ pub fn check_dot(a: &Ty, b: &Ty, acc: Option<&Ty>) -> Result<Ty, String> {
     let (Some(da), Some(db)) = (a.dtype(), b.dtype()) else {
         return Err("dot operands must be values, not pointers: load them first".to_string());
     };
-    if da != db {
-        return Err(format!("dot operands must have the same dtype, found {da} and {db}"));
+    // The 8-bit floats may be mixed (as `wgmma` allows), and so may i8 and u8.
+    let same_family = da == db || (da.is_fp8() && db.is_fp8()) || (matches!(da, DType::I8 | DType::U8) && matches!(db, DType::I8 | DType::U8));
+    if !same_family {
+        return Err(format!("dot operands must have the same dtype, found {da} and {db} (f8e4m3 and f8e5m2 mix, and so do i8 and u8)"));
     }
-    if !matches!(da, DType::F16 | DType::BF16 | DType::F32) {
-        return Err(format!("dot supports f16, bf16 and f32 operands, found {da}"));
-    }
-    let out = Ty::block(DType::F32, vec![a.shape[0].clone(), b.shape[1].clone()]);
+    let out_dtype = match da {
+        DType::F16 | DType::BF16 | DType::F32 | DType::F8E4M3 | DType::F8E5M2 => DType::F32,
+        DType::I8 | DType::U8 => DType::I32,
+        _ => return Err(format!("dot supports f16, bf16, f32, f8e4m3 and f8e5m2 operands (f32 results) and i8 and u8 operands (i32 results), found {da}")),
+    };
+    let out = Ty::block(out_dtype, vec![a.shape[0].clone(), b.shape[1].clone()]);
     if let Some(acc) = acc {
-        if acc.elem != Elem::Val(DType::F32) || acc.shape != out.shape {
+        if acc.elem != Elem::Val(out_dtype) || acc.shape != out.shape {
             return Err(format!("dot accumulator must be {out}, found {acc}"));
         }
     }

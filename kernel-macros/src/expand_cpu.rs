@@ -58,6 +58,8 @@ pub fn dtype_tokens(d: DType, rt: &TokenStream) -> TokenStream {
         DType::U16 => quote!(u16),
         DType::U32 => quote!(u32),
         DType::Bool => quote!(bool),
+        DType::F8E4M3 => quote!(#rt::f8e4m3),
+        DType::F8E5M2 => quote!(#rt::f8e5m2),
     }
 }
 
@@ -350,7 +352,8 @@ impl<'a> CpuGen<'a> {
                 self.result(quote!(#rt::cpu::load::<#t>(__ctx, #p, #m, #o, #site)?), ty)
             }
             ExprKind::Dot { a, b, acc } => {
-                let at = self.elem_ty(&k.exprs[*a].ty);
+                let (at, bt) = (self.elem_ty(&k.exprs[*a].ty), self.elem_ty(&k.exprs[*b].ty));
+                let f = if ty.dtype() == Some(DType::I32) { quote!(dot_i32) } else { quote!(dot) };
                 let (a, b) = (self.as_blk(self.expr(*a)), self.as_blk(self.expr(*b)));
                 let acc = match acc {
                     Some(x) => {
@@ -359,7 +362,7 @@ impl<'a> CpuGen<'a> {
                     }
                     None => quote!(None),
                 };
-                Val { ts: quote!(#rt::cpu::dot::<#at>(#a, #b, #acc)), place: false, scalar: false }
+                Val { ts: quote!(#rt::cpu::#f::<#at, #bt>(#a, #b, #acc)), place: false, scalar: false }
             }
             ExprKind::Reduce { op, x, axis } => {
                 let t = self.elem_ty(&k.exprs[*x].ty);
@@ -378,11 +381,11 @@ impl<'a> CpuGen<'a> {
                 self.result(quote!(#rt::cpu::reduce_with(#b, #axis, #f)), ty)
             }
             ExprKind::Scan { op, x, axis, reverse } => {
-                // f16/bf16 accumulate in f32 and round each output, as on the GPU.
+                // f16, bf16 and the 8-bit floats accumulate in f32 and round each output, as on the GPU.
                 let xt = &k.exprs[*x].ty;
                 let t = self.elem_ty(xt);
                 let b = self.as_blk(self.expr(*x));
-                let half = matches!(xt.dtype(), Some(DType::F16 | DType::BF16));
+                let half = xt.dtype().is_some_and(DType::is_narrow_float);
                 let acc = if half { quote!(f32) } else { t.clone() };
                 let f = match op {
                     ScanOp::Sum => quote!(<#acc as #rt::cpu::Num>::add),

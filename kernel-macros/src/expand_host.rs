@@ -45,6 +45,8 @@ fn dtype_kind(d: DType) -> TokenStream {
             DType::U16 => "U16",
             DType::U32 => "U32",
             DType::Bool => "Bool",
+            DType::F8E4M3 => "F8E4M3",
+            DType::F8E5M2 => "F8E5M2",
         }
     );
     quote!(#rt::DTypeKind::#v)

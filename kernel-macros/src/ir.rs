@@ -24,10 +24,14 @@ pub enum DType {
     U16,
     U32,
     Bool,
+    /// 8-bit float, 4 exponent and 3 mantissa bits, no infinities (`float8_e4m3fn`).
+    F8E4M3,
+    /// 8-bit float, 5 exponent and 2 mantissa bits (`float8_e5m2`).
+    F8E5M2,
 }
 
 impl DType {
-    pub const ALL: [DType; 12] = [
+    pub const ALL: [DType; 14] = [
         DType::F16,
         DType::BF16,
         DType::F32,
@@ -40,6 +44,8 @@ impl DType {
         DType::U16,
         DType::U32,
         DType::Bool,
+        DType::F8E4M3,
+        DType::F8E5M2,
     ];
     /// The integer dtypes, for messages.
     pub const INTS: [DType; 7] = [DType::I8, DType::I16, DType::I32, DType::I64, DType::U8, DType::U16, DType::U32];
@@ -71,10 +77,20 @@ impl DType {
             DType::U16 => "u16",
             DType::U32 => "u32",
             DType::Bool => "bool",
+            DType::F8E4M3 => "f8e4m3",
+            DType::F8E5M2 => "f8e5m2",
         }
     }
     pub fn is_float(self) -> bool {
-        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64 | DType::F8E4M3 | DType::F8E5M2)
+    }
+    /// The 8-bit floats (stored as bytes; arithmetic on them is done in f32 and rounded once).
+    pub fn is_fp8(self) -> bool {
+        matches!(self, DType::F8E4M3 | DType::F8E5M2)
+    }
+    /// Floats narrower than f32: f16, bf16 and the 8-bit floats (scans accumulate them in f32).
+    pub fn is_narrow_float(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16) || self.is_fp8()
     }
     pub fn is_int(self) -> bool {
         matches!(self, DType::I8 | DType::I16 | DType::I32 | DType::I64 | DType::U8 | DType::U16 | DType::U32)
@@ -89,7 +105,7 @@ impl DType {
     pub fn bits(self) -> u32 {
         match self {
             DType::Bool => 1,
-            DType::I8 | DType::U8 => 8,
+            DType::I8 | DType::U8 | DType::F8E4M3 | DType::F8E5M2 => 8,
             DType::F16 | DType::BF16 | DType::I16 | DType::U16 => 16,
             DType::F32 | DType::I32 | DType::U32 => 32,
             DType::F64 | DType::I64 => 64,

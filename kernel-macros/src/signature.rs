@@ -54,8 +54,21 @@ pub struct ApiMeta {
 pub const SCALAR_PARAM_DTYPES: [DType; 10] =
     [DType::F32, DType::F64, DType::I8, DType::I16, DType::I32, DType::I64, DType::U8, DType::U16, DType::U32, DType::Bool];
 /// The element types of `Ptr<T>` parameters.
-pub const PTR_DTYPES: [DType; 11] =
-    [DType::F16, DType::BF16, DType::F32, DType::F64, DType::I8, DType::I16, DType::I32, DType::I64, DType::U8, DType::U16, DType::U32];
+pub const PTR_DTYPES: [DType; 13] = [
+    DType::F16,
+    DType::BF16,
+    DType::F32,
+    DType::F64,
+    DType::F8E4M3,
+    DType::F8E5M2,
+    DType::I8,
+    DType::I16,
+    DType::I32,
+    DType::I64,
+    DType::U8,
+    DType::U16,
+    DType::U32,
+];
 
 /// The message for a parameter type kernels do not support.
 fn unsupported_param_message(ty: &Type) -> String {
@@ -67,7 +80,7 @@ fn unsupported_param_message(ty: &Type) -> String {
             return format!("unsupported element type `{what}` in `Ptr<{what}>`: the element type of a pointer is {ptrs}");
         }
         let name = id.to_string();
-        if args.is_empty() && matches!(name.as_str(), "f16" | "bf16") {
+        if args.is_empty() && matches!(name.as_str(), "f16" | "bf16" | "f8e4m3" | "f8e5m2") {
             return format!("unsupported scalar parameter type `{id}`: a scalar parameter is {scalars} (pass an {id} value as f32 and convert it with `.to::<{id}>()`)");
         }
         if args.is_empty() && matches!(name.as_str(), "u64" | "i128" | "u128" | "usize" | "isize") {

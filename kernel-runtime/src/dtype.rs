@@ -6,6 +6,8 @@ use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 use half::{bf16, f16};
 
+use crate::{f8e4m3, f8e5m2};
+
 use crate::convert;
 use crate::cpu::{Cast, Num};
 
@@ -43,6 +45,11 @@ pub enum DTypeKind {
     U16,
     /// Boolean (one byte on the host).
     Bool,
+    /// 8-bit float with 4 exponent and 3 mantissa bits, no infinities (PyTorch's
+    /// `float8_e4m3fn`).
+    F8E4M3,
+    /// 8-bit float with 5 exponent and 2 mantissa bits (PyTorch's `float8_e5m2`).
+    F8E5M2,
 }
 
 impl DTypeKind {
@@ -55,7 +62,7 @@ impl DTypeKind {
     /// ```
     pub const fn size_bytes(self) -> usize {
         match self {
-            DTypeKind::Bool | DTypeKind::I8 | DTypeKind::U8 => 1,
+            DTypeKind::Bool | DTypeKind::I8 | DTypeKind::U8 | DTypeKind::F8E4M3 | DTypeKind::F8E5M2 => 1,
             DTypeKind::F16 | DTypeKind::BF16 | DTypeKind::I16 | DTypeKind::U16 => 2,
             DTypeKind::F32 | DTypeKind::I32 | DTypeKind::U32 => 4,
             DTypeKind::F64 | DTypeKind::I64 => 8,
@@ -82,6 +89,8 @@ impl DTypeKind {
             DTypeKind::U8 => "u8",
             DTypeKind::U16 => "u16",
             DTypeKind::Bool => "bool",
+            DTypeKind::F8E4M3 => "f8e4m3",
+            DTypeKind::F8E5M2 => "f8e5m2",
         }
     }
 
@@ -93,7 +102,7 @@ impl DTypeKind {
     /// assert!(!DTypeKind::U32.is_float());
     /// ```
     pub const fn is_float(self) -> bool {
-        matches!(self, DTypeKind::F16 | DTypeKind::BF16 | DTypeKind::F32 | DTypeKind::F64)
+        matches!(self, DTypeKind::F16 | DTypeKind::BF16 | DTypeKind::F32 | DTypeKind::F64 | DTypeKind::F8E4M3 | DTypeKind::F8E5M2)
     }
 }
 
@@ -172,7 +181,7 @@ pub(crate) mod sealed {
 use sealed::{Cells, Storage};
 
 /// An element type a [`Tensor`](crate::Tensor) can hold: `f16`, `bf16`, `f32`,
-/// `f64`, `i8`, `i16`, `i32`, `i64`, `u8`, `u16` and `u32`. Sealed: implemented only by this crate.
+/// `f64`, `f8e4m3`, `f8e5m2`, `i8`, `i16`, `i32`, `i64`, `u8`, `u16` and `u32`. Sealed: implemented only by this crate.
 ///
 /// ```
 /// use kernel_runtime::{f16, DType, DTypeKind};
@@ -258,6 +267,8 @@ storage_impl!(i8, AtomicU8, U8, |v: i8| v as u8, |b: u8| b as i8);
 storage_impl!(u8, AtomicU8, U8, |v: u8| v, |b: u8| b);
 storage_impl!(i16, AtomicU16, U16, |v: i16| v as u16, |b: u16| b as i16);
 storage_impl!(u16, AtomicU16, U16, |v: u16| v, |b: u16| b);
+storage_impl!(f8e4m3, AtomicU8, U8, |v: f8e4m3| v.to_bits(), f8e4m3::from_bits);
+storage_impl!(f8e5m2, AtomicU8, U8, |v: f8e5m2| v.to_bits(), f8e5m2::from_bits);
 
 impl DType for f16 {
     const KIND: DTypeKind = DTypeKind::F16;
@@ -298,6 +309,23 @@ impl DType for f64 {
         v
     }
 }
+
+macro_rules! fp8_dtype {
+    ($t:ty, $kind:ident) => {
+        impl DType for $t {
+            const KIND: DTypeKind = DTypeKind::$kind;
+            fn to_f64(self) -> f64 {
+                <$t>::to_f64(&self)
+            }
+            /// Rounded to nearest even once, saturating to the largest finite value.
+            fn from_f64(v: f64) -> Self {
+                <$t>::from_f64(v)
+            }
+        }
+    };
+}
+fp8_dtype!(f8e4m3, F8E4M3);
+fp8_dtype!(f8e5m2, F8E5M2);
 
 macro_rules! int_dtype {
     ($t:ty, $kind:ident) => {

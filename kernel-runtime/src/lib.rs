@@ -6,7 +6,8 @@
 //!
 //! - [`Device`]: the CPU (rayon) or a CUDA GPU ([`Device::best`] picks one);
 //! - [`Tensor`]: strided, shared n-dimensional arrays of [`DType`] elements
-//!   (`f16`, `bf16`, `f32`, `f64`, `i32`, `u32`, `i64`);
+//!   (`f16`, `bf16`, `f32`, `f64`, the 8-bit floats `f8e4m3` and `f8e5m2`, and the integers
+//!   `i8` to `i64`, `u8` to `u32`);
 //! - launch parameters: [`Grid`] (a tuple or a closure of the meta-parameters,
 //!   with [`cdiv`]), [`Config`] / [`MetaValue`] / [`Func`] (Triton's
 //!   `triton.Config`), and [`LaunchError`];
@@ -103,6 +104,9 @@ pub use grid::{cdiv, Grid, GridDims, GridInt, MAX_GRID_X, MAX_GRID_YZ};
 pub use settings::{Settings, SettingsError};
 pub use split::{split_plan, wide_plan, with_split, SplitChoice, SplitPlan, SplitPolicy, DEFAULT_MAX_PARTS};
 pub use half::{bf16, f16};
+/// The 8-bit floats: `f8e4m3` (4 exponent bits, 3 mantissa bits, no infinities; PyTorch's
+/// `float8_e4m3fn`) and `f8e5m2` (PyTorch's `float8_e5m2`), the `float8` crate's types.
+pub use float8::{F8E4M3 as f8e4m3, F8E5M2 as f8e5m2};
 pub use tensor::Tensor;
 #[cfg(feature = "cuda")]
 pub use stream::{with_stream, ExternalStream};
@@ -132,4 +136,5 @@ pub mod __private {
         with_split, Config, DType, DTypeKind, Device, Func, Grid, GridDims, LaunchError, MetaValue, Tensor,
     };
     pub use half::{bf16, f16};
+    pub use crate::{f8e4m3, f8e5m2};
 }

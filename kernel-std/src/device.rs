@@ -18,14 +18,26 @@ pub struct F16(pub u16);
 #[repr(transparent)]
 pub struct BF16(pub u16);
 
+/// An `f8e4m3` value (4 exponent bits, 3 mantissa bits, no infinities), as its bits.
+#[derive(Clone, Copy, Default, PartialEq)]
+#[repr(transparent)]
+pub struct F8E4M3(pub u8);
+
+/// An `f8e5m2` value (5 exponent bits, 2 mantissa bits), as its bits.
+#[derive(Clone, Copy, Default, PartialEq)]
+#[repr(transparent)]
+pub struct F8E5M2(pub u8);
+
 mod atomic;
 mod debug;
+mod fp8;
 mod split;
 mod tma;
 mod unroll;
 mod wgmma;
 pub use atomic::*;
 pub use debug::*;
+pub use fp8::*;
 pub use split::*;
 pub use tma::*;
 pub use unroll::*;
@@ -143,6 +155,52 @@ pub fn f32_to_bf16(x: f32) -> BF16 {
     BF16((r >> 16) as u16)
 }
 
+/// `x` as an `f8e4m3` or `f8e5m2` (`E5M2`), rounded to nearest even and saturated
+/// (`fp8.rs`): one `cvt.rn.satfinite` on sm_90a, the software conversion elsewhere.
+#[inline(always)]
+pub fn f32_to_fp8<const E5M2: bool>(x: f32) -> u8 {
+    #[cfg(target_feature = "sm_90a")]
+    {
+        let v: u16;
+        let zero = 0.0f32;
+        unsafe {
+            if E5M2 {
+                asm!("cvt.rn.satfinite.e5m2x2.f32 {v}, {z}, {x};", v = out(reg16) v, z = in(reg32) zero, x = in(reg32) x, options(pure, nomem, nostack));
+            } else {
+                asm!("cvt.rn.satfinite.e4m3x2.f32 {v}, {z}, {x};", v = out(reg16) v, z = in(reg32) zero, x = in(reg32) x, options(pure, nomem, nostack));
+            }
+        }
+        v as u8
+    }
+    #[cfg(not(target_feature = "sm_90a"))]
+    {
+        f32_to_fp8_soft(x, if E5M2 { Fp8::E5M2 } else { Fp8::E4M3 })
+    }
+}
+
+/// The value of 8-bit float bits (exact): `cvt.rn.f16x2` then `cvt.f32.f16` on sm_90a, the
+/// software conversion elsewhere.
+#[inline(always)]
+pub fn fp8_to_f32<const E5M2: bool>(x: u8) -> f32 {
+    #[cfg(target_feature = "sm_90a")]
+    {
+        let h: u32;
+        let b = x as u16;
+        unsafe {
+            if E5M2 {
+                asm!("cvt.rn.f16x2.e5m2x2 {h}, {b};", h = out(reg32) h, b = in(reg16) b, options(pure, nomem, nostack));
+            } else {
+                asm!("cvt.rn.f16x2.e4m3x2 {h}, {b};", h = out(reg32) h, b = in(reg16) b, options(pure, nomem, nostack));
+            }
+        }
+        f16_to_f32(F16(h as u16))
+    }
+    #[cfg(not(target_feature = "sm_90a"))]
+    {
+        fp8_to_f32_soft(x, if E5M2 { Fp8::E5M2 } else { Fp8::E4M3 })
+    }
+}
+
 /// Every element type of device blocks: conversion through f64/i64 for casts.
 pub trait Elem: Copy {
     fn to_f32(self) -> f32;
@@ -214,6 +272,21 @@ impl Elem for BF16 {
     #[inline(always)] fn from_i64(v: i64) -> Self { f32_to_bf16(v as f32) }
 }
 
+macro_rules! fp8_elem {
+    ($($t:ident: $e5m2:literal, $fmt:expr);*) => {$(
+        impl Elem for $t {
+            #[inline(always)] fn to_f32(self) -> f32 { fp8_to_f32::<$e5m2>(self.0) }
+            #[inline(always)] fn from_f32(v: f32) -> Self { $t(f32_to_fp8::<$e5m2>(v)) }
+            #[inline(always)] fn to_f64(self) -> f64 { fp8_to_f32::<$e5m2>(self.0) as f64 }
+            // One rounding from f64 (through f32 it could round twice).
+            #[inline(always)] fn from_f64(v: f64) -> Self { $t(f64_to_fp8(v, $fmt)) }
+            #[inline(always)] fn to_i64(self) -> i64 { fp8_to_f32::<$e5m2>(self.0) as i64 }
+            #[inline(always)] fn from_i64(v: i64) -> Self { $t(f64_to_fp8(v as f64, $fmt)) }
+        }
+    )*};
+}
+fp8_elem!(F8E4M3: false, Fp8::E4M3; F8E5M2: true, Fp8::E5M2);
+
 /// Conversion between element types, with the CPU backend's semantics.
 pub trait CastTo<B> {
     fn cast(self) -> B;
@@ -226,10 +299,22 @@ macro_rules! cast_via {
         impl CastTo<$dst> for $src { #[inline(always)] fn cast(self) -> $dst { <$dst as Elem>::from_f64(self.to_f64()) } }
     )*};
 }
-cast_via!(float: F16, BF16, f32, f64, i8, i16, i32, i64, u8, u16, u32, bool => f64);
-cast_via!(float: F16, BF16, f64, i8, i16, i32, i64, u8, u16, u32, bool => f32);
-cast_via!(float: BF16, f64, i8, i16, i32, i64, u8, u16, u32, bool => F16);
-cast_via!(float: F16, f64, i8, i16, i32, i64, u8, u16, u32, bool => BF16);
+cast_via!(float: F16, BF16, F8E4M3, F8E5M2, f32, f64, i8, i16, i32, i64, u8, u16, u32, bool => f64);
+cast_via!(float: F16, BF16, F8E4M3, F8E5M2, f64, i8, i16, i32, i64, u8, u16, u32, bool => f32);
+cast_via!(float: BF16, F8E4M3, F8E5M2, f64, i8, i16, i32, i64, u8, u16, u32, bool => F16);
+cast_via!(float: F16, F8E4M3, F8E5M2, f64, i8, i16, i32, i64, u8, u16, u32, bool => BF16);
+cast_via!(float: F8E5M2, f64, i8, i16, i32, i64, u8, u16, u32, bool => F8E4M3);
+cast_via!(float: F8E4M3, f64, i8, i16, i32, i64, u8, u16, u32, bool => F8E5M2);
+impl CastTo<F8E4M3> for F8E4M3 { #[inline(always)] fn cast(self) -> F8E4M3 { self } }
+impl CastTo<F8E5M2> for F8E5M2 { #[inline(always)] fn cast(self) -> F8E5M2 { self } }
+// f32, f16 and bf16 hold their values exactly in f32: one rounding, the f32 conversion.
+macro_rules! cast_fp8_via_f32 {
+    ($($src:ty),* => $dst:ident) => {$(
+        impl CastTo<$dst> for $src { #[inline(always)] fn cast(self) -> $dst { <$dst as Elem>::from_f32(self.to_f32()) } }
+    )*};
+}
+cast_fp8_via_f32!(f32, F16, BF16 => F8E4M3);
+cast_fp8_via_f32!(f32, F16, BF16 => F8E5M2);
 impl CastTo<f32> for f32 { #[inline(always)] fn cast(self) -> f32 { self } }
 impl CastTo<F16> for F16 { #[inline(always)] fn cast(self) -> F16 { self } }
 impl CastTo<BF16> for BF16 { #[inline(always)] fn cast(self) -> BF16 { self } }
@@ -255,19 +340,19 @@ macro_rules! cast_half_int {
         impl CastTo<$dst> for $src { #[inline(always)] fn cast(self) -> $dst { self.to_f32() as $dst } }
     )*};
 }
-cast_half_int!(F16, BF16 => i8);
-cast_half_int!(F16, BF16 => i16);
-cast_half_int!(F16, BF16 => i32);
-cast_half_int!(F16, BF16 => i64);
-cast_half_int!(F16, BF16 => u8);
-cast_half_int!(F16, BF16 => u16);
-cast_half_int!(F16, BF16 => u32);
+cast_half_int!(F16, BF16, F8E4M3, F8E5M2 => i8);
+cast_half_int!(F16, BF16, F8E4M3, F8E5M2 => i16);
+cast_half_int!(F16, BF16, F8E4M3, F8E5M2 => i32);
+cast_half_int!(F16, BF16, F8E4M3, F8E5M2 => i64);
+cast_half_int!(F16, BF16, F8E4M3, F8E5M2 => u8);
+cast_half_int!(F16, BF16, F8E4M3, F8E5M2 => u16);
+cast_half_int!(F16, BF16, F8E4M3, F8E5M2 => u32);
 macro_rules! cast_bool {
     ($($src:ty),* => bool) => {$(
         impl CastTo<bool> for $src { #[inline(always)] fn cast(self) -> bool { self.to_f64() != 0.0 } }
     )*};
 }
-cast_bool!(F16, BF16, f32, f64, i8, i16, i32, i64, u8, u16, u32 => bool);
+cast_bool!(F16, BF16, F8E4M3, F8E5M2, f32, f64, i8, i16, i32, i64, u8, u16, u32 => bool);
 impl CastTo<bool> for bool { #[inline(always)] fn cast(self) -> bool { self } }
 macro_rules! cast_from_bool {
     ($($t:ty),*) => {$(
@@ -371,14 +456,14 @@ macro_rules! float_num {
 float_num!(f32, f64);
 
 macro_rules! half_num {
-    ($($t:ty),*) => {$(
+    ($($t:ident: $sign:literal),*) => {$(
         impl Num for $t {
             #[inline(always)] fn add(a: Self, b: Self) -> Self { Self::from_f32(a.to_f32() + b.to_f32()) }
             #[inline(always)] fn sub(a: Self, b: Self) -> Self { Self::from_f32(a.to_f32() - b.to_f32()) }
             #[inline(always)] fn mul(a: Self, b: Self) -> Self { Self::from_f32(a.to_f32() * b.to_f32()) }
             #[inline(always)] fn div(a: Self, b: Self) -> Self { Self::from_f32(a.to_f32() / b.to_f32()) }
             #[inline(always)] fn rem(a: Self, b: Self) -> Self { Self::from_f32(a.to_f32() % b.to_f32()) }
-            #[inline(always)] fn neg(a: Self) -> Self { Self(a.0 ^ 0x8000) }
+            #[inline(always)] fn neg(a: Self) -> Self { Self(a.0 ^ $sign) }
             #[inline(always)] fn min(a: Self, b: Self) -> Self { Self::from_f32(<f32 as Num>::min(a.to_f32(), b.to_f32())) }
             #[inline(always)] fn max(a: Self, b: Self) -> Self { Self::from_f32(<f32 as Num>::max(a.to_f32(), b.to_f32())) }
             #[inline(always)] fn lt(a: Self, b: Self) -> bool { a.to_f32() < b.to_f32() }
@@ -390,7 +475,7 @@ macro_rules! half_num {
         }
     )*};
 }
-half_num!(F16, BF16);
+half_num!(F16: 0x8000, BF16: 0x8000, F8E4M3: 0x80, F8E5M2: 0x80);
 
 /// Bitwise operations on integers and masks.
 pub trait Int: Copy {
@@ -590,6 +675,8 @@ impl Float for f64 {
 }
 impl Float for F16 {}
 impl Float for BF16 {}
+impl Float for F8E4M3 {}
+impl Float for F8E5M2 {}
 
 /// `p + off` elements (wrapping, never dereferenced here).
 #[inline(always)]

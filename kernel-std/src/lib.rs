@@ -35,6 +35,10 @@ pub mod device;
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 #[path = "device/unroll.rs"]
 mod unroll_on_host;
+// So are the 8-bit float conversions (tested against the `float8` crate).
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+#[path = "device/fp8.rs"]
+mod fp8_on_host;
 
 /// What generated code reaches; not a public API.
 #[doc(hidden)]
@@ -46,6 +50,9 @@ pub mod __private {
 use core::marker::PhantomData;
 
 pub use half::{bf16, f16};
+/// The 8-bit float types of `Ptr<f8e4m3>` and `Ptr<f8e5m2>` on the host (the `float8` crate's).
+#[cfg(not(target_arch = "nvptx64"))]
+pub use float8::{F8E4M3 as f8e4m3, F8E5M2 as f8e5m2};
 pub use kernel_macros::{autotune, helper, kernel, kernel_module};
 
 /// Embeds the device code that the crate's build script built with `kernel_build::Builder`
@@ -101,6 +108,8 @@ pub struct Func;
 /// What `use kernel_std::prelude::*;` brings into scope: the attributes and parameter types.
 pub mod prelude {
     pub use crate::{autotune, bf16, f16, helper, kernel, kernel_module, Func, Ptr};
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub use crate::{f8e4m3, f8e5m2};
 }
 
 /// Device code traps on panic (a kernel crate built for nvptx64 has no unwinding).

@@ -24,6 +24,8 @@ fn dtype_code(d: DType) -> u32 {
         DType::I16 => 9,
         DType::U8 => 10,
         DType::U16 => 11,
+        DType::F8E4M3 => 12,
+        DType::F8E5M2 => 13,
     }
 }
 
@@ -33,6 +35,7 @@ fn print_spec(d: DType) -> &'static str {
     match d {
         DType::F16 => "%.5g",
         DType::BF16 => "%.4g",
+        DType::F8E4M3 | DType::F8E5M2 => "%.3g",
         DType::F32 => "%.9g",
         DType::F64 => "%.17g",
         DType::I8 | DType::I16 | DType::I32 | DType::I64 => "%lld",

@@ -288,7 +288,7 @@ struct DevGen<'a> {
 fn elem_size(e: &Elem) -> usize {
     match e {
         Elem::Val(d) => match d {
-            DType::Bool | DType::I8 | DType::U8 => 1,
+            DType::Bool | DType::I8 | DType::U8 | DType::F8E4M3 | DType::F8E5M2 => 1,
             DType::F16 | DType::BF16 | DType::I16 | DType::U16 => 2,
             DType::F32 | DType::I32 | DType::U32 => 4,
             DType::F64 | DType::I64 => 8,
@@ -299,12 +299,15 @@ fn elem_size(e: &Elem) -> usize {
 }
 
 /// The device type of a dtype: the host's primitive types, and the device module's own
-/// half-precision types (`F16`, `BF16`: bits with native conversions).
+/// half-precision and 8-bit float types (`F16`, `BF16`, `F8E4M3`, `F8E5M2`: bits with their
+/// conversions).
 pub fn dev_dtype(d: DType) -> TokenStream {
     let dp = quote!(::kernel_std::__private::device);
     match d {
         DType::F16 => quote!(#dp::F16),
         DType::BF16 => quote!(#dp::BF16),
+        DType::F8E4M3 => quote!(#dp::F8E4M3),
+        DType::F8E5M2 => quote!(#dp::F8E5M2),
         _ => crate::expand_cpu::dtype_tokens(d, &dp),
     }
 }
@@ -1176,42 +1179,55 @@ impl<'a> DevGen<'a> {
         let d = &self.d;
         let (sa, sb) = (self.shapes[a].clone(), self.shapes[b].clone());
         let (m, kk, n) = (sa[0], sa[1], sb[1]);
-        let ea = self.elem(&self.k.exprs[a].ty);
-        let size = elem_size(&self.k.exprs[a].ty.elem);
-        let off_a = self.alloc(m * kk * size);
-        let off_b = self.alloc(kk * n * size);
+        let (ea, eb) = (self.elem(&self.k.exprs[a].ty), self.elem(&self.k.exprs[b].ty));
+        let off_a = self.alloc(m * kk * elem_size(&self.k.exprs[a].ty.elem));
+        let off_b = self.alloc(kk * n * elem_size(&self.k.exprs[b].ty.elem));
+        // f32 sums of f32 products, or i32 sums (wrapping) of the exact products of 8-bit integers.
+        let int = self.k.exprs[id].ty.dtype() == Some(DType::I32);
+        let (acc_t, zero) = if int { (quote!(i32), quote!(0i32)) } else { (quote!(f32), quote!(0.0f32)) };
+        let mac = if int {
+            quote! {
+                let __x = <#ea as #d::Elem>::to_i64(#d::load(__pa.add(__k))) as i32;
+                let __y = <#eb as #d::Elem>::to_i64(#d::load(__pb.add(__k * #n))) as i32;
+                __s = __s.wrapping_add(__x.wrapping_mul(__y));
+            }
+        } else {
+            quote! {
+                let __x = <#ea as #d::Elem>::to_f32(#d::load(__pa.add(__k)));
+                let __y = <#eb as #d::Elem>::to_f32(#d::load(__pb.add(__k * #n)));
+                __s = #d::fma(__x, __y, __s);
+            }
+        };
         let stage_a = self.phase(m * kk, |g| {
             let v = g.ev(a, &At::Own);
             quote!(#d::store((__smem.add(#off_a) as *mut #ea).add(__f), #v);)
         });
         let stage_b = self.phase(kk * n, |g| {
             let v = g.ev(b, &At::Own);
-            quote!(#d::store((__smem.add(#off_b) as *mut #ea).add(__f), #v);)
+            quote!(#d::store((__smem.add(#off_b) as *mut #eb).add(__f), #v);)
         });
         let out = self.fresh("dot");
         let pt = self.per_thread(m * n);
         let compute = self.phase(m * n, |g| {
             let init = match acc {
                 Some(x) => g.ev(x, &At::Own),
-                None => quote!(0.0f32),
+                None => zero.clone(),
             };
             quote! {
                 let __row = __f / #n;
                 let __col = __f % #n;
                 let __pa = (__smem.add(#off_a) as *mut #ea).add(__row * #kk);
-                let __pb = (__smem.add(#off_b) as *mut #ea).add(__col);
-                let mut __s: f32 = #init;
+                let __pb = (__smem.add(#off_b) as *mut #eb).add(__col);
+                let mut __s: #acc_t = #init;
                 for __k in 0..#kk {
-                    let __x = <#ea as #d::Elem>::to_f32(#d::load(__pa.add(__k)));
-                    let __y = <#ea as #d::Elem>::to_f32(#d::load(__pb.add(__k * #n)));
-                    __s = #d::fma(__x, __y, __s);
+                    #mac
                 }
                 #out[__j] = __s;
             }
         });
-        self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: quote!(f32), numel: m * n, layout: Layout::Cyclic });
+        self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: acc_t.clone(), numel: m * n, layout: Layout::Cyclic });
         quote! {
-            let mut #out: [f32; #pt] = [0.0f32; #pt];
+            let mut #out: [#acc_t; #pt] = [#zero; #pt];
             #stage_a
             #stage_b
             #d::bar_sync();
@@ -1658,7 +1674,7 @@ impl<'a> DevGen<'a> {
         let xt = &self.k.exprs[x].ty;
         let ex = self.elem(xt);
         let nx: usize = sx.iter().product();
-        let wide = matches!(xt.dtype(), Some(DType::F16 | DType::BF16)) && !matches!(op, ScanOp::Combine(_));
+        let wide = xt.dtype().is_some_and(DType::is_narrow_float) && !matches!(op, ScanOp::Combine(_));
         let (acc_t, acc_size, to_acc, from_acc) = if wide {
             (quote!(f32), 4usize, quote!(<#ex as #d::Elem>::to_f32), quote!(<#ex as #d::Elem>::from_f32))
         } else {

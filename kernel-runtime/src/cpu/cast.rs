@@ -7,6 +7,8 @@
 
 use half::{bf16, f16};
 
+use crate::{f8e4m3, f8e5m2};
+
 use super::blk::Blk;
 use super::elem::Elem;
 use crate::convert;
@@ -97,6 +99,9 @@ macro_rules! cast_float {
 }
 cast_float!(f16, convert::f64_to_f16, convert::i64_to_f16);
 cast_float!(bf16, convert::f64_to_bf16, convert::i64_to_bf16);
+// One rounding from f64 (exact from every integer an fp8 can tell apart: beyond 2^53 they saturate).
+cast_float!(f8e4m3, f8e4m3::from_f64, |i: i64| f8e4m3::from_f64(i as f64));
+cast_float!(f8e5m2, f8e5m2::from_f64, |i: i64| f8e5m2::from_f64(i as f64));
 cast_float!(f32, |f: f64| f as f32, |i: i64| i as f32);
 cast_float!(f64, |f: f64| f, |i: i64| i as f64);
 

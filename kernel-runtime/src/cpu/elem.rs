@@ -4,6 +4,8 @@ use std::fmt::Debug;
 
 use half::{bf16, f16};
 
+use crate::{f8e4m3, f8e5m2};
+
 use super::ptr::P;
 
 pub(crate) mod sealed {
@@ -11,7 +13,7 @@ pub(crate) mod sealed {
     pub trait Sealed {}
 }
 
-/// A block element type: `f16`, `bf16`, `f32`, `f64`, `i8`, `i16`, `i32`, `i64`,
+/// A block element type: `f16`, `bf16`, `f8e4m3`, `f8e5m2`, `f32`, `f64`, `i8`, `i16`, `i32`, `i64`,
 /// `u8`, `u16`, `u32`, `bool` and the pointer type [`P`]. Sealed.
 ///
 /// `Default` is the zero value (what a masked-off `load` without `other` gives).
@@ -29,4 +31,4 @@ macro_rules! elem {
         impl Elem for $t {}
     )*};
 }
-elem!(f16, bf16, f32, f64, i8, i16, i32, i64, u8, u16, u32, bool, P);
+elem!(f16, bf16, f8e4m3, f8e5m2, f32, f64, i8, i16, i32, i64, u8, u16, u32, bool, P);

@@ -52,7 +52,7 @@ pub use blk::Blk;
 pub use std::sync::atomic::Ordering;
 pub use broadcast::broadcast_to;
 pub use cast::{cast, cast_scalar, Cast};
-pub use dot::dot;
+pub use dot::{dot, dot_i32};
 pub use elem::Elem;
 pub use elementwise::{arange, full, map1, map2, map3, select, try_map1, try_map2};
 pub use debug::{assertion_failed, device_print, first_false, format_print, BlkText};

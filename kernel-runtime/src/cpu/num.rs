@@ -4,9 +4,12 @@
 //! Semantics follow the GPU: integers wrap, integer division by zero is an
 //! [`ArithError`], floats follow IEEE 754, and `f16`/`bf16` are computed in
 //! `f32` and rounded once (round to nearest even), which is exact for
-//! `+ - * /` and `sqrt`.
+//! `+ - * /` and `sqrt`; so are the 8-bit floats `f8e4m3` and `f8e5m2` (their rounding
+//! saturates: an infinite or too large result gives the largest finite value).
 
 use half::{bf16, f16};
+
+use crate::{f8e4m3, f8e5m2};
 
 use super::elem::Elem;
 use super::error::ArithError;
@@ -496,6 +499,70 @@ macro_rules! half_float {
     )*};
 }
 half_float!(f16, bf16);
+
+/// `f8e4m3`/`f8e5m2`: every operation on their values in f32, the result rounded once
+/// (`from_f32`: nearest even, saturating), as on the GPU; only the `float8` crate's conversions
+/// are used (not its comparisons or constants).
+macro_rules! fp8_float {
+    ($($t:ty),*) => {$(
+        impl Num for $t {
+            #[inline] fn add(self, rhs: Self) -> Self { <$t>::from_f32(self.to_f32() + rhs.to_f32()) }
+            #[inline] fn sub(self, rhs: Self) -> Self { <$t>::from_f32(self.to_f32() - rhs.to_f32()) }
+            #[inline] fn mul(self, rhs: Self) -> Self { <$t>::from_f32(self.to_f32() * rhs.to_f32()) }
+            #[inline] fn neg(self) -> Self { <$t>::from_bits(self.to_bits() ^ 0x80) }
+            #[inline]
+            fn div(self, rhs: Self) -> Result<Self, ArithError> {
+                Ok(<$t>::from_f32(self.to_f32() / rhs.to_f32()))
+            }
+            #[inline]
+            fn rem(self, rhs: Self) -> Result<Self, ArithError> {
+                Ok(<$t>::from_f32(self.to_f32() % rhs.to_f32()))
+            }
+            #[inline] fn lt(self, rhs: Self) -> bool { self.to_f32() < rhs.to_f32() }
+            #[inline] fn le(self, rhs: Self) -> bool { self.to_f32() <= rhs.to_f32() }
+            #[inline] fn gt(self, rhs: Self) -> bool { self.to_f32() > rhs.to_f32() }
+            #[inline] fn ge(self, rhs: Self) -> bool { self.to_f32() >= rhs.to_f32() }
+            #[inline] fn eq(self, rhs: Self) -> bool { self.to_f32() == rhs.to_f32() }
+            #[inline] fn ne(self, rhs: Self) -> bool { self.to_f32() != rhs.to_f32() }
+            #[inline] fn min(self, rhs: Self) -> Self { <$t>::from_f32(self.to_f32().min(rhs.to_f32())) }
+            #[inline] fn max(self, rhs: Self) -> Self { <$t>::from_f32(self.to_f32().max(rhs.to_f32())) }
+            #[inline] fn zero() -> Self { <$t>::from_bits(0) }
+            #[inline] fn lowest() -> Self { <$t>::from_f32(f32::NEG_INFINITY) }
+            #[inline] fn highest() -> Self { <$t>::from_f32(f32::INFINITY) }
+            fn sum_strided(data: &[Self], start: usize, stride: usize, n: usize) -> Self {
+                <$t>::from_f32((0..n).fold(0.0f32, |acc, i| acc + data[start + i * stride].to_f32()))
+            }
+        }
+
+        impl Float for $t {
+            #[inline] fn exp(self) -> Self { <$t>::from_f32(f32_math::flush(self.to_f32().exp())) }
+            #[inline] fn exp2(self) -> Self { <$t>::from_f32(f32_math::flush(self.to_f32().exp2())) }
+            #[inline] fn log(self) -> Self { <$t>::from_f32(self.to_f32().ln()) }
+            #[inline] fn log2(self) -> Self { <$t>::from_f32(self.to_f32().log2()) }
+            #[inline] fn sqrt(self) -> Self { <$t>::from_f32(self.to_f32().sqrt()) }
+            #[inline] fn rsqrt(self) -> Self { <$t>::from_f32(1.0 / self.to_f32().sqrt()) }
+            #[inline] fn abs(self) -> Self { <$t>::from_f32(self.to_f32().abs()) }
+            #[inline] fn sin(self) -> Self { <$t>::from_f32(self.to_f32().sin()) }
+            #[inline] fn cos(self) -> Self { <$t>::from_f32(self.to_f32().cos()) }
+            #[inline] fn floor(self) -> Self { <$t>::from_f32(self.to_f32().floor()) }
+            #[inline] fn ceil(self) -> Self { <$t>::from_f32(self.to_f32().ceil()) }
+            #[inline] fn expm1(self) -> Self { <$t>::from_f32(f32_math::expm1(self.to_f32())) }
+            #[inline] fn log10(self) -> Self { <$t>::from_f32(f32_math::log10(self.to_f32())) }
+            #[inline] fn log1p(self) -> Self { <$t>::from_f32(f32_math::log1p(self.to_f32())) }
+            #[inline] fn tanh(self) -> Self { <$t>::from_f32(f32_math::tanh(self.to_f32())) }
+            #[inline] fn erf(self) -> Self { <$t>::from_f32(f32_math::erf(self.to_f32())) }
+            #[inline] fn sigmoid(self) -> Self { <$t>::from_f32(Float::sigmoid(self.to_f32())) }
+            #[inline] fn pow(self, y: Self) -> Self { <$t>::from_f32(f32_math::pow(self.to_f32(), y.to_f32())) }
+            #[inline] fn fma(self, b: Self, c: Self) -> Self { <$t>::from_f32(self.to_f32().mul_add(b.to_f32(), c.to_f32())) }
+            #[inline] fn clamp(self, lo: Self, hi: Self) -> Self { Num::min(Num::max(self, lo), hi) }
+            #[inline] fn isnan(self) -> bool { self.to_f32().is_nan() }
+            #[inline] fn isinf(self) -> bool { self.to_f32().is_infinite() }
+            #[inline] fn to_f32(self) -> f32 { <$t>::to_f32(&self) }
+            #[inline] fn from_f32(v: f32) -> Self { <$t>::from_f32(v) }
+        }
+    )*};
+}
+fp8_float!(f8e4m3, f8e5m2);
 
 #[cfg(test)]
 mod tests {

@@ -27,6 +27,8 @@ pub fn dlpack_dtype(kind: DTypeKind) -> DLDataType {
         DTypeKind::I8 | DTypeKind::I16 | DTypeKind::I32 | DTypeKind::I64 => DLDataTypeCode::INT,
         DTypeKind::U8 | DTypeKind::U16 | DTypeKind::U32 => DLDataTypeCode::UINT,
         DTypeKind::Bool => DLDataTypeCode::BOOL,
+        DTypeKind::F8E4M3 => DLDataTypeCode::FLOAT8_E4M3FN,
+        DTypeKind::F8E5M2 => DLDataTypeCode::FLOAT8_E5M2,
     };
     DLDataType::scalar(code, (kind.size_bytes() * 8) as u8)
 }
@@ -41,6 +43,8 @@ fn dtype_name(t: DLDataType) -> String {
         DLDataTypeCode::COMPLEX => "complex",
         DLDataTypeCode::BOOL => "bool",
         DLDataTypeCode::OPAQUEHANDLE => "opaque",
+        DLDataTypeCode::FLOAT8_E4M3FN if (t.bits, t.lanes) == (8, 1) => return "float8_e4m3fn".into(),
+        DLDataTypeCode::FLOAT8_E5M2 if (t.bits, t.lanes) == (8, 1) => return "float8_e5m2".into(),
         other => return format!("DLPack type code {} of {} bits", other.0, t.bits),
     };
     match t.lanes {
@@ -399,10 +403,13 @@ mod tests {
             (DTypeKind::U16, DLDataType::U16),
             (DTypeKind::U32, DLDataType::U32),
             (DTypeKind::Bool, DLDataType::BOOL),
+            (DTypeKind::F8E4M3, DLDataType::scalar(DLDataTypeCode::FLOAT8_E4M3FN, 8)),
+            (DTypeKind::F8E5M2, DLDataType::scalar(DLDataTypeCode::FLOAT8_E5M2, 8)),
         ] {
             assert_eq!(dlpack_dtype(kind), dl, "{kind}");
         }
         assert_eq!(dtype_name(DLDataType::C64), "complex64");
+        assert_eq!(dtype_name(dlpack_dtype(DTypeKind::F8E4M3)), "float8_e4m3fn");
     }
 
     /// Export, import in "another library" (here: this crate again, through the legacy ABI),

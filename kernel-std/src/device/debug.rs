@@ -1,7 +1,7 @@
 //! The debugging builtins on the GPU: `device_assert` records its first failure of a launch in
 //! the fault record ([`report_assert`]), `device_print` is the GPU's `printf` (`vprintf`).
 
-use super::{bar_sync, smem_addr, thread_idx, BF16, F16};
+use super::{bar_sync, smem_addr, thread_idx, Elem, BF16, F16, F8E4M3, F8E5M2};
 use core::arch::asm;
 
 unsafe extern "C" {
@@ -84,6 +84,8 @@ macro_rules! assert_bits {
 assert_bits!(
     F16 => |x| x.0 as u64,
     BF16 => |x| x.0 as u64,
+    F8E4M3 => |x| x.0 as u64,
+    F8E5M2 => |x| x.0 as u64,
     f32 => |x| x.to_bits() as u64,
     f64 => |x| x.to_bits(),
     i32 => |x| x as u32 as u64,
@@ -118,6 +120,8 @@ macro_rules! print_arg {
 print_arg!(
     F16 => |x| (super::f16_to_f32(x) as f64).to_bits(),
     BF16 => |x| (super::bf16_to_f32(x) as f64).to_bits(),
+    F8E4M3 => |x| x.to_f64().to_bits(),
+    F8E5M2 => |x| x.to_f64().to_bits(),
     f32 => |x| (x as f64).to_bits(),
     f64 => |x| x.to_bits(),
     i32 => |x| x as i64 as u64,

@@ -8,6 +8,7 @@ mod attention;
 mod batched_matmul;
 mod cpu_errors;
 mod debug;
+mod eight_bit;
 mod guide;
 mod kernels;
 mod language;
