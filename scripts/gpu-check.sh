@@ -56,6 +56,7 @@ if command -v compute-sanitizer >/dev/null; then
         run "sanitizer-$tool-tests-layer_norm" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/suite layer_norm:: --test-threads=1
         run "sanitizer-$tool-tests-attention" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/suite attention:: --test-threads=1
         run "sanitizer-$tool-tests-debug" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/suite debug:: --test-threads=1
+        run "sanitizer-$tool-tests-eight_bit" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/suite eight_bit:: --test-threads=1
     done
 fi
 echo "--- summary"

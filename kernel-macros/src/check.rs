@@ -120,7 +120,9 @@ pub fn check_dot(a: &Ty, b: &Ty, acc: Option<&Ty>) -> Result<Ty, String> {
     // The 8-bit floats may be mixed (as `wgmma` allows), and so may i8 and u8.
     let same_family = da == db || (da.is_fp8() && db.is_fp8()) || (matches!(da, DType::I8 | DType::U8) && matches!(db, DType::I8 | DType::U8));
     if !same_family {
-        return Err(format!("dot operands must have the same dtype, found {da} and {db} (f8e4m3 and f8e5m2 mix, and so do i8 and u8)"));
+        let eight_bit = [da, db].iter().any(|d| d.is_fp8() || matches!(d, DType::I8 | DType::U8));
+        let how = if eight_bit { "8-bit operands go with 8-bit operands: f8e4m3 with f8e5m2, i8 with u8".to_string() } else { format!("convert one with `.to::<{da}>()` or `.to::<{db}>()`") };
+        return Err(format!("dot operands must have the same dtype, found {da} and {db}: {how}"));
     }
     let out_dtype = match da {
         DType::F16 | DType::BF16 | DType::F32 | DType::F8E4M3 | DType::F8E5M2 => DType::F32,

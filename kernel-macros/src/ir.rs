@@ -36,6 +36,8 @@ impl DType {
         DType::BF16,
         DType::F32,
         DType::F64,
+        DType::F8E4M3,
+        DType::F8E5M2,
         DType::I8,
         DType::I16,
         DType::I32,
@@ -44,8 +46,6 @@ impl DType {
         DType::U16,
         DType::U32,
         DType::Bool,
-        DType::F8E4M3,
-        DType::F8E5M2,
     ];
     /// The integer dtypes, for messages.
     pub const INTS: [DType; 7] = [DType::I8, DType::I16, DType::I32, DType::I64, DType::U8, DType::U16, DType::U32];

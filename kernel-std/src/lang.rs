@@ -9,8 +9,8 @@
 //!
 //! | kind | examples |
 //! |---|---|
-//! | scalar parameters | `M: i32`, `scale: f32` (also `f64`, `i8`, `i16`, `i64`, `u8`, `u16`, `u32`, `bool`; not `f16`/`bf16`: pass an f32 and convert) |
-//! | pointer parameters | `a_ptr: Ptr<f16>` (also `bf16`, `f32`, `f64`, `i8`, `i16`, `i32`, `i64`, `u8`, `u16`, `u32`; not `bool`) |
+//! | scalar parameters | `M: i32`, `scale: f32` (also `f64`, `i8`, `i16`, `i64`, `u8`, `u16`, `u32`, `bool`; not `f16`, `bf16` or the 8-bit floats: pass an f32 and convert) |
+//! | pointer parameters | `a_ptr: Ptr<f16>` (also `bf16`, `f32`, `f64`, `f8e4m3`, `f8e5m2`, `i8`, `i16`, `i32`, `i64`, `u8`, `u16`, `u32`; not `bool`) |
 //! | meta-parameters (compile time) | `const BLOCK_M: i32`, `const EVEN_K: bool`, `const ACTIVATION: Option<Func>` |
 //! | literals | `0`, `1.5`, `true`, `2i64`, `7u8`, `0.5f32`, `f32::NEG_INFINITY`, `i32::MAX`, `i8::MIN` |
 //! | blocks | results of `arange`, `zeros`, `full`, `load`, and operations on blocks |
@@ -35,6 +35,20 @@
 //! `cumsum` widen: they accumulate and give `i32` for `i8`/`i16` and `u32` for `u8`/`u16`
 //! (`max`, `min`, `xor_sum`, `cumprod` keep the type). Atomics do not take the 8- and 16-bit
 //! integer types.
+//!
+//! The 8-bit floats `f8e4m3` (4 exponent bits, 3 mantissa bits, largest value 448, no
+//! infinities: PyTorch's `float8_e4m3fn`, Triton's `float8e4nv`) and `f8e5m2` (largest finite
+//! value 57344: PyTorch's `float8_e5m2`) are storage types with the float rules: on the host
+//! `Tensor<f8e4m3>` and `Tensor<f8e5m2>` (the `float8` crate's `F8E4M3` and `F8E5M2`, exported
+//! as `kernel_runtime::f8e4m3` and `kernel_std::prelude::f8e4m3`); in kernels loads, stores,
+//! `.to::<f8e4m3>()` from and to every type, and arithmetic, comparisons, math and
+//! reductions computed in f32 and rounded once, like `f16`. Conversions to them round to
+//! nearest even and **saturate**: a value beyond the largest finite one, or an infinity,
+//! gives the largest finite value with its sign (NaN stays NaN), as PTX's `cvt.rn.satfinite`
+//! does; so an `f8e5m2` result of arithmetic is never infinite. Conversions from them are
+//! exact. Both backends give the same bits (on sm_90a one `cvt` instruction each way, on other
+//! GPUs and for conversions from f64 a software conversion; NaN payloads may differ). `f8e4m3`
+//! with `f8e5m2`, or with another float, promotes to `f32`.
 //!
 //! ## Program instances
 //!
@@ -80,7 +94,7 @@
 //! |---|---|
 //! | `load(ptrs)`, `load(ptrs, mask)`, `load(ptrs, mask, other)` | read a block; masked-off lanes are not read and take `other` (or 0) |
 //! | `store(ptrs, value)`, `store(ptrs, value, mask)` | write a block; `value`'s dtype must be the pointer's (convert with `.to::<T>()`) |
-//! | `dot(a, b)`, `dot(a, b, acc)` | `[M, K] x [K, N]` product of f16/bf16/f32 blocks, accumulated in f32; `acc += dot(a, b)` also works |
+//! | `dot(a, b)`, `dot(a, b, acc)` | `[M, K] x [K, N]` product of f16/bf16/f32 blocks, or of 8-bit float blocks (`f8e4m3` and `f8e5m2`, mixed or not), accumulated in f32; of `i8`/`u8` blocks (mixed or not), exact products summed in i32 (wrapping); `acc += dot(a, b)` also works. On the GPU f16/bf16 and 8-bit float products run on the tensor cores (the 8-bit floats staged in shared memory as f16, exactly, and not software-pipelined yet), the others on the CUDA cores |
 //! | `where_(mask, a, b)` | elementwise select (`where` is a Rust keyword) |
 //! | `exp exp2 log log2 sqrt rsqrt sin cos floor ceil` | float math, as `exp(x)` or `x.exp()`: f32, f16 and bf16 in f32 (on the GPU with the `.approx` instructions Triton uses for `exp`, `log`, `rsqrt`, `sin`, `cos`, `exp` and `exp2` giving 0 for results below 2^-126 on both backends, as Triton's `ex2.approx.ftz` does; `sqrt` is correctly rounded), f64 in f64 on both backends |
 //! | `expm1 log10 log1p tanh erf`, `pow(x, y)` | float math computed by `libm` on both backends (the same bits on the CPU and the GPU): f32, f16 and bf16 in f32 (rounded once), f64 in f64 |

@@ -37,8 +37,9 @@ pub fn fp8_ops<const N: i32>(x: Ptr<f32>, e: Ptr<f8e4m3>, g: Ptr<f8e5m2>, n: i32
 }
 
 /// `c = a @ b` for `a: [M, K]` f8e4m3 and `b: [K, N]` f8e5m2 (row-major, `k` columns of `a`
-/// valid), f32 sums over `BK`-column steps, plus `bias[N]`.
-#[kernel(BM = [32], BN = [32], BK = [32], num_warps = 4)]
+/// valid), f32 sums over `BK`-column steps, plus `bias[N]`. On tensor cores, the operands
+/// staged as f16: `mma.sync` for 32-row tiles, `wgmma` on sm_90a for 64-row tiles.
+#[kernel(BM = [32, 64], BN = [32], BK = [32], num_warps = 4)]
 pub fn fp8_dot<const BM: i32, const BN: i32, const BK: i32>(a: Ptr<f8e4m3>, b: Ptr<f8e5m2>, bias: Ptr<f32>, c: Ptr<f32>, m: i32, n: i32, k: i32) {
     let rm = program_id(0) * BM + arange(0, BM);
     let rn = program_id(1) * BN + arange(0, BN);

@@ -518,11 +518,14 @@ impl<'a> DevGen<'a> {
         }
     }
 
-    /// A tensor-core tiling for a `dot`: f16/bf16 operands, M % 16, N % 8, K % 16, and a warp
-    /// grid that divides the output with at most 128 accumulator registers per thread.
+    /// A tensor-core tiling for a `dot`: f16/bf16 operands (or 8-bit floats, staged as f16:
+    /// `operands.rs`), M % 16, N % 8, K % 16, and a warp grid that divides the output with at
+    /// most 128 accumulator registers per thread.
     fn mma_tiling(&self, dot: ExprId) -> Option<Layout> {
         let ExprKind::Dot { a, b, .. } = &self.k.exprs[dot].kind else { return None };
-        if !matches!(self.k.exprs[*a].ty.dtype(), Some(DType::F16 | DType::BF16)) {
+        let (da, db) = (self.k.exprs[*a].ty.dtype(), self.k.exprs[*b].ty.dtype());
+        let fp8 = da.is_some_and(DType::is_fp8) && db.is_some_and(DType::is_fp8);
+        if !matches!(da, Some(DType::F16 | DType::BF16)) && !fp8 {
             return None;
         }
         let (sa, sb) = (&self.shapes[*a], &self.shapes[*b]);
@@ -1245,14 +1248,13 @@ impl<'a> DevGen<'a> {
         let (sa, sb) = (self.shapes[a].clone(), self.shapes[b].clone());
         let (m, kk) = (sa[0], sa[1]);
         debug_assert_eq!(sb[1], n);
-        let ea = self.elem(&self.k.exprs[a].ty);
         let (align, fence) = self.operand_staging(layout);
         let reg_a = self.register_a(a, layout, kk);
         let (off_a, stage_a, staging_a) = match reg_a {
             Some(_) => (quote!(0usize), quote!(), Staging::Rows),
-            None => self.operand_source(a, layout, (m, kk), align, &ea),
+            None => self.operand_source(a, layout, (m, kk), align),
         };
-        let (off_b, stage_b, staging_b) = self.operand_source(b, layout, (kk, n), align, &ea);
+        let (off_b, stage_b, staging_b) = self.operand_source(b, layout, (kk, n), align);
         let out = self.fresh("mma");
         let slots = tm * tn * 4;
         let init = self.phase_in(m * n, layout, |g| {

@@ -33,7 +33,7 @@ impl DevGen<'_> {
     /// Operand `x` (`[rows, inner]`) of a `dot` in `layout`, for the statement being generated:
     /// the shared-memory offset of its tile (a `usize` expression), the code that makes it
     /// ready there (to be followed by the staging fence and a barrier), and its staging.
-    pub(super) fn operand_source(&self, x: ExprId, layout: Layout, (rows, inner): (usize, usize), align: usize, e: &TokenStream) -> (TokenStream, TokenStream, Staging) {
+    pub(super) fn operand_source(&self, x: ExprId, layout: Layout, (rows, inner): (usize, usize), align: usize) -> (TokenStream, TokenStream, Staging) {
         let d = &self.d;
         if let Some(off) = self.resident.borrow().get(&x) {
             return (quote!(#off), quote!(), Staging::Rows);
@@ -45,16 +45,34 @@ impl DevGen<'_> {
         }
         let off = self.alloc_aligned((rows * inner * 2).next_multiple_of(align), align);
         let (tile, staging) = self.operand_tile(x, layout, rows, inner);
-        let code = self.stage_operand(x, tile, staging, &quote!(#off), e);
+        let code = self.stage_operand(x, tile, staging, &quote!(#off));
         (quote!(#off), quote!(#code #d::cp_async_wait_all();), staging)
     }
 
     /// Code copying operand `x` into `tile` at shared offset `off` (a `usize` expression) as
     /// `staging` says; its `cp.async` copies are left in flight.
-    pub(super) fn stage_operand(&self, x: ExprId, tile: Tile, staging: Staging, off: &TokenStream, e: &TokenStream) -> TokenStream {
+    pub(super) fn stage_operand(&self, x: ExprId, tile: Tile, staging: Staging, off: &TokenStream) -> TokenStream {
         match staging {
-            Staging::Rows => self.stage_rows(x, tile, off, e),
-            Staging::Cols => self.stage_cols(x, tile, off, e),
+            Staging::Rows => self.stage_rows(x, tile, off),
+            Staging::Cols => self.stage_cols(x, tile, off),
+        }
+    }
+
+    /// Whether operand `x` of a tensor-core `dot` is widened while it is staged: 8-bit floats
+    /// are stored in shared memory as f16 (exactly: every f8e4m3 and f8e5m2 value is an f16),
+    /// which the f16 instructions read; their copies go through registers, not `cp.async`.
+    pub(super) fn widened(&self, x: ExprId) -> bool {
+        self.k.exprs[x].ty.dtype().is_some_and(DType::is_fp8)
+    }
+
+    /// The element type operand `x` is staged as, and `v` (a value of `x`) converted to it.
+    fn staged_value(&self, x: ExprId, v: TokenStream) -> (TokenStream, TokenStream) {
+        let d = &self.d;
+        let e = self.elem(&self.k.exprs[x].ty);
+        if self.widened(x) {
+            (quote!(#d::F16), quote!(<#d::F16 as #d::Elem>::from_f32(<#e as #d::Elem>::to_f32(#v))))
+        } else {
+            (e, v)
         }
     }
 
@@ -112,8 +130,7 @@ impl DevGen<'_> {
         self.floor.set(self.cursor.get());
         let d = &self.d;
         let code = plans.iter().map(|(x, (tile, staging), off, fence)| {
-            let ea = self.elem(&k.exprs[*x].ty);
-            let stage = self.stage_operand(*x, *tile, *staging, &quote!(#off), &ea);
+            let stage = self.stage_operand(*x, *tile, *staging, &quote!(#off));
             quote!(#stage #d::cp_async_wait_all(); #fence)
         });
         let code: Vec<TokenStream> = code.collect();
@@ -164,9 +181,8 @@ impl DevGen<'_> {
         // The copies of the iteration whose variable is `value` into buffer `buf` (0 or 1).
         let copies = |value: TokenStream, buf: TokenStream| {
             let code = ops.iter().map(|(x, tile, staging, [b0, b1])| {
-                let ea = self.elem(&k.exprs[*x].ty);
                 let delta = b1 - b0;
-                self.stage_operand(*x, *tile, *staging, &quote!((#b0 + (#buf) * #delta)), &ea)
+                self.stage_operand(*x, *tile, *staging, &quote!((#b0 + (#buf) * #delta)))
             });
             let code: Vec<TokenStream> = code.collect();
             quote!({ let #id: #t = #value; #(#code)* })
@@ -210,19 +226,20 @@ impl DevGen<'_> {
     /// `off` (`Staging::Rows`), swizzled (see [`DevGen::swizzle`]). An operand loaded from global memory moves in
     /// chunks of 8 elements: when the chunk's 8 addresses are contiguous, 16-byte aligned and
     /// unmasked (checked at run time), one 16-byte `cp.async`; otherwise element by element.
-    pub(super) fn stage_rows(&self, x: ExprId, tile: Tile, off: &TokenStream, e: &TokenStream) -> TokenStream {
+    pub(super) fn stage_rows(&self, x: ExprId, tile: Tile, off: &TokenStream) -> TokenStream {
         let d = &self.d;
         let (numel, inner) = (tile.rows * tile.inner, tile.inner);
+        let e = self.staged_value(x, quote!()).0;
         // Iterated in the layout the operand's values are in (an `mma` result's own elements
         // go straight to their place in the tile).
         let general = |g: &Self| {
             g.phase_in(numel, g.reduce_layout(x), |g| {
-                let v = g.ev(x, &At::Own);
+                let v = g.staged_value(x, g.ev(x, &At::Own)).1;
                 let idx = tile.index(quote!(__f));
                 quote!(#d::store((__smem.add(#off) as *mut #e).add(#idx), #v);)
             })
         };
-        let Some(load) = self.load_of(x).filter(|_| inner % 8 == 0 && numel % 8 == 0) else {
+        let Some(load) = self.load_of(x).filter(|_| !self.widened(x) && inner % 8 == 0 && numel % 8 == 0) else {
             return general(self);
         };
         let ExprKind::Load { ptr, mask, .. } = self.k.exprs[load].kind else { return quote!() };
@@ -286,17 +303,18 @@ impl DevGen<'_> {
     /// addresses are contiguous (the last one 7 elements past the first), 16-byte aligned,
     /// unmasked and inside the buffer, one 16-byte `cp.async`; otherwise element by element.
     /// Other operands are copied element by element into the transposed tile.
-    fn stage_cols(&self, x: ExprId, tile: Tile, off: &TokenStream, e: &TokenStream) -> TokenStream {
+    fn stage_cols(&self, x: ExprId, tile: Tile, off: &TokenStream) -> TokenStream {
         let d = &self.d;
         let (rows, inner) = (self.shapes[x][0], self.shapes[x][1]);
+        let e = self.staged_value(x, quote!()).0;
         let general = |g: &Self| {
             g.phase(rows * inner, |g| {
-                let v = g.ev(x, &At::Own);
+                let v = g.staged_value(x, g.ev(x, &At::Own)).1;
                 let idx = tile.index(quote!(((__f % #inner) * #rows + __f / #inner)));
                 quote!(#d::store((__smem.add(#off) as *mut #e).add(#idx), #v);)
             })
         };
-        let Some(load) = self.load_of(x).filter(|_| rows % 8 == 0) else { return general(self) };
+        let Some(load) = self.load_of(x).filter(|_| !self.widened(x) && rows % 8 == 0) else { return general(self) };
         let ExprKind::Load { ptr, mask, .. } = self.k.exprs[load].kind else { return general(self) };
         let threads = self.threads;
         let (down, chunks) = (rows / 8, rows / 8 * inner);

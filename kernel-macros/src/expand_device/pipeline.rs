@@ -165,6 +165,10 @@ impl DevGen<'_> {
         }
         let (acc, dot, a, b) = dot?;
         let layout = self.mma_tiling(dot)?;
+        // Operands widened while staged go through registers: no copies to pipeline.
+        if self.widened(a) || self.widened(b) {
+            return None;
+        }
         if self.layouts[acc] != layout || loads.len() != 2 {
             return None;
         }

@@ -94,15 +94,17 @@ fn fp8_dot_sums_exactly_in_f32() {
     let a: Vec<f8e4m3> = (0..m * k).map(|i| f8e4m3::from_f32((spread(i, 1) % 33) as f32 / 8.0 - 2.0)).collect();
     let b: Vec<f8e5m2> = (0..k * n).map(|i| f8e5m2::from_f32((spread(i, 2) % 17) as f32 / 4.0 - 2.0)).collect();
     let bias: Vec<f32> = (0..n).map(|i| (spread(i, 3) % 9) as f32 / 4.0).collect();
-    let c = Tensor::<f32>::full(&dev, &[m * n], f32::NAN).unwrap();
     let (ta, tb, tbias) = (Tensor::from_vec(&dev, &[m * k], a.clone()).unwrap(), Tensor::from_vec(&dev, &[k * n], b.clone()).unwrap(), Tensor::from_vec(&dev, &[n], bias.clone()).unwrap());
-    let grid = (cdiv(m as i32, 32), cdiv(n as i32, 32));
-    fp8_dot::launch(grid, &ta, &tb, &tbias, &c, m as i32, n as i32, k as i32, 32, 32, 32).unwrap();
-    let c = c.to_vec();
-    for i in 0..m {
-        for j in 0..n {
-            let want = bias[j] as f64 + (0..k).map(|p| a[i * k + p].to_f64() * b[p * n + j].to_f64()).sum::<f64>();
-            assert_eq!(c[i * n + j] as f64, want, "c[{i}, {j}]");
+    for bm in [32, 64] {
+        let c = Tensor::<f32>::full(&dev, &[m * n], f32::NAN).unwrap();
+        let grid = (cdiv(m as i32, bm), cdiv(n as i32, 32));
+        fp8_dot::launch(grid, &ta, &tb, &tbias, &c, m as i32, n as i32, k as i32, bm, 32, 32).unwrap();
+        let c = c.to_vec();
+        for i in 0..m {
+            for j in 0..n {
+                let want = bias[j] as f64 + (0..k).map(|p| a[i * k + p].to_f64() * b[p * n + j].to_f64()).sum::<f64>();
+                assert_eq!(c[i * n + j] as f64, want, "BM {bm}: c[{i}, {j}]");
+            }
         }
     }
 }

@@ -1,4 +1,4 @@
-// dot: operands are f16, bf16 or f32, not integers
+// dot: integer operands are i8 or u8 (i32 sums), not i32
 use kernel_std::prelude::*;
 
 #[kernel]

@@ -858,6 +858,7 @@ pub mod attn_fwd {
         )?;
         let mut qk_20: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::dot::<
           ::kernel_runtime::__private::f16,
+          ::kernel_runtime::__private::f16,
         >(&q_11, &k_19, None);
         let mut keep_21: ::kernel_runtime::__private::cpu::Blk<bool> = ::kernel_runtime::__private::cpu::map2(
           &(::kernel_runtime::__private::cpu::map2(
@@ -997,6 +998,7 @@ pub mod attn_fwd {
           },
         )?;
         acc_14 = ::kernel_runtime::__private::cpu::dot::<
+          ::kernel_runtime::__private::f16,
           ::kernel_runtime::__private::f16,
         >(
           &(::kernel_runtime::__private::cpu::cast::<

@@ -995,6 +995,7 @@ pub mod batched_matmul_kernel {
         )?;
         accumulator_18 = ::kernel_runtime::__private::cpu::dot::<
           ::kernel_runtime::__private::f16,
+          ::kernel_runtime::__private::f16,
         >(&a_20, &b_21, Some(&accumulator_18));
         a_ptrs_16 = ::kernel_runtime::__private::cpu::map2(
           &a_ptrs_16,

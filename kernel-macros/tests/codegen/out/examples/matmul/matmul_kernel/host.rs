@@ -2620,6 +2620,7 @@ pub mod matmul_kernel {
         )?;
         accumulator_14 = ::kernel_runtime::__private::cpu::dot::<
           ::kernel_runtime::__private::f16,
+          ::kernel_runtime::__private::f16,
         >(&a_16, &b_17, Some(&accumulator_14));
         a_ptrs_12 = ::kernel_runtime::__private::cpu::map2(
           &a_ptrs_12,
@@ -3078,6 +3079,7 @@ pub mod matmul_kernel {
           },
         )?;
         accumulator_14 = ::kernel_runtime::__private::cpu::dot::<
+          ::kernel_runtime::__private::f16,
           ::kernel_runtime::__private::f16,
         >(&a_16, &b_17, Some(&accumulator_14));
         a_ptrs_12 = ::kernel_runtime::__private::cpu::map2(
@@ -3552,6 +3554,7 @@ pub mod matmul_kernel {
           },
         )?;
         accumulator_14 = ::kernel_runtime::__private::cpu::dot::<
+          ::kernel_runtime::__private::f16,
           ::kernel_runtime::__private::f16,
         >(&a_16, &b_17, Some(&accumulator_14));
         a_ptrs_12 = ::kernel_runtime::__private::cpu::map2(

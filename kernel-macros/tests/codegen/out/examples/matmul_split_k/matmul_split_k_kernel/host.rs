@@ -863,6 +863,7 @@ pub mod matmul_split_k_kernel {
         )?;
         accumulator_16 = ::kernel_runtime::__private::cpu::dot::<
           ::kernel_runtime::__private::f16,
+          ::kernel_runtime::__private::f16,
         >(&a_18, &b_19, Some(&accumulator_16));
         a_ptrs_14 = ::kernel_runtime::__private::cpu::map2(
           &a_ptrs_14,

@@ -254,6 +254,7 @@ pub mod checked_dot {
     );
     let mut acc_2: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::dot::<
       ::kernel_runtime::__private::f16,
+      ::kernel_runtime::__private::f16,
     >(
       &(::kernel_runtime::__private::cpu::load::<
         ::kernel_runtime::__private::f16,

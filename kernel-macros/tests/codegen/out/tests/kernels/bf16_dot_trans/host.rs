@@ -461,6 +461,7 @@ pub mod bf16_dot_trans {
           &acc_3,
           &(::kernel_runtime::__private::cpu::dot::<
             ::kernel_runtime::__private::bf16,
+            ::kernel_runtime::__private::bf16,
           >(&x_6, &(::kernel_runtime::__private::cpu::trans(&yt_7)), None)),
           <f32 as ::kernel_runtime::__private::cpu::Num>::add,
         );

@@ -390,6 +390,7 @@ pub mod blocks_of_48 {
     )?;
     let mut acc_3: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::dot::<
       ::kernel_runtime::__private::f16,
+      ::kernel_runtime::__private::f16,
     >(&x_1, &y_2, None);
     ::kernel_runtime::__private::cpu::store::<
       f32,

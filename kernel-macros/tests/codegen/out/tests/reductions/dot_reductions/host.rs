@@ -415,6 +415,7 @@ pub mod dot_reductions {
     );
     let mut s_3: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::dot::<
       ::kernel_runtime::__private::f16,
+      ::kernel_runtime::__private::f16,
     >(
       &(::kernel_runtime::__private::cpu::load::<
         ::kernel_runtime::__private::f16,
