@@ -55,7 +55,9 @@ pub fn fp8_dot<const BM: i32, const BN: i32, const BK: i32>(a: Ptr<f8e4m3>, b: P
 }
 
 /// `c = a @ b + c0` for `a: [M, K]` i8 and `b: [K, N]` u8 (row-major), i32 sums (wrapping).
-#[kernel(BM = [32], BN = [32], BK = [32], num_warps = 4)]
+/// On tensor cores (the operands staged as f16, each step's sums exact in f32): `mma.sync`
+/// for 32-row tiles, `wgmma` on sm_90a for 64-row tiles.
+#[kernel(BM = [32, 64], BN = [32], BK = [32], num_warps = 4)]
 pub fn i8_dot<const BM: i32, const BN: i32, const BK: i32>(a: Ptr<i8>, b: Ptr<u8>, c0: Ptr<i32>, c: Ptr<i32>, m: i32, n: i32, k: i32) {
     let rm = program_id(0) * BM + arange(0, BM);
     let rn = program_id(1) * BN + arange(0, BN);

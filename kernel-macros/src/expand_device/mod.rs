@@ -518,22 +518,32 @@ impl<'a> DevGen<'a> {
         }
     }
 
-    /// A tensor-core tiling for a `dot`: f16/bf16 operands (or 8-bit floats, staged as f16:
-    /// `operands.rs`), M % 16, N % 8, K % 16, and a warp grid that divides the output with at
-    /// most 128 accumulator registers per thread.
+    /// A tensor-core tiling for a `dot`: f16/bf16 operands, or 8-bit operands staged as f16
+    /// (`operands.rs`: exact), M % 16, N % 8, K % 16, and a warp grid that divides the output
+    /// with at most 128 accumulator registers per thread (64 for 8-bit integers, which also
+    /// keep their i32 sums). 8-bit integer products are exact in the f32 sums of one `dot`
+    /// while `K * max|a| * max|b| <= 2^24` (K up to 1024 for i8 x i8, 512 for i8 x u8, 256 for
+    /// u8 x u8); each `dot` then adds its f32 result, converted, to the i32 sums.
     fn mma_tiling(&self, dot: ExprId) -> Option<Layout> {
         let ExprKind::Dot { a, b, .. } = &self.k.exprs[dot].kind else { return None };
-        let (da, db) = (self.k.exprs[*a].ty.dtype(), self.k.exprs[*b].ty.dtype());
-        let fp8 = da.is_some_and(DType::is_fp8) && db.is_some_and(DType::is_fp8);
-        if !matches!(da, Some(DType::F16 | DType::BF16)) && !fp8 {
-            return None;
-        }
         let (sa, sb) = (&self.shapes[*a], &self.shapes[*b]);
         let (m, kk, n) = (sa[0], sa[1], sb[1]);
+        let (da, db) = (self.k.exprs[*a].ty.dtype(), self.k.exprs[*b].ty.dtype());
+        let fp8 = da.is_some_and(DType::is_fp8) && db.is_some_and(DType::is_fp8);
+        let magnitude = |d: Option<DType>| match d {
+            Some(DType::I8) => Some(128usize),
+            Some(DType::U8) => Some(255),
+            _ => None,
+        };
+        let int8 = magnitude(da).zip(magnitude(db)).is_some_and(|(x, y)| kk * x * y <= 1 << 24);
+        if !matches!(da, Some(DType::F16 | DType::BF16)) && !fp8 && !int8 {
+            return None;
+        }
         if m % 16 != 0 || n % 8 != 0 || kk % 16 != 0 {
             return None;
         }
-        if let Some(l) = self.wgmma_tiling(m, kk, n) {
+        let budget = if int8 { self.accumulator_budget() / 2 } else { self.accumulator_budget() };
+        if let Some(l) = self.wgmma_tiling(m, kk, n, budget) {
             return Some(l);
         }
         let warps = self.threads / 32;
@@ -547,7 +557,7 @@ impl<'a> DevGen<'a> {
                 continue;
             }
             let (tm, tn) = (m / (16 * wm), n / (8 * wn));
-            if tm * tn * 4 > self.accumulator_budget() {
+            if tm * tn * 4 > budget {
                 continue;
             }
             // Square warp tiles read the fewest shared-memory bytes per multiply-add; in a
@@ -566,7 +576,7 @@ impl<'a> DevGen<'a> {
     /// 128 bytes (one swizzle pattern wide) and B is stored in column blocks of `min(n, 64)`.
     /// Prefers the widest `n'` (fewest shared-memory bytes read per multiply-add), then the
     /// fewest tiles per warpgroup.
-    fn wgmma_tiling(&self, m: usize, kk: usize, n: usize) -> Option<Layout> {
+    fn wgmma_tiling(&self, m: usize, kk: usize, n: usize, budget: usize) -> Option<Layout> {
         let warps = self.threads / 32;
         // K-major A rows of up to 64 elements (one 128-byte swizzle pattern); deeper tiles are
         // staged in 64-column blocks like B.
@@ -582,7 +592,7 @@ impl<'a> DevGen<'a> {
                 continue;
             }
             let (tm, np) = (m / (64 * gm), n / gn);
-            if ![16, 32, 64, 128, 192, 256].contains(&np) || !np.is_multiple_of(block) || tm * np / 2 > self.accumulator_budget() {
+            if ![16, 32, 64, 128, 192, 256].contains(&np) || !np.is_multiple_of(block) || tm * np / 2 > budget {
                 continue;
             }
             let score = (usize::MAX - np, tm);
@@ -1257,12 +1267,17 @@ impl<'a> DevGen<'a> {
         let (off_b, stage_b, staging_b) = self.operand_source(b, layout, (kk, n), align);
         let out = self.fresh("mma");
         let slots = tm * tn * 4;
+        // 8-bit integers: the instruction sums into `out` from zero (f32, exact), then the sums
+        // are added to the i32 accumulator `sums`.
+        let sums = (self.k.exprs[id].ty.dtype() == Some(DType::I32)).then(|| self.fresh("sums"));
         let init = self.phase_in(m * n, layout, |g| {
             let v = match acc {
                 Some(x) => g.ev(x, &At::Own),
+                None if sums.is_some() => quote!(0i32),
                 None => quote!(0.0f32),
             };
-            quote!(#out[__j] = #v;)
+            let to = sums.as_ref().unwrap_or(&out);
+            quote!(#to[__j] = #v;)
         });
         let (sa, sb) = (quote!(#d::smem_addr() + #off_a as u32), quote!(#d::smem_addr() + #off_b as u32));
         let compute = if let Some((fill, ar)) = &reg_a {
@@ -1274,7 +1289,19 @@ impl<'a> DevGen<'a> {
             let (setup, issue, finish) = self.wgmma_compute(a, layout, kk, &out, (sa, sb), None, [staging_a, staging_b]);
             quote!({ #setup #issue #finish })
         };
-        self.temps.borrow_mut().insert(id, MatVar { ident: out.clone(), elem: quote!(f32), numel: m * n, layout });
+        let (result, elem, add) = match &sums {
+            Some(s) => (s.clone(), quote!(i32), quote! {
+                let mut #s: [i32; #slots] = [0i32; #slots];
+                #init
+            }),
+            None => (out.clone(), quote!(f32), init),
+        };
+        let add_sums = sums.as_ref().map(|s| quote! {
+            for __j in 0..#slots {
+                #s[__j] = #s[__j].wrapping_add(#out[__j] as i32);
+            }
+        });
+        self.temps.borrow_mut().insert(id, MatVar { ident: result, elem, numel: m * n, layout });
         // Operands the statement staged may be overwritten by the next statement: a barrier
         // after the product, unless every operand lives across the loop's statements.
         let lasting = |x: ExprId| self.resident.borrow().contains_key(&x) || self.ahead.borrow().contains_key(&x);
@@ -1282,12 +1309,13 @@ impl<'a> DevGen<'a> {
         let after = (!free).then(|| quote!(#d::bar_sync();));
         quote! {
             let mut #out: [f32; #slots] = [0.0f32; #slots];
-            #init
+            #add
             #stage_a
             #stage_b
             #fence
             #d::bar_sync();
             #compute
+            #add_sums
             #after
         }
     }

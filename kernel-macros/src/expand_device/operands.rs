@@ -59,10 +59,11 @@ impl DevGen<'_> {
     }
 
     /// Whether operand `x` of a tensor-core `dot` is widened while it is staged: 8-bit floats
-    /// are stored in shared memory as f16 (exactly: every f8e4m3 and f8e5m2 value is an f16),
-    /// which the f16 instructions read; their copies go through registers, not `cp.async`.
+    /// and integers are stored in shared memory as f16 (exactly: every f8e4m3, f8e5m2, i8 and
+    /// u8 value is an f16), which the f16 instructions read; their copies go through registers,
+    /// not `cp.async`.
     pub(super) fn widened(&self, x: ExprId) -> bool {
-        self.k.exprs[x].ty.dtype().is_some_and(DType::is_fp8)
+        self.k.exprs[x].ty.dtype().is_some_and(|d| d.is_fp8() || matches!(d, DType::I8 | DType::U8))
     }
 
     /// The element type operand `x` is staged as, and `v` (a value of `x`) converted to it.

@@ -116,15 +116,17 @@ fn i8_dot_sums_exactly_in_i32() {
     let a: Vec<i8> = (0..m * k).map(|i| spread(i, 4) as i8).collect();
     let b: Vec<u8> = (0..k * n).map(|i| spread(i, 5) as u8).collect();
     let c0: Vec<i32> = (0..m * n).map(|i| (spread(i, 6) % 2001) as i32 - 1000).collect();
-    let c = Tensor::<i32>::full(&dev, &[m * n], i32::MIN).unwrap();
     let (ta, tb, tc0) = (Tensor::from_vec(&dev, &[m * k], a.clone()).unwrap(), Tensor::from_vec(&dev, &[k * n], b.clone()).unwrap(), Tensor::from_vec(&dev, &[m * n], c0.clone()).unwrap());
-    let grid = (cdiv(m as i32, 32), cdiv(n as i32, 32));
-    i8_dot::launch(grid, &ta, &tb, &tc0, &c, m as i32, n as i32, k as i32, 32, 32, 32).unwrap();
-    let c = c.to_vec();
-    for i in 0..m {
-        for j in 0..n {
-            let want = c0[i * n + j] as i64 + (0..k).map(|p| a[i * k + p] as i64 * b[p * n + j] as i64).sum::<i64>();
-            assert_eq!(c[i * n + j] as i64, want, "c[{i}, {j}]");
+    for bm in [32, 64] {
+        let c = Tensor::<i32>::full(&dev, &[m * n], i32::MIN).unwrap();
+        let grid = (cdiv(m as i32, bm), cdiv(n as i32, 32));
+        i8_dot::launch(grid, &ta, &tb, &tc0, &c, m as i32, n as i32, k as i32, bm, 32, 32).unwrap();
+        let c = c.to_vec();
+        for i in 0..m {
+            for j in 0..n {
+                let want = c0[i * n + j] as i64 + (0..k).map(|p| a[i * k + p] as i64 * b[p * n + j] as i64).sum::<i64>();
+                assert_eq!(c[i * n + j] as i64, want, "BM {bm}: c[{i}, {j}]");
+            }
         }
     }
 }

@@ -33,16 +33,18 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut acc_4: [i32; 8usize] = unsafe { ::core::mem::zeroed() };
-    let mut __ld0_all: [[i32; 8usize]; 1usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
-      1usize,
+      8usize,
       _,
     >(
       #[inline(always)]
-      |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-        let __ld0: [i32; 8usize] = {
-          let __q0: *mut i32 = ::kernel_std::__private::device::ptr_add(
+      |__j: usize| {
+        let __f: usize = ((__warp / 2usize) * 16usize + ((__j) / 8usize) * 16
+          + (((__j) % 4) / 2) * 8 + __lane / 4) * 32usize
+          + (__warp % 2usize) * 16usize + (((__j) % 8usize) / 4) * 8
+          + (__j) % 2 + (__lane % 4) * 2;
+        acc_4[__j] = {
+          let __a = ::kernel_std::__private::device::ptr_add(
             ::kernel_std::__private::device::ptr_add(
               __p_c0,
               <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -56,7 +58,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = (__f0 + 0usize);
+                        let __pf: usize = __f;
                         0usize + ((__pf / 32usize) % 32usize) * 1usize
                       }) as i32,
                     ),
@@ -74,787 +76,65 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
               (0i32)
                 .wrapping_add(
                   ({
-                    let __pf: usize = (__f0 + 0usize);
+                    let __pf: usize = __f;
                     0usize + ((__pf / 1usize) % 32usize) * 1usize
                   }) as i32,
                 ),
             ),
           );
-          let __q1: *mut i32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_c0,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
+          if <bool as ::kernel_std::__private::device::Int>::and(
+            <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 1usize);
-                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
                 ),
-                __p_n,
-              ),
-            ),
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 1usize);
-                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-          );
-          let __q2: *mut i32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_c0,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                    }) as i32,
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 2usize);
-                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
               ),
+              __p_m,
             ),
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 2usize);
-                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-          );
-          let __q3: *mut i32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_c0,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
+            <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 3usize);
-                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
                 ),
-                __p_n,
-              ),
-            ),
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 3usize);
-                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-          );
-          let __q4: *mut i32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_c0,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 4usize);
-                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
               ),
+              __p_n,
             ),
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 4usize);
-                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-          );
-          let __q5: *mut i32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_c0,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 5usize);
-                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            ),
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 5usize);
-                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-          );
-          let __q6: *mut i32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_c0,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 6usize);
-                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            ),
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 6usize);
-                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-          );
-          let __q7: *mut i32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_c0,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            ),
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 7usize);
-                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-          );
-          if (<i32 as ::kernel_std::__private::device::Num>::lt(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(0u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0);
-                    0usize + ((__pf / 32usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-            __p_m,
           )
-            && {
-              let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0);
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __c3 = __p_n;
-              <i32 as ::kernel_std::__private::device::Num>::ge(__x2, __x1)
-                && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x2,
-                  __c3,
-                )
-            }) && (__q0 as usize) % 16usize == 0
-            && (((0i64).wrapping_add(1i64)) == 1i64
-              && (__q7 as usize) == (__q0 as usize) + 28usize)
-            && ::kernel_std::__private::device::fits(
-              __q0,
+            && ::kernel_std::__private::device::in_bounds(
+              __a,
               __p_c0,
               __len_c0,
-              8usize,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
             )
           {
-            ::kernel_std::__private::device::load_vec::<i32, 8usize>(__q0)
+            ::kernel_std::__private::device::load(__a)
           } else {
-            [
-              if <bool as ::kernel_std::__private::device::Int>::and(
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_m,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q0,
-                  __p_c0,
-                  __len_c0,
-                  __fault,
-                  __tag,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q0)
-              } else {
-                (0i32)
-              },
-              if <bool as ::kernel_std::__private::device::Int>::and(
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_m,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q1,
-                  __p_c0,
-                  __len_c0,
-                  __fault,
-                  __tag,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q1)
-              } else {
-                (0i32)
-              },
-              if <bool as ::kernel_std::__private::device::Int>::and(
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_m,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q2,
-                  __p_c0,
-                  __len_c0,
-                  __fault,
-                  __tag,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q2)
-              } else {
-                (0i32)
-              },
-              if <bool as ::kernel_std::__private::device::Int>::and(
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_m,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q3,
-                  __p_c0,
-                  __len_c0,
-                  __fault,
-                  __tag,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q3)
-              } else {
-                (0i32)
-              },
-              if <bool as ::kernel_std::__private::device::Int>::and(
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_m,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q4,
-                  __p_c0,
-                  __len_c0,
-                  __fault,
-                  __tag,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q4)
-              } else {
-                (0i32)
-              },
-              if <bool as ::kernel_std::__private::device::Int>::and(
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_m,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q5,
-                  __p_c0,
-                  __len_c0,
-                  __fault,
-                  __tag,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q5)
-              } else {
-                (0i32)
-              },
-              if <bool as ::kernel_std::__private::device::Int>::and(
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_m,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q6,
-                  __p_c0,
-                  __len_c0,
-                  __fault,
-                  __tag,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q6)
-              } else {
-                (0i32)
-              },
-              if <bool as ::kernel_std::__private::device::Int>::and(
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_m,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q7,
-                  __p_c0,
-                  __len_c0,
-                  __fault,
-                  __tag,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q7)
-              } else {
-                (0i32)
-              },
-            ]
+            (0i32)
           }
         };
-        __ld0_all[__jc] = __ld0;
-      },
-    );
-    ::kernel_std::__private::device::unroll::<
-      1usize,
-      _,
-    >(
-      #[inline(always)]
-      |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-        let __ld0: [i32; 8usize] = __ld0_all[__jc];
-        ::kernel_std::__private::device::unroll::<
-          8usize,
-          _,
-        >(
-          #[inline(always)]
-          |__v: usize| {
-            let __j: usize = __jc * 8usize + __v;
-            let __f: usize = __f0 + __v;
-            acc_4[__j] = __ld0[__v];
-          },
-        );
       },
     );
     {
@@ -863,37 +143,180 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         32i64,
       );
-      let mut __i: i32 = __start;
-      while __step != 0
-        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      if __step != 0
+        && ((__step > 0 && __start < __end) || (__step < 0 && __start > __end))
       {
-        let k0_5: i32 = __i;
-        let mut __dot4: [i32; 8usize] = [0i32; 8usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize) as *mut i8).add(__f),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
+        {
+          let k0_5: i32 = __start;
+          ::kernel_std::__private::device::unroll::<
+            1usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jc: usize| {
+              let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+              ::kernel_std::__private::device::unroll::<
+                8usize,
+                _,
+              >(
+                #[inline(always)]
+                |__v: usize| {
+                  let __j: usize = __jc * 8usize + __v;
+                  let __f: usize = __f0 + __v;
+                  ::kernel_std::__private::device::store(
+                    (__smem.add((0usize + (0usize) * 2048usize))
+                      as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = __f;
+                          ({
+                            let __r: usize = __sf / 32usize;
+                            __r * 32usize
+                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                      <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = __f;
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = __f;
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        );
+                        if <bool as ::kernel_std::__private::device::Int>::and(
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = __f;
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_m,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = __f;
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_a,
+                            __len_a,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                            0i64,
+                          )
+                        }
+                      }),
+                    ),
+                  );
+                },
+              );
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            1usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jc: usize| {
+              let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+              ::kernel_std::__private::device::unroll::<
+                8usize,
+                _,
+              >(
+                #[inline(always)]
+                |__v: usize| {
+                  let __j: usize = __jc * 8usize + __v;
+                  let __f: usize = __f0 + __v;
+                  ::kernel_std::__private::device::store(
+                    (__smem.add((4096usize + (0usize) * 2048usize))
+                      as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = __f;
+                          ({
+                            let __r: usize = __sf / 32usize;
+                            __r * 32usize
+                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                      <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = __f;
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          ),
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
+                              ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                 32i64,
                               ),
@@ -902,244 +325,457 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                               .wrapping_add(
                                 ({
                                   let __pf: usize = __f;
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
-                          __p_k,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_5,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
+                        );
+                        if <bool as ::kernel_std::__private::device::Int>::and(
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = __f;
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
                           ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(0u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_m,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_5,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                        0i64,
-                      )
-                    }
-                  },
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                ::kernel_std::__private::device::store(
-                  (__smem.add(1024usize) as *mut u8).add(__f),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_5,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
                               ),
-                          ),
-                          __p_n,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_5,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = __f;
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
                             ),
-                        ),
-                        __p_k,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
+                            __p_n,
                           ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_b,
-                        __len_b,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                        0i64,
-                      )
-                    }
-                  },
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                let __row = __f / 32usize;
-                let __col = __f % 32usize;
-                let __pa = (__smem.add(0usize) as *mut i8)
-                  .add(__row * 32usize);
-                let __pb = (__smem.add(1024usize) as *mut u8).add(__col);
-                let mut __s: i32 = acc_4[__j];
-                for __k in 0..32usize {
-                  let __x = <i8 as ::kernel_std::__private::device::Elem>::to_i64(
-                    ::kernel_std::__private::device::load(__pa.add(__k)),
-                  ) as i32;
-                  let __y = <u8 as ::kernel_std::__private::device::Elem>::to_i64(
-                    ::kernel_std::__private::device::load(
-                      __pb.add(__k * 32usize),
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_b,
+                            __len_b,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                            0i64,
+                          )
+                        }
+                      }),
                     ),
-                  ) as i32;
-                  __s = __s.wrapping_add(__x.wrapping_mul(__y));
-                }
-                __dot4[__j] = __s;
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
+                  );
+                },
+              );
+            },
+          );
+        }
+      }
+      ::kernel_std::__private::device::cp_async_commit();
+      let mut __it0: u32 = 0;
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let k0_5: i32 = __i;
+        if let Some(__nx) = __i.checked_add(__step) {
+          if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
+            {
+              let k0_5: i32 = __nx;
+              ::kernel_std::__private::device::unroll::<
+                1usize,
+                _,
+              >(
+                #[inline(always)]
+                |__jc: usize| {
+                  let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+                  ::kernel_std::__private::device::unroll::<
+                    8usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__v: usize| {
+                      let __j: usize = __jc * 8usize + __v;
+                      let __f: usize = __f0 + __v;
+                      ::kernel_std::__private::device::store(
+                        (__smem
+                          .add((0usize + ((((__it0 + 1) & 1) as usize)) * 2048usize))
+                          as *mut ::kernel_std::__private::device::F16)
+                          .add(
+                            ({
+                              let __sf: usize = __f;
+                              ({
+                                let __r: usize = __sf / 32usize;
+                                __r * 32usize
+                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                              }) + __sf % 8
+                            }),
+                          ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                          <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                            let __a = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_a,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      ::kernel_std::__private::device::program_id(0u32),
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        32i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = __f;
+                                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_k,
+                                ),
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = __f;
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                            );
+                            if <bool as ::kernel_std::__private::device::Int>::and(
+                              <i32 as ::kernel_std::__private::device::Num>::lt(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(0u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = __f;
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_m,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::lt(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  k0_5,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = __f;
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_k,
+                              ),
+                            )
+                              && ::kernel_std::__private::device::in_bounds(
+                                __a,
+                                __p_a,
+                                __len_a,
+                                __fault,
+                                __tag,
+                                0u32,
+                                ::core::line!(),
+                              )
+                            {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                                0i64,
+                              )
+                            }
+                          }),
+                        ),
+                      );
+                    },
+                  );
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                1usize,
+                _,
+              >(
+                #[inline(always)]
+                |__jc: usize| {
+                  let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+                  ::kernel_std::__private::device::unroll::<
+                    8usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__v: usize| {
+                      let __j: usize = __jc * 8usize + __v;
+                      let __f: usize = __f0 + __v;
+                      ::kernel_std::__private::device::store(
+                        (__smem
+                          .add(
+                            (4096usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                          ) as *mut ::kernel_std::__private::device::F16)
+                          .add(
+                            ({
+                              let __sf: usize = __f;
+                              ({
+                                let __r: usize = __sf / 32usize;
+                                __r * 32usize
+                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                              }) + __sf % 8
+                            }),
+                          ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                          <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                            let __a = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    k0_5,
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = __f;
+                                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_n,
+                                ),
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = __f;
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                            );
+                            if <bool as ::kernel_std::__private::device::Int>::and(
+                              <i32 as ::kernel_std::__private::device::Num>::lt(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  k0_5,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = __f;
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_k,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::lt(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(1u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = __f;
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_n,
+                              ),
+                            )
+                              && ::kernel_std::__private::device::in_bounds(
+                                __a,
+                                __p_b,
+                                __len_b,
+                                __fault,
+                                __tag,
+                                1u32,
+                                ::core::line!(),
+                              )
+                            {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                                0i64,
+                              )
+                            }
+                          }),
+                        ),
+                      );
+                    },
+                  );
+                },
+              );
+            }
+          }
+        }
+        ::kernel_std::__private::device::cp_async_commit();
+        let mut __mma1: [f32; 8usize] = [0.0f32; 8usize];
+        let mut __sums2: [i32; 8usize] = [0i32; 8usize];
         ::kernel_std::__private::device::unroll::<
-          1usize,
+          8usize,
           _,
         >(
           #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                acc_4[__j] = __dot4[__j];
-              },
-            );
+          |__j: usize| {
+            let __f: usize = ((__warp / 2usize) * 16usize
+              + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
+              * 32usize + (__warp % 2usize) * 16usize
+              + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            __sums2[__j] = acc_4[__j];
           },
         );
+        ::kernel_std::__private::device::cp_async_wait_group::<1>();
+        ::kernel_std::__private::device::cp_async_wait_group::<1>();
+        ::kernel_std::__private::device::bar_sync();
+        {
+          let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+            + (0usize + ((__it0 & 1) as usize) * 2048usize) as u32;
+          let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+            + (4096usize + ((__it0 & 1) as usize) * 2048usize) as u32;
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__ks: usize| {
+              let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+              ::kernel_std::__private::device::unroll::<
+                1usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                    __sa
+                      + (({
+                        let __r: usize = (__warp / 2usize) * 16usize + __i * 16
+                          + __lane % 16;
+                        __r * 32usize
+                          + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                            * 8)
+                      }) * 2) as u32,
+                  );
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                1usize,
+                _,
+              >(
+                #[inline(always)]
+                |__jp: usize| {
+                  let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                    __sb
+                      + (({
+                        let __r: usize = __ks * 16 + __lane % 16;
+                        __r * 32usize
+                          + ((((__warp % 2usize) * 2usize + 2 * __jp + __lane / 16)
+                            ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) * 2) as u32,
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    1usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __b: usize = (__i * 2usize + 2 * __jp) * 4;
+                      let __d = ::kernel_std::__private::device::mma_f16(
+                        __af[__i],
+                        [__bq[0], __bq[1]],
+                        [
+                          __mma1[__b],
+                          __mma1[__b + 1],
+                          __mma1[__b + 2],
+                          __mma1[__b + 3],
+                        ],
+                      );
+                      __mma1[__b] = __d[0];
+                      __mma1[__b + 1] = __d[1];
+                      __mma1[__b + 2] = __d[2];
+                      __mma1[__b + 3] = __d[3];
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    1usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __b: usize = (__i * 2usize + 2 * __jp + 1) * 4;
+                      let __d = ::kernel_std::__private::device::mma_f16(
+                        __af[__i],
+                        [__bq[2], __bq[3]],
+                        [
+                          __mma1[__b],
+                          __mma1[__b + 1],
+                          __mma1[__b + 2],
+                          __mma1[__b + 3],
+                        ],
+                      );
+                      __mma1[__b] = __d[0];
+                      __mma1[__b + 1] = __d[1];
+                      __mma1[__b + 2] = __d[2];
+                      __mma1[__b + 3] = __d[3];
+                    },
+                  );
+                },
+              );
+            },
+          );
+        }
+        for __j in 0..8usize {
+          __sums2[__j] = __sums2[__j].wrapping_add(__mma1[__j] as i32);
+        }
+        ::kernel_std::__private::device::bar_sync();
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 2usize) * 16usize
+              + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
+              * 32usize + (__warp % 2usize) * 16usize
+              + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_4[__j] = __sums2[__j];
+          },
+        );
+        __it0 = __it0.wrapping_add(1);
         __i = match __i.checked_add(__step) {
           Some(n) => n,
           None => break,
@@ -1147,24 +783,484 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    ::kernel_std::__private::device::unroll::<
-      1usize,
-      _,
-    >(
-      #[inline(always)]
-      |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-        let mut __sp: [*mut i32; 8usize] = [::core::ptr::null_mut(); 8usize];
-        let mut __sv: [i32; 8usize] = [<i32 as ::core::default::Default>::default(); 8usize];
-        let mut __sm: [bool; 8usize] = [false; 8usize];
-        ::kernel_std::__private::device::unroll::<
-          8usize,
-          _,
-        >(
+    {
+      let __sfast: bool = true
+        && {
+          let __pa: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 2usize) * 16usize + 0usize
+                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                          + 0usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n,
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (((__warp / 2usize) * 16usize + 0usize
+                      + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                      + 0usize + (__lane % 4) * 2);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+          );
+          let __pz: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 2usize) * 16usize + 0usize
+                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                          + 9usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n,
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (((__warp / 2usize) * 16usize + 0usize
+                      + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                      + 9usize + (__lane % 4) * 2);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+          );
+          (0i64).wrapping_add(1i64) == 1i64
+            && (__pz as usize).wrapping_sub(__pa as usize) == 36usize
+            && (__pa as usize) % 8usize == 0
+            && ::kernel_std::__private::device::fits(
+              __pa,
+              __p_c,
+              __len_c,
+              10usize,
+            )
+            && (<i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 2usize) * 16usize + 0usize
+                        + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                        + 0usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_m,
+            )
+              && {
+                let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 2usize) * 16usize + 0usize
+                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                          + 0usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 2usize) * 16usize + 0usize
+                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                          + 9usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __c5 = __p_n;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x4,
+                  __x3,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x4,
+                    __c5,
+                  )
+              })
+        }
+        && {
+          let __pa: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 2usize) * 16usize + 8usize
+                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                          + 0usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n,
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (((__warp / 2usize) * 16usize + 8usize
+                      + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                      + 0usize + (__lane % 4) * 2);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+          );
+          let __pz: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 2usize) * 16usize + 8usize
+                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                          + 9usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n,
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (((__warp / 2usize) * 16usize + 8usize
+                      + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                      + 9usize + (__lane % 4) * 2);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+          );
+          (0i64).wrapping_add(1i64) == 1i64
+            && (__pz as usize).wrapping_sub(__pa as usize) == 36usize
+            && (__pa as usize) % 8usize == 0
+            && ::kernel_std::__private::device::fits(
+              __pa,
+              __p_c,
+              __len_c,
+              10usize,
+            )
+            && (<i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 2usize) * 16usize + 8usize
+                        + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                        + 0usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_m,
+            )
+              && {
+                let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 2usize) * 16usize + 8usize
+                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                          + 0usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 2usize) * 16usize + 8usize
+                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                          + 9usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __c8 = __p_n;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x7,
+                  __x6,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x7,
+                    __c8,
+                  )
+              })
+        };
+      if __sfast {
+        let __val = ::kernel_std::__private::device::inline_fn(
           #[inline(always)]
-          |__v: usize| {
-            let __j: usize = __jc * 8usize + __v;
-            let __f: usize = __f0 + __v;
+          |__j: usize| -> i32 {
+            let __v: usize = __j % 2;
+            let __f: usize = ((__warp / 2usize) * 16usize
+              + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
+              * 32usize + (__warp % 2usize) * 16usize
+              + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_4[__j]
+          },
+        );
+        {
+          let __pr: [*mut i32; 2] = [
+            ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                            ((__warp / 2usize) * 16usize + 0usize + __lane / 4)
+                              * 32usize + (__warp % 2usize) * 16usize + 0usize
+                              + (__lane % 4) * 2,
+                          );
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                        ((__warp / 2usize) * 16usize + 0usize + __lane / 4)
+                          * 32usize + (__warp % 2usize) * 16usize + 0usize
+                          + (__lane % 4) * 2,
+                      );
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            ),
+            ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                            ((__warp / 2usize) * 16usize + 8usize + __lane / 4)
+                              * 32usize + (__warp % 2usize) * 16usize + 0usize
+                              + (__lane % 4) * 2,
+                          );
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                        ((__warp / 2usize) * 16usize + 8usize + __lane / 4)
+                          * 32usize + (__warp % 2usize) * 16usize + 0usize
+                          + (__lane % 4) * 2,
+                      );
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            ),
+          ];
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(0usize);
+            __sv[1usize] = __val(1usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[0usize].wrapping_add(0usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(2usize);
+            __sv[1usize] = __val(3usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[1usize].wrapping_add(0usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(4usize);
+            __sv[1usize] = __val(5usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[0usize].wrapping_add(8usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(6usize);
+            __sv[1usize] = __val(7usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[1usize].wrapping_add(8usize), __sv);
+          }
+        }
+      } else {
+        ::core::hint::cold_path();
+        {
+          let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 0usize;
+            let __f: usize = ((__warp / 2usize) * 16usize + 0usize
+              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+              + 0usize + (__lane % 4) * 2;
             __sp[__v] = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 __p_c,
@@ -1242,162 +1338,811 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                 __p_n,
               ),
             );
-          },
-        );
-        if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
-          && __sm[4usize] && __sm[5usize] && __sm[6usize] && __sm[7usize]
-          && (__sp[0] as usize) % 16usize == 0
-          && (((0i64).wrapping_add(1i64)) == 1i64
-            && (__sp[7usize] as usize) == (__sp[0] as usize) + 28usize)
-          && ::kernel_std::__private::device::fits(
-            __sp[0],
-            __p_c,
-            __len_c,
-            8usize,
-          )
-        {
-          ::kernel_std::__private::device::store_vec::<
-            i32,
-            8usize,
-          >(__sp[0], __sv);
-        } else {
-          if __sm[0usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[0usize],
-              __p_c,
-              __len_c,
-              __fault,
-              __tag,
-              3u32,
-              ::core::line!(),
-            )
+          }
           {
-            ::kernel_std::__private::device::store(
-              __sp[0usize],
-              __sv[0usize],
+            let __v: usize = 1usize;
+            let __j: usize = 1usize;
+            let __f: usize = ((__warp / 2usize) * 16usize + 0usize
+              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+              + 1usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = acc_4[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_m,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n,
+              ),
             );
           }
-          if __sm[1usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[1usize],
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 8usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
               __p_c,
               __len_c,
-              __fault,
-              __tag,
-              3u32,
-              ::core::line!(),
+              2usize,
             )
           {
-            ::kernel_std::__private::device::store(
-              __sp[1usize],
-              __sv[1usize],
-            );
-          }
-          if __sm[2usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[2usize],
-              __p_c,
-              __len_c,
-              __fault,
-              __tag,
-              3u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[2usize],
-              __sv[2usize],
-            );
-          }
-          if __sm[3usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[3usize],
-              __p_c,
-              __len_c,
-              __fault,
-              __tag,
-              3u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[3usize],
-              __sv[3usize],
-            );
-          }
-          if __sm[4usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[4usize],
-              __p_c,
-              __len_c,
-              __fault,
-              __tag,
-              3u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[4usize],
-              __sv[4usize],
-            );
-          }
-          if __sm[5usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[5usize],
-              __p_c,
-              __len_c,
-              __fault,
-              __tag,
-              3u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[5usize],
-              __sv[5usize],
-            );
-          }
-          if __sm[6usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[6usize],
-              __p_c,
-              __len_c,
-              __fault,
-              __tag,
-              3u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[6usize],
-              __sv[6usize],
-            );
-          }
-          if __sm[7usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[7usize],
-              __p_c,
-              __len_c,
-              __fault,
-              __tag,
-              3u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[7usize],
-              __sv[7usize],
-            );
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_c,
+                __len_c,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_c,
+                __len_c,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
           }
         }
-      },
-    );
+        {
+          let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 2usize;
+            let __f: usize = ((__warp / 2usize) * 16usize + 8usize
+              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+              + 0usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = acc_4[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_m,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n,
+              ),
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 3usize;
+            let __f: usize = ((__warp / 2usize) * 16usize + 8usize
+              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+              + 1usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = acc_4[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_m,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n,
+              ),
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 8usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_c,
+              __len_c,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_c,
+                __len_c,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_c,
+                __len_c,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 4usize;
+            let __f: usize = ((__warp / 2usize) * 16usize + 0usize
+              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+              + 8usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = acc_4[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_m,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n,
+              ),
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 5usize;
+            let __f: usize = ((__warp / 2usize) * 16usize + 0usize
+              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+              + 9usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = acc_4[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_m,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n,
+              ),
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 8usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_c,
+              __len_c,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_c,
+                __len_c,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_c,
+                __len_c,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 6usize;
+            let __f: usize = ((__warp / 2usize) * 16usize + 8usize
+              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+              + 8usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = acc_4[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_m,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n,
+              ),
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 7usize;
+            let __f: usize = ((__warp / 2usize) * 16usize + 8usize
+              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+              + 9usize + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = acc_4[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_m,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n,
+              ),
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 8usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_c,
+              __len_c,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_c,
+                __len_c,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_c,
+                __len_c,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+      }
+    }
   }
 }
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_i8_dot__BM_32__BN_32__BK_32: [u8; 206usize] = *b"{\"entry\": \"i8_dot__BM_32__BN_32__BK_32\", \"kernel\": \"i8_dot\", \"meta\": {\"BK\": 32, \"BM\": 32, \"BN\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 2048}";
+pub static __KERNEL_META_i8_dot__BM_32__BN_32__BK_32: [u8; 206usize] = *b"{\"entry\": \"i8_dot__BM_32__BN_32__BK_32\", \"kernel\": \"i8_dot\", \"meta\": {\"BK\": 32, \"BM\": 32, \"BN\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 8192}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]
