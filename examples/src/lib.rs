@@ -14,6 +14,7 @@ pub mod layer_norm;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod logging;
 pub mod matmul;
+pub mod matmul_8bit;
 pub mod matmul_split_k;
 pub mod softmax;
 pub mod vector_add;

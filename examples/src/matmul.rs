@@ -137,7 +137,7 @@ pub enum MatmulError {
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
-fn dims2(t: &Tensor<f16>, which: &'static str) -> Result<(usize, usize), MatmulError> {
+pub(crate) fn dims2<T: kernel_runtime::DType>(t: &Tensor<T>, which: &'static str) -> Result<(usize, usize), MatmulError> {
     match t.shape() {
         [r, c] => Ok((*r, *c)),
         s => Err(MatmulError::NotAMatrix { which, shape: s.to_vec() }),
@@ -146,7 +146,7 @@ fn dims2(t: &Tensor<f16>, which: &'static str) -> Result<(usize, usize), MatmulE
 
 #[cfg(not(target_arch = "nvptx64"))]
 /// Largest element offset a strided matrix can address must fit the kernel's i32 arithmetic.
-fn check_i32(t: &Tensor<f16>, which: &'static str) -> Result<(), MatmulError> {
+pub(crate) fn check_i32<T: kernel_runtime::DType>(t: &Tensor<T>, which: &'static str) -> Result<(), MatmulError> {
     let (r, c) = dims2(t, which)?;
     let last = (r.saturating_sub(1)) as u128 * t.stride(0) as u128 + (c.saturating_sub(1)) as u128 * t.stride(1) as u128;
     if r > i32::MAX as usize || c > i32::MAX as usize || last > i32::MAX as u128 {

@@ -201,6 +201,55 @@ pub fn fp8_to_f32<const E5M2: bool>(x: u8) -> f32 {
     }
 }
 
+/// The 8-bit operands of tensor-core `dot`s, which are staged in shared memory as f16 (exactly):
+/// two values at once, given as their bits `lo | hi << 8`, as `lo | hi << 16` in f16 bits.
+pub trait WidenPair: Copy {
+    fn f16_pair(bits: u16) -> u32;
+}
+
+macro_rules! widen_fp8 {
+    ($($t:ident: $cvt:literal, $e5m2:literal);*) => {$(
+        impl WidenPair for $t {
+            #[inline(always)]
+            fn f16_pair(bits: u16) -> u32 {
+                #[cfg(target_feature = "sm_90a")]
+                {
+                    let h: u32;
+                    unsafe { asm!(concat!($cvt, " {h}, {v};"), h = out(reg32) h, v = in(reg16) bits, options(pure, nomem, nostack)) };
+                    h
+                }
+                #[cfg(not(target_feature = "sm_90a"))]
+                {
+                    let half = |x: u8| f32_to_f16(fp8_to_f32::<$e5m2>(x)).0 as u32;
+                    half(bits as u8) | (half((bits >> 8) as u8) << 16)
+                }
+            }
+        }
+    )*};
+}
+widen_fp8!(F8E4M3: "cvt.rn.f16x2.e4m3x2", false; F8E5M2: "cvt.rn.f16x2.e5m2x2", true);
+
+macro_rules! widen_int {
+    ($($t:ty),*) => {$(
+        impl WidenPair for $t {
+            #[inline(always)]
+            fn f16_pair(bits: u16) -> u32 {
+                let half = |x: u8| f32_to_f16(x as $t as f32).0 as u32;
+                half(bits as u8) | (half((bits >> 8) as u8) << 16)
+            }
+        }
+    )*};
+}
+widen_int!(i8, u8);
+
+/// Eight 8-bit values at `p` (8-byte aligned, all unmasked) as eight f16 values in four words,
+/// for one 16-byte store.
+#[inline(always)]
+pub unsafe fn widen8<T: WidenPair>(p: *mut T) -> [u32; 4] {
+    let [lo, hi]: [u32; 2] = unsafe { load_vec(p as *mut u32) };
+    [T::f16_pair(lo as u16), T::f16_pair((lo >> 16) as u16), T::f16_pair(hi as u16), T::f16_pair((hi >> 16) as u16)]
+}
+
 /// Every element type of device blocks: conversion through f64/i64 for casts.
 pub trait Elem: Copy {
     fn to_f32(self) -> f32;

@@ -13,7 +13,7 @@ const SUITE: &str = "suite";
 /// Its subjects (modules) that run on a GPU (`KERNEL_TEST_DEVICE=cuda`), listed one a line in
 /// `tests/suite.subjects` for `scripts/gpu-check.sh`, which runs each as a step of its own
 /// (`suite <subject>::`).
-const GPU_SUBJECTS: &[&str] = &["matmul", "batched_matmul", "kernels", "language", "numerics", "launch_errors", "tensors", "math", "atomics", "random", "scans", "reductions", "layer_norm", "softmax", "attention", "matmul_split_k", "debug", "types", "eight_bit"];
+const GPU_SUBJECTS: &[&str] = &["matmul", "batched_matmul", "kernels", "language", "numerics", "launch_errors", "tensors", "math", "atomics", "random", "scans", "reductions", "layer_norm", "softmax", "attention", "matmul_split_k", "debug", "types", "eight_bit", "matmul_8bit"];
 /// The suite's modules that test the CPU backend or the documentation only.
 #[cfg(test)]
 const CPU_SUBJECTS: &[&str] = &["cpu_errors", "guide"];
@@ -23,7 +23,7 @@ const RUNTIME_TEST: &str = "cuda";
 /// The examples (`examples/examples/`, run by `scripts/gpu-check.sh`), copied to `bin/`.
 const EXAMPLES: &[&str] = &["matmul", "vector_add"];
 /// The benchmark examples, in `target/gpu-bundle/bench/` (not run by `gpu-check.sh`).
-const BENCHES: &[&str] = &["bench_matmul", "bench_bmm", "bench_memory", "bench_attention"];
+const BENCHES: &[&str] = &["bench_matmul", "bench_bmm", "bench_memory", "bench_attention", "bench_matmul_8bit"];
 
 pub fn gpu_bundle(root: &Path) -> Result<()> {
     let out = root.join("target/gpu-bundle");

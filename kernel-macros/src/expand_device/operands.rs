@@ -60,10 +60,24 @@ impl DevGen<'_> {
 
     /// Whether operand `x` of a tensor-core `dot` is widened while it is staged: 8-bit floats
     /// and integers are stored in shared memory as f16 (exactly: every f8e4m3, f8e5m2, i8 and
-    /// u8 value is an f16), which the f16 instructions read; their copies go through registers,
-    /// not `cp.async`.
+    /// u8 value is an f16), which the f16 instructions read; their copies go through registers
+    /// (8 bytes loaded, converted in pairs, 16 bytes stored), not `cp.async`.
     pub(super) fn widened(&self, x: ExprId) -> bool {
         self.k.exprs[x].ty.dtype().is_some_and(|d| d.is_fp8() || matches!(d, DType::I8 | DType::U8))
+    }
+
+    /// How a chunk of 8 elements of operand `x` that are contiguous, unmasked and inside the
+    /// buffer (at `__p0`) moves to element `__s0` of its tile at shared offset `off`: the
+    /// alignment `__p0` needs, and the code. 16-bit operands: one 16-byte `cp.async`; widened
+    /// ones: one 8-byte load, the conversion, one 16-byte store.
+    fn chunk_copy(&self, x: ExprId, off: &TokenStream) -> (proc_macro2::Literal, TokenStream) {
+        let d = &self.d;
+        let align = proc_macro2::Literal::usize_unsuffixed;
+        if self.widened(x) {
+            (align(8), quote!(#d::store_vec::<u32, 4>(__smem.add(#off + __s0 * 2) as *mut u32, #d::widen8(__p0));))
+        } else {
+            (align(16), quote!(#d::cp_async_16(#d::smem_addr() + (#off + __s0 * 2) as u32, __p0 as *const u8);))
+        }
     }
 
     /// The element type operand `x` is staged as, and `v` (a value of `x`) converted to it.
@@ -223,10 +237,11 @@ impl DevGen<'_> {
         }
     }
 
-    /// Copies a 16-bit `dot` operand of `numel` elements (rows of `inner`) into shared memory at
-    /// `off` (`Staging::Rows`), swizzled (see [`DevGen::swizzle`]). An operand loaded from global memory moves in
-    /// chunks of 8 elements: when the chunk's 8 addresses are contiguous, 16-byte aligned and
-    /// unmasked (checked at run time), one 16-byte `cp.async`; otherwise element by element.
+    /// Copies a `dot` operand of `numel` elements (rows of `inner`) into shared memory at `off`
+    /// as 16-bit values (`Staging::Rows`), swizzled (see [`DevGen::swizzle`]). An operand loaded
+    /// from global memory moves in chunks of 8 elements: when the chunk's 8 addresses are
+    /// contiguous, aligned and unmasked (checked at run time), one 16-byte `cp.async` (or, for
+    /// a widened operand, see [`DevGen::chunk_copy`]); otherwise element by element.
     pub(super) fn stage_rows(&self, x: ExprId, tile: Tile, off: &TokenStream) -> TokenStream {
         let d = &self.d;
         let (numel, inner) = (tile.rows * tile.inner, tile.inner);
@@ -240,7 +255,7 @@ impl DevGen<'_> {
                 quote!(#d::store((__smem.add(#off) as *mut #e).add(#idx), #v);)
             })
         };
-        let Some(load) = self.load_of(x).filter(|_| !self.widened(x) && inner % 8 == 0 && numel % 8 == 0) else {
+        let Some(load) = self.load_of(x).filter(|_| inner % 8 == 0 && numel % 8 == 0) else {
             return general(self);
         };
         let ExprKind::Load { ptr, mask, .. } = self.k.exprs[load].kind else { return quote!() };
@@ -263,7 +278,7 @@ impl DevGen<'_> {
         };
         let scalar: Vec<TokenStream> = (0..8)
             .map(|i| {
-                let v = self.ev(x, &at(i));
+                let v = self.staged_value(x, self.ev(x, &at(i))).1;
                 quote!(#d::store((__smem.add(#off) as *mut #e).add(__s0 + #i), #v);)
             })
             .collect();
@@ -273,12 +288,14 @@ impl DevGen<'_> {
             return general(self);
         }
         let p_names: Vec<Ident> = tested.iter().map(|i| format_ident!("__p{}", i)).collect();
+        let size = elem_size(&self.k.exprs[x].ty.elem);
         let contiguous = tested.iter().zip(&p_names).skip(1).map(|(i, p)| {
-            let bytes = 2 * i;
+            let bytes = size * i;
             quote!((#p as usize) == (__p0 as usize) + #bytes)
         });
         let s0 = tile.index(quote!(__f0));
         let fits = self.fits_code(ptr, &quote!(__p0), 8);
+        let (align, copy) = self.chunk_copy(x, off);
         quote! {
             for __jc in 0..#per_thread {
                 let __c = __jc * #threads + __tid;
@@ -287,8 +304,8 @@ impl DevGen<'_> {
                     let __s0: usize = #s0;
                     #(let #p_names = #ptrs;)*
                     let __all = #(#masks)&*;
-                    if __all && (__p0 as usize) % 16 == 0 #(&& #contiguous)* && #fits {
-                        #d::cp_async_16(#d::smem_addr() + (#off + __s0 * 2) as u32, __p0 as *const u8);
+                    if __all && (__p0 as usize) % #align == 0 #(&& #contiguous)* && #fits {
+                        #copy
                     } else {
                         #(#scalar)*
                     }
@@ -297,7 +314,7 @@ impl DevGen<'_> {
         }
     }
 
-    /// Stages a 16-bit `dot` operand loaded from memory that is contiguous down its columns,
+    /// Stages a `dot` operand (as 16-bit values) loaded from memory that is contiguous down its columns,
     /// transposed (`Staging::Cols`: element `(r, c)` of the operand at row `c`, column `r` of
     /// `tile`, swizzled), at `off`. Each chunk is 8 consecutive rows of one column, and
     /// consecutive threads take consecutive chunks down a column (coalesced): when its 8
@@ -315,7 +332,7 @@ impl DevGen<'_> {
                 quote!(#d::store((__smem.add(#off) as *mut #e).add(#idx), #v);)
             })
         };
-        let Some(load) = self.load_of(x).filter(|_| !self.widened(x) && rows % 8 == 0) else { return general(self) };
+        let Some(load) = self.load_of(x).filter(|_| rows % 8 == 0) else { return general(self) };
         let ExprKind::Load { ptr, mask, .. } = self.k.exprs[load].kind else { return general(self) };
         let threads = self.threads;
         let (down, chunks) = (rows / 8, rows / 8 * inner);
@@ -330,7 +347,7 @@ impl DevGen<'_> {
         };
         let scalar: Vec<TokenStream> = (0..8)
             .map(|i| {
-                let v = self.ev(x, &at(i));
+                let v = self.staged_value(x, self.ev(x, &at(i))).1;
                 let idx = tile.index(quote!((__col * #rows + __r0 + #i)));
                 quote!(#d::store((__smem.add(#off) as *mut #e).add(#idx), #v);)
             })
@@ -340,6 +357,8 @@ impl DevGen<'_> {
         }
         let s0 = tile.index(quote!((__col * #rows + __r0)));
         let fits = self.fits_code(ptr, &quote!(__p0), 8);
+        let (align, copy) = self.chunk_copy(x, off);
+        let last = proc_macro2::Literal::usize_unsuffixed(7 * elem_size(&self.k.exprs[x].ty.elem));
         quote! {
             for __jc in 0..#per_thread {
                 let __c = __jc * #threads + __tid;
@@ -348,9 +367,9 @@ impl DevGen<'_> {
                     let __col: usize = __c / #down;
                     let __p0 = #p0;
                     let __p7 = #p7;
-                    if #(#masks)&* && (__p0 as usize) % 16 == 0 && (__p7 as usize) == (__p0 as usize) + 14 && #fits {
+                    if #(#masks)&* && (__p0 as usize) % #align == 0 && (__p7 as usize) == (__p0 as usize) + #last && #fits {
                         let __s0: usize = #s0;
-                        #d::cp_async_16(#d::smem_addr() + (#off + __s0 * 2) as u32, __p0 as *const u8);
+                        #copy
                     } else {
                         #(#scalar)*
                     }

@@ -62,9 +62,12 @@ const DEFAULT: Policy = Policy { instances: None, split: false, sm_80: true };
 /// target) and config 0 with swish (whose `exp` halves the accumulator budget, so that its
 /// 128x256 `dot` runs as f32 FMAs); the corpus covers the other paths with small tiles. The
 /// corpus's Hopper kernels: their sm_80 bodies are the `mma.sync` paths of `k_loops.rs` and
-/// `tensor_cores.rs` again.
+/// `tensor_cores.rs` again. The quantized matmuls: their smaller config (the paths of the
+/// `eight_bit` test kernels on a larger tile).
 const POLICIES: &[(&str, Policy)] = &[
     ("matmul_kernel", Policy { instances: Some(&[(6, 0), (0, 2)]), ..DEFAULT }),
+    ("matmul_fp8_kernel", Policy { instances: Some(&[(1, 0)]), ..DEFAULT }),
+    ("matmul_i8_kernel", Policy { instances: Some(&[(1, 0)]), ..DEFAULT }),
     ("hopper_k_loop", Policy { split: true, sm_80: false, ..DEFAULT }),
     ("split_k", Policy { split: true, ..DEFAULT }),
     ("hopper_reader_barriers", Policy { sm_80: false, ..DEFAULT }),

@@ -16,6 +16,7 @@ mod launch_errors;
 mod layer_norm;
 mod math;
 mod matmul;
+mod matmul_8bit;
 mod matmul_split_k;
 mod numerics;
 mod random;

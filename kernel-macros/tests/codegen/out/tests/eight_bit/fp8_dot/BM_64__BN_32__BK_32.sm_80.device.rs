@@ -114,71 +114,161 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
       {
         {
           let k0_4: i32 = __start;
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-              ::kernel_std::__private::device::unroll::<
-                8usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 8usize + __v;
-                  let __f: usize = __f0 + __v;
-                  ::kernel_std::__private::device::store(
-                    (__smem.add((0usize + (0usize) * 4096usize))
-                      as *mut ::kernel_std::__private::device::F16)
-                      .add(
-                        ({
-                          let __sf: usize = __f;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        }),
+          for __jc in 0..2usize {
+            let __c = __jc * 128usize + __tid;
+            if __c < 256usize {
+              let __f0 = __c * 8;
+              let __s0: usize = ({
+                let __sf: usize = __f0;
+                ({
+                  let __r: usize = __sf / 32usize;
+                  __r * 32usize
+                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                }) + __sf % 8
+              });
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
                       ),
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                      <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = __f;
-                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        );
-                        if <bool as ::kernel_std::__private::device::Int>::and(
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_k,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  k0_4,
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              );
+              let __p7 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_k,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  k0_4,
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              );
+              let __all = (<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_m,
+              )
+                && {
+                  let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    k0_4,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    k0_4,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __c3 = __p_k;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x2,
+                    __x1,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x2,
+                      __c3,
+                    )
+                });
+              if __all && (__p0 as usize) % 8 == 0
+                && (__p7 as usize) == (__p0 as usize) + 7usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_a,
+                  __len_a,
+                  8usize,
+                )
+              {
+                ::kernel_std::__private::device::store_vec::<
+                  u32,
+                  4,
+                >(
+                  __smem.add((0usize + (0usize) * 4096usize) + __s0 * 2)
+                    as *mut u32,
+                  ::kernel_std::__private::device::widen8(__p0),
+                );
+              } else {
+                ::kernel_std::__private::device::store(
+                  (__smem.add((0usize + (0usize) * 4096usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 0usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ::kernel_std::__private::device::program_id(0u32),
@@ -189,97 +279,921 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = __f;
+                                    let __pf: usize = (__f0 + 0usize);
                                     0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_m,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_4,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = __f;
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
                             ),
                             __p_k,
                           ),
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_a,
-                            __len_a,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        }
-                      }),
-                    ),
-                  );
-                },
-              );
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-              ::kernel_std::__private::device::unroll::<
-                8usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 8usize + __v;
-                  let __f: usize = __f0 + __v;
-                  ::kernel_std::__private::device::store(
-                    (__smem.add((8192usize + (0usize) * 2048usize))
-                      as *mut ::kernel_std::__private::device::F16)
-                      .add(
-                        ({
-                          let __sf: usize = __f;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        }),
-                      ),
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                      <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_4,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = __f;
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_n,
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((0usize + (0usize) * 4096usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 1usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((0usize + (0usize) * 4096usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 2usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((0usize + (0usize) * 4096usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 3usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((0usize + (0usize) * 4096usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 4usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((0usize + (0usize) * 4096usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 5usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((0usize + (0usize) * 4096usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 6usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((0usize + (0usize) * 4096usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 7usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+              }
+            }
+          }
+          for __jc in 0..1usize {
+            let __c = __jc * 128usize + __tid;
+            if __c < 128usize {
+              let __f0 = __c * 8;
+              let __s0: usize = ({
+                let __sf: usize = __f0;
+                ({
+                  let __r: usize = __sf / 32usize;
+                  __r * 32usize
+                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                }) + __sf % 8
+              });
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      k0_4,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 32usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              );
+              let __p7 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      k0_4,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 32usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              );
+              let __all = (<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  k0_4,
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_k,
+              )
+                && {
+                  let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __c6 = __p_n;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x5,
+                    __x4,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x5,
+                      __c6,
+                    )
+                });
+              if __all && (__p0 as usize) % 8 == 0
+                && (__p7 as usize) == (__p0 as usize) + 7usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_b,
+                  __len_b,
+                  8usize,
+                )
+              {
+                ::kernel_std::__private::device::store_vec::<
+                  u32,
+                  4,
+                >(
+                  __smem.add((8192usize + (0usize) * 2048usize) + __s0 * 2)
+                    as *mut u32,
+                  ::kernel_std::__private::device::widen8(__p0),
+                );
+              } else {
+                ::kernel_std::__private::device::store(
+                  (__smem.add((8192usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 0usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_4,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
                             ),
                           ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
@@ -290,68 +1204,673 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = __f;
+                                  let __pf: usize = (__f0 + 0usize);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
-                        );
-                        if <bool as ::kernel_std::__private::device::Int>::and(
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((8192usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 1usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               k0_4,
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = __f;
+                                    let __pf: usize = (__f0 + 1usize);
                                     0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_k,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(1u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = __f;
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
                             ),
                             __p_n,
                           ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_b,
-                            __len_b,
-                            __fault,
-                            __tag,
-                            1u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        }
-                      }),
-                    ),
-                  );
-                },
-              );
-            },
-          );
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((8192usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 2usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_4,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((8192usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 3usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_4,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((8192usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 4usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_4,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((8192usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 5usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_4,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((8192usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 6usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_4,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((8192usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 7usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_4,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+              }
+            }
+          }
         }
       }
       ::kernel_std::__private::device::cp_async_commit();
@@ -365,72 +1884,165 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
           if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
             {
               let k0_4: i32 = __nx;
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jc: usize| {
-                  let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-                  ::kernel_std::__private::device::unroll::<
-                    8usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__v: usize| {
-                      let __j: usize = __jc * 8usize + __v;
-                      let __f: usize = __f0 + __v;
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add((0usize + ((((__it0 + 1) & 1) as usize)) * 4096usize))
-                          as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = __f;
-                              ({
-                                let __r: usize = __sf / 32usize;
-                                __r * 32usize
-                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) + __sf % 8
-                            }),
+              for __jc in 0..2usize {
+                let __c = __jc * 128usize + __tid;
+                if __c < 256usize {
+                  let __f0 = __c * 8;
+                  let __s0: usize = ({
+                    let __sf: usize = __f0;
+                    ({
+                      let __r: usize = __sf / 32usize;
+                      __r * 32usize
+                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                    }) + __sf % 8
+                  });
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(0u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
                           ),
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(0u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = __f;
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_k,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_4,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = __f;
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            );
-                            if <bool as ::kernel_std::__private::device::Int>::and(
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      k0_4,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(0u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      k0_4,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  );
+                  let __all = (<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_m,
+                  )
+                    && {
+                      let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c9 = __p_k;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x8,
+                        __x7,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x8,
+                          __c9,
+                        )
+                    });
+                  if __all && (__p0 as usize) % 8 == 0
+                    && (__p7 as usize) == (__p0 as usize) + 7usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_a,
+                      __len_a,
+                      8usize,
+                    )
+                  {
+                    ::kernel_std::__private::device::store_vec::<
+                      u32,
+                      4,
+                    >(
+                      __smem
+                        .add(
+                          (0usize + ((((__it0 + 1) & 1) as usize)) * 4096usize)
+                            + __s0 * 2,
+                        ) as *mut u32,
+                      ::kernel_std::__private::device::widen8(__p0),
+                    );
+                  } else {
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add((0usize + ((((__it0 + 1) & 1) as usize)) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 0usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
                                     ::kernel_std::__private::device::program_id(0u32),
@@ -441,99 +2053,933 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = __f;
+                                        let __pf: usize = (__f0 + 0usize);
                                         0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_m,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  k0_4,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = __f;
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
                                 ),
                                 __p_k,
                               ),
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_a,
-                                __len_a,
-                                __fault,
-                                __tag,
-                                0u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          }),
-                        ),
-                      );
-                    },
-                  );
-                },
-              );
-              ::kernel_std::__private::device::unroll::<
-                1usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jc: usize| {
-                  let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-                  ::kernel_std::__private::device::unroll::<
-                    8usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__v: usize| {
-                      let __j: usize = __jc * 8usize + __v;
-                      let __f: usize = __f0 + __v;
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (8192usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = __f;
-                              ({
-                                let __r: usize = __sf / 32usize;
-                                __r * 32usize
-                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                          <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_b,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_4,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    k0_4,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = __f;
-                                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
-                                  __p_n,
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 0usize);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_m,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_4,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 0usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_a,
+                              __len_a,
+                              __fault,
+                              __tag,
+                              0u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add((0usize + ((((__it0 + 1) & 1) as usize)) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 1usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(0u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 1usize);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_k,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_4,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 1usize);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_m,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_4,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 1usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_a,
+                              __len_a,
+                              __fault,
+                              __tag,
+                              0u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add((0usize + ((((__it0 + 1) & 1) as usize)) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 2usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(0u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 2usize);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_k,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_4,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 2usize);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_m,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_4,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 2usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_a,
+                              __len_a,
+                              __fault,
+                              __tag,
+                              0u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add((0usize + ((((__it0 + 1) & 1) as usize)) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 3usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(0u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 3usize);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_k,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_4,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 3usize);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_m,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_4,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 3usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_a,
+                              __len_a,
+                              __fault,
+                              __tag,
+                              0u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add((0usize + ((((__it0 + 1) & 1) as usize)) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 4usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(0u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 4usize);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_k,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_4,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 4usize);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_m,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_4,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 4usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_a,
+                              __len_a,
+                              __fault,
+                              __tag,
+                              0u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add((0usize + ((((__it0 + 1) & 1) as usize)) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 5usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(0u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 5usize);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_k,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_4,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 5usize);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_m,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_4,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 5usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_a,
+                              __len_a,
+                              __fault,
+                              __tag,
+                              0u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add((0usize + ((((__it0 + 1) & 1) as usize)) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 6usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(0u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 6usize);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_k,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_4,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 6usize);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_m,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_4,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 6usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_a,
+                              __len_a,
+                              __fault,
+                              __tag,
+                              0u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add((0usize + ((((__it0 + 1) & 1) as usize)) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 7usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(0u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 7usize);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_k,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_4,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 7usize);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_m,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_4,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 7usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_a,
+                              __len_a,
+                              __fault,
+                              __tag,
+                              0u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                  }
+                }
+              }
+              for __jc in 0..1usize {
+                let __c = __jc * 128usize + __tid;
+                if __c < 128usize {
+                  let __f0 = __c * 8;
+                  let __s0: usize = ({
+                    let __sf: usize = __f0;
+                    ({
+                      let __r: usize = __sf / 32usize;
+                      __r * 32usize
+                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                    }) + __sf % 8
+                  });
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n,
+                      ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n,
+                      ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  );
+                  let __all = (<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      k0_4,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_k,
+                  )
+                    && {
+                      let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(1u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(1u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c12 = __p_n;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x11,
+                        __x10,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x11,
+                          __c12,
+                        )
+                    });
+                  if __all && (__p0 as usize) % 8 == 0
+                    && (__p7 as usize) == (__p0 as usize) + 7usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_b,
+                      __len_b,
+                      8usize,
+                    )
+                  {
+                    ::kernel_std::__private::device::store_vec::<
+                      u32,
+                      4,
+                    >(
+                      __smem
+                        .add(
+                          (8192usize + ((((__it0 + 1) & 1) as usize)) * 2048usize)
+                            + __s0 * 2,
+                        ) as *mut u32,
+                      ::kernel_std::__private::device::widen8(__p0),
+                    );
+                  } else {
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (8192usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 0usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  k0_4,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 0usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_n,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
                                 ),
                               ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_4,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 0usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
                                   ::kernel_std::__private::device::program_id(1u32),
@@ -544,73 +2990,692 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = __f;
+                                      let __pf: usize = (__f0 + 0usize);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
-                            );
-                            if <bool as ::kernel_std::__private::device::Int>::and(
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
+                              __p_n,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_b,
+                              __len_b,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (8192usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 1usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   k0_4,
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = __f;
+                                        let __pf: usize = (__f0 + 1usize);
                                         0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_k,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(1u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = __f;
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
                                 ),
                                 __p_n,
                               ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_4,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 1usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 1usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_b,
+                              __len_b,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
                             )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_b,
-                                __len_b,
-                                __fault,
-                                __tag,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          }),
-                        ),
-                      );
-                    },
-                  );
-                },
-              );
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (8192usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 2usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  k0_4,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 2usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_n,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_4,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 2usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 2usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_b,
+                              __len_b,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (8192usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 3usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  k0_4,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 3usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_n,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_4,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 3usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 3usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_b,
+                              __len_b,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (8192usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 4usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  k0_4,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 4usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_n,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_4,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 4usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 4usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_b,
+                              __len_b,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (8192usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 5usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  k0_4,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 5usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_n,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_4,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 5usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 5usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_b,
+                              __len_b,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (8192usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 6usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  k0_4,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 6usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_n,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_4,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 6usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 6usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_b,
+                              __len_b,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (8192usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 7usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  k0_4,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 7usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_n,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_4,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 7usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 7usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_b,
+                              __len_b,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                  }
+                }
+              }
             }
           }
         }
         ::kernel_std::__private::device::cp_async_commit();
-        let mut __mma1: [f32; 16usize] = [0.0f32; 16usize];
+        let mut __mma13: [f32; 16usize] = [0.0f32; 16usize];
         ::kernel_std::__private::device::unroll::<
           16usize,
           _,
@@ -621,7 +3686,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
               + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
               * 32usize + (__warp % 2usize) * 16usize
               + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma1[__j] = acc_3[__j];
+            __mma13[__j] = acc_3[__j];
           },
         );
         ::kernel_std::__private::device::cp_async_wait_group::<1>();
@@ -683,16 +3748,16 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                         __af[__i],
                         [__bq[0], __bq[1]],
                         [
-                          __mma1[__b],
-                          __mma1[__b + 1],
-                          __mma1[__b + 2],
-                          __mma1[__b + 3],
+                          __mma13[__b],
+                          __mma13[__b + 1],
+                          __mma13[__b + 2],
+                          __mma13[__b + 3],
                         ],
                       );
-                      __mma1[__b] = __d[0];
-                      __mma1[__b + 1] = __d[1];
-                      __mma1[__b + 2] = __d[2];
-                      __mma1[__b + 3] = __d[3];
+                      __mma13[__b] = __d[0];
+                      __mma13[__b + 1] = __d[1];
+                      __mma13[__b + 2] = __d[2];
+                      __mma13[__b + 3] = __d[3];
                     },
                   );
                   ::kernel_std::__private::device::unroll::<
@@ -706,16 +3771,16 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                         __af[__i],
                         [__bq[2], __bq[3]],
                         [
-                          __mma1[__b],
-                          __mma1[__b + 1],
-                          __mma1[__b + 2],
-                          __mma1[__b + 3],
+                          __mma13[__b],
+                          __mma13[__b + 1],
+                          __mma13[__b + 2],
+                          __mma13[__b + 3],
                         ],
                       );
-                      __mma1[__b] = __d[0];
-                      __mma1[__b + 1] = __d[1];
-                      __mma1[__b + 2] = __d[2];
-                      __mma1[__b + 3] = __d[3];
+                      __mma13[__b] = __d[0];
+                      __mma13[__b + 1] = __d[1];
+                      __mma13[__b + 2] = __d[2];
+                      __mma13[__b + 3] = __d[3];
                     },
                   );
                 },
@@ -734,7 +3799,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
               + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
               * 32usize + (__warp % 2usize) * 16usize
               + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_3[__j] = __mma1[__j];
+            acc_3[__j] = __mma13[__j];
           },
         );
         __it0 = __it0.wrapping_add(1);
@@ -862,7 +3927,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
               __p_m,
             )
               && {
-                let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x14 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -879,7 +3944,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -896,14 +3961,14 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __c4 = __p_n;
+                let __c16 = __p_n;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x3,
-                  __x2,
+                  __x15,
+                  __x14,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x3,
-                    __c4,
+                    __x15,
+                    __c16,
                   )
               })
         }
@@ -1022,7 +4087,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
               __p_m,
             )
               && {
-                let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1039,7 +4104,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1056,14 +4121,14 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __c7 = __p_n;
+                let __c19 = __p_n;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x6,
-                  __x5,
+                  __x18,
+                  __x17,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x6,
-                    __c7,
+                    __x18,
+                    __c19,
                   )
               })
         }
@@ -1182,7 +4247,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
               __p_m,
             )
               && {
-                let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1199,7 +4264,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1216,14 +4281,14 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __c10 = __p_n;
+                let __c22 = __p_n;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x9,
-                  __x8,
+                  __x21,
+                  __x20,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x9,
-                    __c10,
+                    __x21,
+                    __c22,
                   )
               })
         }
@@ -1342,7 +4407,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
               __p_m,
             )
               && {
-                let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x23 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1359,7 +4424,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1376,14 +4441,14 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __c13 = __p_n;
+                let __c25 = __p_n;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x12,
-                  __x11,
+                  __x24,
+                  __x23,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x12,
-                    __c13,
+                    __x24,
+                    __c25,
                   )
               })
         };

@@ -148,71 +148,161 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
       {
         {
           let k0_5: i32 = __start;
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-              ::kernel_std::__private::device::unroll::<
-                8usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 8usize + __v;
-                  let __f: usize = __f0 + __v;
-                  ::kernel_std::__private::device::store(
-                    (__smem.add((0usize + (0usize) * 2048usize))
-                      as *mut ::kernel_std::__private::device::F16)
-                      .add(
-                        ({
-                          let __sf: usize = __f;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        }),
+          for __jc in 0..1usize {
+            let __c = __jc * 128usize + __tid;
+            if __c < 128usize {
+              let __f0 = __c * 8;
+              let __s0: usize = ({
+                let __sf: usize = __f0;
+                ({
+                  let __r: usize = __sf / 32usize;
+                  __r * 32usize
+                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                }) + __sf % 8
+              });
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
                       ),
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                      <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = __f;
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_5,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        );
-                        if <bool as ::kernel_std::__private::device::Int>::and(
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 32usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_k,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  k0_5,
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              );
+              let __p7 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 32usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_k,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  k0_5,
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              );
+              let __all = (<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_m,
+              )
+                && {
+                  let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    k0_5,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    k0_5,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __c3 = __p_k;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x2,
+                    __x1,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x2,
+                      __c3,
+                    )
+                });
+              if __all && (__p0 as usize) % 8 == 0
+                && (__p7 as usize) == (__p0 as usize) + 7usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_a,
+                  __len_a,
+                  8usize,
+                )
+              {
+                ::kernel_std::__private::device::store_vec::<
+                  u32,
+                  4,
+                >(
+                  __smem.add((0usize + (0usize) * 2048usize) + __s0 * 2)
+                    as *mut u32,
+                  ::kernel_std::__private::device::widen8(__p0),
+                );
+              } else {
+                ::kernel_std::__private::device::store(
+                  (__smem.add((0usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 0usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ::kernel_std::__private::device::program_id(0u32),
@@ -223,97 +313,921 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = __f;
+                                    let __pf: usize = (__f0 + 0usize);
                                     0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_m,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_5,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = __f;
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
                             ),
                             __p_k,
                           ),
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_a,
-                            __len_a,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                            0i64,
-                          )
-                        }
-                      }),
-                    ),
-                  );
-                },
-              );
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-              ::kernel_std::__private::device::unroll::<
-                8usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 8usize + __v;
-                  let __f: usize = __f0 + __v;
-                  ::kernel_std::__private::device::store(
-                    (__smem.add((4096usize + (0usize) * 2048usize))
-                      as *mut ::kernel_std::__private::device::F16)
-                      .add(
-                        ({
-                          let __sf: usize = __f;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        }),
-                      ),
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                      <u8 as ::kernel_std::__private::device::Elem>::to_f32({
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = __f;
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
                               ),
-                              __p_n,
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((0usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 1usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((0usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 2usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((0usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 3usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((0usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 4usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((0usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 5usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((0usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 6usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((0usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 7usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+              }
+            }
+          }
+          for __jc in 0..1usize {
+            let __c = __jc * 128usize + __tid;
+            if __c < 128usize {
+              let __f0 = __c * 8;
+              let __s0: usize = ({
+                let __sf: usize = __f0;
+                ({
+                  let __r: usize = __sf / 32usize;
+                  __r * 32usize
+                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                }) + __sf % 8
+              });
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      k0_5,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 32usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              );
+              let __p7 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      k0_5,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 32usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              );
+              let __all = (<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  k0_5,
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_k,
+              )
+                && {
+                  let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __c6 = __p_n;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x5,
+                    __x4,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x5,
+                      __c6,
+                    )
+                });
+              if __all && (__p0 as usize) % 8 == 0
+                && (__p7 as usize) == (__p0 as usize) + 7usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_b,
+                  __len_b,
+                  8usize,
+                )
+              {
+                ::kernel_std::__private::device::store_vec::<
+                  u32,
+                  4,
+                >(
+                  __smem.add((4096usize + (0usize) * 2048usize) + __s0 * 2)
+                    as *mut u32,
+                  ::kernel_std::__private::device::widen8(__p0),
+                );
+              } else {
+                ::kernel_std::__private::device::store(
+                  (__smem.add((4096usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 0usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
                             ),
                           ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
@@ -324,68 +1238,673 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = __f;
+                                  let __pf: usize = (__f0 + 0usize);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
-                        );
-                        if <bool as ::kernel_std::__private::device::Int>::and(
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((4096usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 1usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               k0_5,
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = __f;
+                                    let __pf: usize = (__f0 + 1usize);
                                     0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_k,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(1u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = __f;
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
                             ),
                             __p_n,
                           ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_b,
-                            __len_b,
-                            __fault,
-                            __tag,
-                            1u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                            0i64,
-                          )
-                        }
-                      }),
-                    ),
-                  );
-                },
-              );
-            },
-          );
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((4096usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 2usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((4096usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 3usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((4096usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 4usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((4096usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 5usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((4096usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 6usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((4096usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 7usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+              }
+            }
+          }
         }
       }
       ::kernel_std::__private::device::cp_async_commit();
@@ -399,72 +1918,165 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
           if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
             {
               let k0_5: i32 = __nx;
-              ::kernel_std::__private::device::unroll::<
-                1usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jc: usize| {
-                  let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-                  ::kernel_std::__private::device::unroll::<
-                    8usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__v: usize| {
-                      let __j: usize = __jc * 8usize + __v;
-                      let __f: usize = __f0 + __v;
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add((0usize + ((((__it0 + 1) & 1) as usize)) * 2048usize))
-                          as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = __f;
-                              ({
-                                let __r: usize = __sf / 32usize;
-                                __r * 32usize
-                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) + __sf % 8
-                            }),
+              for __jc in 0..1usize {
+                let __c = __jc * 128usize + __tid;
+                if __c < 128usize {
+                  let __f0 = __c * 8;
+                  let __s0: usize = ({
+                    let __sf: usize = __f0;
+                    ({
+                      let __r: usize = __sf / 32usize;
+                      __r * 32usize
+                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                    }) + __sf % 8
+                  });
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(0u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
                           ),
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                          <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(0u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = __f;
-                                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_k,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = __f;
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            );
-                            if <bool as ::kernel_std::__private::device::Int>::and(
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      k0_5,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(0u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      k0_5,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  );
+                  let __all = (<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_m,
+                  )
+                    && {
+                      let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_5,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_5,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c9 = __p_k;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x8,
+                        __x7,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x8,
+                          __c9,
+                        )
+                    });
+                  if __all && (__p0 as usize) % 8 == 0
+                    && (__p7 as usize) == (__p0 as usize) + 7usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_a,
+                      __len_a,
+                      8usize,
+                    )
+                  {
+                    ::kernel_std::__private::device::store_vec::<
+                      u32,
+                      4,
+                    >(
+                      __smem
+                        .add(
+                          (0usize + ((((__it0 + 1) & 1) as usize)) * 2048usize)
+                            + __s0 * 2,
+                        ) as *mut u32,
+                      ::kernel_std::__private::device::widen8(__p0),
+                    );
+                  } else {
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add((0usize + ((((__it0 + 1) & 1) as usize)) * 2048usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 0usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
                                     ::kernel_std::__private::device::program_id(0u32),
@@ -475,99 +2087,933 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = __f;
+                                        let __pf: usize = (__f0 + 0usize);
                                         0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_m,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  k0_5,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = __f;
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
                                 ),
                                 __p_k,
                               ),
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_a,
-                                __len_a,
-                                __fault,
-                                __tag,
-                                0u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                                0i64,
-                              )
-                            }
-                          }),
-                        ),
-                      );
-                    },
-                  );
-                },
-              );
-              ::kernel_std::__private::device::unroll::<
-                1usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jc: usize| {
-                  let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-                  ::kernel_std::__private::device::unroll::<
-                    8usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__v: usize| {
-                      let __j: usize = __jc * 8usize + __v;
-                      let __f: usize = __f0 + __v;
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (4096usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = __f;
-                              ({
-                                let __r: usize = __sf / 32usize;
-                                __r * 32usize
-                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                          <u8 as ::kernel_std::__private::device::Elem>::to_f32({
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_b,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    k0_5,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = __f;
-                                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
                                   ),
-                                  __p_n,
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 0usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_m,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 0usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_a,
+                              __len_a,
+                              __fault,
+                              __tag,
+                              0u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add((0usize + ((((__it0 + 1) & 1) as usize)) * 2048usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 1usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(0u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 1usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_k,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 1usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_m,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 1usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_a,
+                              __len_a,
+                              __fault,
+                              __tag,
+                              0u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add((0usize + ((((__it0 + 1) & 1) as usize)) * 2048usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 2usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(0u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 2usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_k,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 2usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_m,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 2usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_a,
+                              __len_a,
+                              __fault,
+                              __tag,
+                              0u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add((0usize + ((((__it0 + 1) & 1) as usize)) * 2048usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 3usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(0u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 3usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_k,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 3usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_m,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 3usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_a,
+                              __len_a,
+                              __fault,
+                              __tag,
+                              0u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add((0usize + ((((__it0 + 1) & 1) as usize)) * 2048usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 4usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(0u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 4usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_k,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 4usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_m,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 4usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_a,
+                              __len_a,
+                              __fault,
+                              __tag,
+                              0u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add((0usize + ((((__it0 + 1) & 1) as usize)) * 2048usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 5usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(0u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 5usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_k,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 5usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_m,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 5usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_a,
+                              __len_a,
+                              __fault,
+                              __tag,
+                              0u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add((0usize + ((((__it0 + 1) & 1) as usize)) * 2048usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 6usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(0u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 6usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_k,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 6usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_m,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 6usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_a,
+                              __len_a,
+                              __fault,
+                              __tag,
+                              0u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add((0usize + ((((__it0 + 1) & 1) as usize)) * 2048usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 7usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(0u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 7usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_k,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 7usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_m,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 7usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_a,
+                              __len_a,
+                              __fault,
+                              __tag,
+                              0u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                  }
+                }
+              }
+              for __jc in 0..1usize {
+                let __c = __jc * 128usize + __tid;
+                if __c < 128usize {
+                  let __f0 = __c * 8;
+                  let __s0: usize = ({
+                    let __sf: usize = __f0;
+                    ({
+                      let __r: usize = __sf / 32usize;
+                      __r * 32usize
+                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                    }) + __sf % 8
+                  });
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n,
+                      ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n,
+                      ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  );
+                  let __all = (<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      k0_5,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_k,
+                  )
+                    && {
+                      let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(1u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(1u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c12 = __p_n;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x11,
+                        __x10,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x11,
+                          __c12,
+                        )
+                    });
+                  if __all && (__p0 as usize) % 8 == 0
+                    && (__p7 as usize) == (__p0 as usize) + 7usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_b,
+                      __len_b,
+                      8usize,
+                    )
+                  {
+                    ::kernel_std::__private::device::store_vec::<
+                      u32,
+                      4,
+                    >(
+                      __smem
+                        .add(
+                          (4096usize + ((((__it0 + 1) & 1) as usize)) * 2048usize)
+                            + __s0 * 2,
+                        ) as *mut u32,
+                      ::kernel_std::__private::device::widen8(__p0),
+                    );
+                  } else {
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (4096usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 0usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  k0_5,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 0usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_n,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
                                 ),
                               ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 0usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
                                   ::kernel_std::__private::device::program_id(1u32),
@@ -578,74 +3024,693 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = __f;
+                                      let __pf: usize = (__f0 + 0usize);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
-                            );
-                            if <bool as ::kernel_std::__private::device::Int>::and(
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
+                              __p_n,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_b,
+                              __len_b,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (4096usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 1usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   k0_5,
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = __f;
+                                        let __pf: usize = (__f0 + 1usize);
                                         0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_k,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(1u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = __f;
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
                                 ),
                                 __p_n,
                               ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 1usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 1usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_b,
+                              __len_b,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
                             )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_b,
-                                __len_b,
-                                __fault,
-                                __tag,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                                0i64,
-                              )
-                            }
-                          }),
-                        ),
-                      );
-                    },
-                  );
-                },
-              );
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (4096usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 2usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  k0_5,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 2usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_n,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 2usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 2usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_b,
+                              __len_b,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (4096usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 3usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  k0_5,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 3usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_n,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 3usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 3usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_b,
+                              __len_b,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (4096usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 4usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  k0_5,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 4usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_n,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 4usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 4usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_b,
+                              __len_b,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (4096usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 5usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  k0_5,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 5usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_n,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 5usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 5usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_b,
+                              __len_b,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (4096usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 6usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  k0_5,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 6usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_n,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 6usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 6usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_b,
+                              __len_b,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (4096usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 7usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  k0_5,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 7usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_n,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 7usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 7usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_b,
+                              __len_b,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                  }
+                }
+              }
             }
           }
         }
         ::kernel_std::__private::device::cp_async_commit();
-        let mut __mma1: [f32; 8usize] = [0.0f32; 8usize];
-        let mut __sums2: [i32; 8usize] = [0i32; 8usize];
+        let mut __mma13: [f32; 8usize] = [0.0f32; 8usize];
+        let mut __sums14: [i32; 8usize] = [0i32; 8usize];
         ::kernel_std::__private::device::unroll::<
           8usize,
           _,
@@ -656,7 +3721,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
               + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
               * 32usize + (__warp % 2usize) * 16usize
               + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __sums2[__j] = acc_4[__j];
+            __sums14[__j] = acc_4[__j];
           },
         );
         ::kernel_std::__private::device::cp_async_wait_group::<1>();
@@ -718,16 +3783,16 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                         __af[__i],
                         [__bq[0], __bq[1]],
                         [
-                          __mma1[__b],
-                          __mma1[__b + 1],
-                          __mma1[__b + 2],
-                          __mma1[__b + 3],
+                          __mma13[__b],
+                          __mma13[__b + 1],
+                          __mma13[__b + 2],
+                          __mma13[__b + 3],
                         ],
                       );
-                      __mma1[__b] = __d[0];
-                      __mma1[__b + 1] = __d[1];
-                      __mma1[__b + 2] = __d[2];
-                      __mma1[__b + 3] = __d[3];
+                      __mma13[__b] = __d[0];
+                      __mma13[__b + 1] = __d[1];
+                      __mma13[__b + 2] = __d[2];
+                      __mma13[__b + 3] = __d[3];
                     },
                   );
                   ::kernel_std::__private::device::unroll::<
@@ -741,16 +3806,16 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                         __af[__i],
                         [__bq[2], __bq[3]],
                         [
-                          __mma1[__b],
-                          __mma1[__b + 1],
-                          __mma1[__b + 2],
-                          __mma1[__b + 3],
+                          __mma13[__b],
+                          __mma13[__b + 1],
+                          __mma13[__b + 2],
+                          __mma13[__b + 3],
                         ],
                       );
-                      __mma1[__b] = __d[0];
-                      __mma1[__b + 1] = __d[1];
-                      __mma1[__b + 2] = __d[2];
-                      __mma1[__b + 3] = __d[3];
+                      __mma13[__b] = __d[0];
+                      __mma13[__b + 1] = __d[1];
+                      __mma13[__b + 2] = __d[2];
+                      __mma13[__b + 3] = __d[3];
                     },
                   );
                 },
@@ -759,7 +3824,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
           );
         }
         for __j in 0..8usize {
-          __sums2[__j] = __sums2[__j].wrapping_add(__mma1[__j] as i32);
+          __sums14[__j] = __sums14[__j].wrapping_add(__mma13[__j] as i32);
         }
         ::kernel_std::__private::device::bar_sync();
         ::kernel_std::__private::device::unroll::<
@@ -772,7 +3837,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
               + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
               * 32usize + (__warp % 2usize) * 16usize
               + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_4[__j] = __sums2[__j];
+            acc_4[__j] = __sums14[__j];
           },
         );
         __it0 = __it0.wrapping_add(1);
@@ -900,7 +3965,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
               __p_m,
             )
               && {
-                let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -917,7 +3982,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -934,14 +3999,14 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __c5 = __p_n;
+                let __c17 = __p_n;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x4,
-                  __x3,
+                  __x16,
+                  __x15,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x4,
-                    __c5,
+                    __x16,
+                    __c17,
                   )
               })
         }
@@ -1060,7 +4125,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
               __p_m,
             )
               && {
-                let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1077,7 +4142,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1094,14 +4159,14 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __c8 = __p_n;
+                let __c20 = __p_n;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x7,
-                  __x6,
+                  __x19,
+                  __x18,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x7,
-                    __c8,
+                    __x19,
+                    __c20,
                   )
               })
         };

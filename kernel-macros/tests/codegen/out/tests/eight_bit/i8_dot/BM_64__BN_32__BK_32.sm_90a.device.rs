@@ -149,71 +149,161 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
       {
         {
           let k0_5: i32 = __start;
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-              ::kernel_std::__private::device::unroll::<
-                8usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 8usize + __v;
-                  let __f: usize = __f0 + __v;
-                  ::kernel_std::__private::device::store(
-                    (__smem.add((0usize + (0usize) * 4096usize))
-                      as *mut ::kernel_std::__private::device::F16)
-                      .add(
-                        ({
-                          let __sf: usize = __f;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        }),
+          for __jc in 0..2usize {
+            let __c = __jc * 128usize + __tid;
+            if __c < 256usize {
+              let __f0 = __c * 8;
+              let __s0: usize = ({
+                let __sf: usize = __f0;
+                ({
+                  let __r: usize = __sf / 32usize;
+                  __r * 32usize
+                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                }) + __sf % 8
+              });
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
                       ),
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                      <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = __f;
-                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_5,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        );
-                        if <bool as ::kernel_std::__private::device::Int>::and(
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_k,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  k0_5,
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              );
+              let __p7 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_k,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  k0_5,
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              );
+              let __all = (<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_m,
+              )
+                && {
+                  let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    k0_5,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    k0_5,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __c9 = __p_k;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x8,
+                    __x7,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x8,
+                      __c9,
+                    )
+                });
+              if __all && (__p0 as usize) % 8 == 0
+                && (__p7 as usize) == (__p0 as usize) + 7usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_a,
+                  __len_a,
+                  8usize,
+                )
+              {
+                ::kernel_std::__private::device::store_vec::<
+                  u32,
+                  4,
+                >(
+                  __smem.add((0usize + (0usize) * 4096usize) + __s0 * 2)
+                    as *mut u32,
+                  ::kernel_std::__private::device::widen8(__p0),
+                );
+              } else {
+                ::kernel_std::__private::device::store(
+                  (__smem.add((0usize + (0usize) * 4096usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 0usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 ::kernel_std::__private::device::program_id(0u32),
@@ -224,97 +314,921 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = __f;
+                                    let __pf: usize = (__f0 + 0usize);
                                     0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_m,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_5,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = __f;
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
                             ),
                             __p_k,
                           ),
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_a,
-                            __len_a,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                            0i64,
-                          )
-                        }
-                      }),
-                    ),
-                  );
-                },
-              );
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-              ::kernel_std::__private::device::unroll::<
-                8usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 8usize + __v;
-                  let __f: usize = __f0 + __v;
-                  ::kernel_std::__private::device::store(
-                    (__smem.add((8192usize + (0usize) * 2048usize))
-                      as *mut ::kernel_std::__private::device::F16)
-                      .add(
-                        ({
-                          let __sf: usize = __f;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        }),
-                      ),
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                      <u8 as ::kernel_std::__private::device::Elem>::to_f32({
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = __f;
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_n,
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((0usize + (0usize) * 4096usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 1usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((0usize + (0usize) * 4096usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 2usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((0usize + (0usize) * 4096usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 3usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((0usize + (0usize) * 4096usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 4usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((0usize + (0usize) * 4096usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 5usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((0usize + (0usize) * 4096usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 6usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((0usize + (0usize) * 4096usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 7usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+              }
+            }
+          }
+          for __jc in 0..1usize {
+            let __c = __jc * 128usize + __tid;
+            if __c < 128usize {
+              let __f0 = __c * 8;
+              let __s0: usize = ({
+                let __sf: usize = __f0;
+                ({
+                  let __r: usize = __sf / 32usize;
+                  __r * 32usize
+                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                }) + __sf % 8
+              });
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      k0_5,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 32usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              );
+              let __p7 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      k0_5,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 32usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              );
+              let __all = (<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  k0_5,
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_k,
+              )
+                && {
+                  let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __c12 = __p_n;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x11,
+                    __x10,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x11,
+                      __c12,
+                    )
+                });
+              if __all && (__p0 as usize) % 8 == 0
+                && (__p7 as usize) == (__p0 as usize) + 7usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_b,
+                  __len_b,
+                  8usize,
+                )
+              {
+                ::kernel_std::__private::device::store_vec::<
+                  u32,
+                  4,
+                >(
+                  __smem.add((8192usize + (0usize) * 2048usize) + __s0 * 2)
+                    as *mut u32,
+                  ::kernel_std::__private::device::widen8(__p0),
+                );
+              } else {
+                ::kernel_std::__private::device::store(
+                  (__smem.add((8192usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 0usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
                             ),
                           ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
@@ -325,68 +1239,673 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = __f;
+                                  let __pf: usize = (__f0 + 0usize);
                                   0usize + ((__pf / 1usize) % 32usize) * 1usize
                                 }) as i32,
                               ),
                           ),
-                        );
-                        if <bool as ::kernel_std::__private::device::Int>::and(
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((8192usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 1usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               k0_5,
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = __f;
+                                    let __pf: usize = (__f0 + 1usize);
                                     0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_k,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(1u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = __f;
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
                             ),
                             __p_n,
                           ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_b,
-                            __len_b,
-                            __fault,
-                            __tag,
-                            1u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                            0i64,
-                          )
-                        }
-                      }),
-                    ),
-                  );
-                },
-              );
-            },
-          );
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((8192usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 2usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((8192usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 3usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((8192usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 4usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((8192usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 5usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((8192usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 6usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem.add((8192usize + (0usize) * 2048usize))
+                    as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 7usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+              }
+            }
+          }
         }
       }
       ::kernel_std::__private::device::cp_async_commit();
@@ -400,72 +1919,165 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
           if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
             {
               let k0_5: i32 = __nx;
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jc: usize| {
-                  let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-                  ::kernel_std::__private::device::unroll::<
-                    8usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__v: usize| {
-                      let __j: usize = __jc * 8usize + __v;
-                      let __f: usize = __f0 + __v;
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add((0usize + ((((__it6 + 1) & 1) as usize)) * 4096usize))
-                          as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = __f;
-                              ({
-                                let __r: usize = __sf / 32usize;
-                                __r * 32usize
-                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) + __sf % 8
-                            }),
+              for __jc in 0..2usize {
+                let __c = __jc * 128usize + __tid;
+                if __c < 256usize {
+                  let __f0 = __c * 8;
+                  let __s0: usize = ({
+                    let __sf: usize = __f0;
+                    ({
+                      let __r: usize = __sf / 32usize;
+                      __r * 32usize
+                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                    }) + __sf % 8
+                  });
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(0u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
                           ),
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                          <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(0u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = __f;
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_k,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = __f;
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            );
-                            if <bool as ::kernel_std::__private::device::Int>::and(
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      k0_5,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(0u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      k0_5,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  );
+                  let __all = (<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_m,
+                  )
+                    && {
+                      let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_5,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x14 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_5,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c15 = __p_k;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x14,
+                        __x13,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x14,
+                          __c15,
+                        )
+                    });
+                  if __all && (__p0 as usize) % 8 == 0
+                    && (__p7 as usize) == (__p0 as usize) + 7usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_a,
+                      __len_a,
+                      8usize,
+                    )
+                  {
+                    ::kernel_std::__private::device::store_vec::<
+                      u32,
+                      4,
+                    >(
+                      __smem
+                        .add(
+                          (0usize + ((((__it6 + 1) & 1) as usize)) * 4096usize)
+                            + __s0 * 2,
+                        ) as *mut u32,
+                      ::kernel_std::__private::device::widen8(__p0),
+                    );
+                  } else {
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add((0usize + ((((__it6 + 1) & 1) as usize)) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 0usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   <i32 as ::kernel_std::__private::device::Num>::mul(
                                     ::kernel_std::__private::device::program_id(0u32),
@@ -476,99 +2088,933 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = __f;
+                                        let __pf: usize = (__f0 + 0usize);
                                         0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_m,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  k0_5,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = __f;
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
                                 ),
                                 __p_k,
                               ),
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_a,
-                                __len_a,
-                                __fault,
-                                __tag,
-                                0u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                                0i64,
-                              )
-                            }
-                          }),
-                        ),
-                      );
-                    },
-                  );
-                },
-              );
-              ::kernel_std::__private::device::unroll::<
-                1usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jc: usize| {
-                  let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-                  ::kernel_std::__private::device::unroll::<
-                    8usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__v: usize| {
-                      let __j: usize = __jc * 8usize + __v;
-                      let __f: usize = __f0 + __v;
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (8192usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = __f;
-                              ({
-                                let __r: usize = __sf / 32usize;
-                                __r * 32usize
-                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                          <u8 as ::kernel_std::__private::device::Elem>::to_f32({
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_b,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    k0_5,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = __f;
-                                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
-                                  __p_n,
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 0usize);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_m,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 0usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_a,
+                              __len_a,
+                              __fault,
+                              __tag,
+                              0u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add((0usize + ((((__it6 + 1) & 1) as usize)) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 1usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(0u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 1usize);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_k,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 1usize);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_m,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 1usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_a,
+                              __len_a,
+                              __fault,
+                              __tag,
+                              0u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add((0usize + ((((__it6 + 1) & 1) as usize)) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 2usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(0u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 2usize);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_k,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 2usize);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_m,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 2usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_a,
+                              __len_a,
+                              __fault,
+                              __tag,
+                              0u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add((0usize + ((((__it6 + 1) & 1) as usize)) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 3usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(0u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 3usize);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_k,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 3usize);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_m,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 3usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_a,
+                              __len_a,
+                              __fault,
+                              __tag,
+                              0u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add((0usize + ((((__it6 + 1) & 1) as usize)) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 4usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(0u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 4usize);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_k,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 4usize);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_m,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 4usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_a,
+                              __len_a,
+                              __fault,
+                              __tag,
+                              0u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add((0usize + ((((__it6 + 1) & 1) as usize)) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 5usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(0u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 5usize);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_k,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 5usize);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_m,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 5usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_a,
+                              __len_a,
+                              __fault,
+                              __tag,
+                              0u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add((0usize + ((((__it6 + 1) & 1) as usize)) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 6usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(0u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 6usize);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_k,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 6usize);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_m,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 6usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_a,
+                              __len_a,
+                              __fault,
+                              __tag,
+                              0u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add((0usize + ((((__it6 + 1) & 1) as usize)) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 7usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(0u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 7usize);
+                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_k,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 7usize);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_m,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 7usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_a,
+                              __len_a,
+                              __fault,
+                              __tag,
+                              0u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                  }
+                }
+              }
+              for __jc in 0..1usize {
+                let __c = __jc * 128usize + __tid;
+                if __c < 128usize {
+                  let __f0 = __c * 8;
+                  let __s0: usize = ({
+                    let __sf: usize = __f0;
+                    ({
+                      let __r: usize = __sf / 32usize;
+                      __r * 32usize
+                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                    }) + __sf % 8
+                  });
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n,
+                      ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n,
+                      ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  );
+                  let __all = (<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      k0_5,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 32usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_k,
+                  )
+                    && {
+                      let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(1u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(1u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      let __c18 = __p_n;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x17,
+                        __x16,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x17,
+                          __c18,
+                        )
+                    });
+                  if __all && (__p0 as usize) % 8 == 0
+                    && (__p7 as usize) == (__p0 as usize) + 7usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_b,
+                      __len_b,
+                      8usize,
+                    )
+                  {
+                    ::kernel_std::__private::device::store_vec::<
+                      u32,
+                      4,
+                    >(
+                      __smem
+                        .add(
+                          (8192usize + ((((__it6 + 1) & 1) as usize)) * 2048usize)
+                            + __s0 * 2,
+                        ) as *mut u32,
+                      ::kernel_std::__private::device::widen8(__p0),
+                    );
+                  } else {
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (8192usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 0usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  k0_5,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 0usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_n,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
                                 ),
                               ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 0usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 <i32 as ::kernel_std::__private::device::Num>::mul(
                                   ::kernel_std::__private::device::program_id(1u32),
@@ -579,74 +3025,693 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                                 (0i32)
                                   .wrapping_add(
                                     ({
-                                      let __pf: usize = __f;
+                                      let __pf: usize = (__f0 + 0usize);
                                       0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
                               ),
-                            );
-                            if <bool as ::kernel_std::__private::device::Int>::and(
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
+                              __p_n,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_b,
+                              __len_b,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (8192usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 1usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   k0_5,
                                   (0i32)
                                     .wrapping_add(
                                       ({
-                                        let __pf: usize = __f;
+                                        let __pf: usize = (__f0 + 1usize);
                                         0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_k,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(1u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = __f;
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
                                 ),
                                 __p_n,
                               ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 1usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 1usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_b,
+                              __len_b,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
                             )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_b,
-                                __len_b,
-                                __fault,
-                                __tag,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                                0i64,
-                              )
-                            }
-                          }),
-                        ),
-                      );
-                    },
-                  );
-                },
-              );
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (8192usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 2usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  k0_5,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 2usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_n,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 2usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 2usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_b,
+                              __len_b,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (8192usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 3usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  k0_5,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 3usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_n,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 3usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 3usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_b,
+                              __len_b,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (8192usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 4usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  k0_5,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 4usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_n,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 4usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 4usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_b,
+                              __len_b,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (8192usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 5usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  k0_5,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 5usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_n,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 5usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 5usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_b,
+                              __len_b,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (8192usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 6usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  k0_5,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 6usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_n,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 6usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 6usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_b,
+                              __len_b,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem
+                        .add(
+                          (8192usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
+                        ) as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 7usize),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                        <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  k0_5,
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + 7usize);
+                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_n,
+                              ),
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          );
+                          if <bool as ::kernel_std::__private::device::Int>::and(
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 7usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 7usize);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_b,
+                              __len_b,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                              0i64,
+                            )
+                          }
+                        }),
+                      ),
+                    );
+                  }
+                }
+              }
             }
           }
         }
         ::kernel_std::__private::device::cp_async_commit();
-        let mut __mma7: [f32; 16usize] = [0.0f32; 16usize];
-        let mut __sums8: [i32; 16usize] = [0i32; 16usize];
+        let mut __mma19: [f32; 16usize] = [0.0f32; 16usize];
+        let mut __sums20: [i32; 16usize] = [0i32; 16usize];
         ::kernel_std::__private::device::unroll::<
           16usize,
           _,
@@ -658,7 +3723,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
               + (__warp % 4) * 16 + __lane / 4) * 32usize
               + ((__warp / 4) % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __sums8[__j] = acc_4[__j];
+            __sums20[__j] = acc_4[__j];
           },
         );
         ::kernel_std::__private::device::cp_async_wait_group::<1>();
@@ -691,23 +3756,23 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
               0usize,
               0u32,
               1u32,
-            >(&mut __mma7, __da + 0u64, __db + 0u64);
+            >(&mut __mma19, __da + 0u64, __db + 0u64);
             ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
               16usize,
               0usize,
               0u32,
               1u32,
-            >(&mut __mma7, __da + 2u64, __db + 64u64);
+            >(&mut __mma19, __da + 2u64, __db + 64u64);
             ::kernel_std::__private::device::wgmma_commit();
           }
           ::kernel_std::__private::device::wgmma_wait::<0>();
           ::kernel_std::__private::device::wgmma_tie_n32::<
             16usize,
             0usize,
-          >(&mut __mma7);
+          >(&mut __mma19);
         }
         for __j in 0..16usize {
-          __sums8[__j] = __sums8[__j].wrapping_add(__mma7[__j] as i32);
+          __sums20[__j] = __sums20[__j].wrapping_add(__mma19[__j] as i32);
         }
         ::kernel_std::__private::device::bar_sync();
         ::kernel_std::__private::device::unroll::<
@@ -721,7 +3786,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
               + (__warp % 4) * 16 + __lane / 4) * 32usize
               + ((__warp / 4) % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_4[__j] = __sums8[__j];
+            acc_4[__j] = __sums20[__j];
           },
         );
         __it6 = __it6.wrapping_add(1);
@@ -854,7 +3919,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
               __p_m,
             )
               && {
-                let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -872,7 +3937,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -890,14 +3955,14 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __c11 = __p_n;
+                let __c23 = __p_n;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x10,
-                  __x9,
+                  __x22,
+                  __x21,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x10,
-                    __c11,
+                    __x22,
+                    __c23,
                   )
               })
         }
@@ -1021,7 +4086,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
               __p_m,
             )
               && {
-                let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1039,7 +4104,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1057,14 +4122,14 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __c14 = __p_n;
+                let __c26 = __p_n;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x13,
-                  __x12,
+                  __x25,
+                  __x24,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x13,
-                    __c14,
+                    __x25,
+                    __c26,
                   )
               })
         };
