@@ -57,6 +57,7 @@ if command -v compute-sanitizer >/dev/null; then
         run "sanitizer-$tool-tests-attention" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/suite attention:: --test-threads=1
         run "sanitizer-$tool-tests-debug" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/suite debug:: --test-threads=1
         run "sanitizer-$tool-tests-eight_bit" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/suite eight_bit:: --test-threads=1
+        run "sanitizer-$tool-tests-matmul_8bit" compute-sanitizer --tool "$tool" --error-exitcode 9 target/gpu-bundle/tests/suite matmul_8bit:: --test-threads=1
     done
 fi
 echo "--- summary"

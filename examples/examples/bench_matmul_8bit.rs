@@ -8,9 +8,10 @@
 //! bench_matmul_8bit [--sizes 1024,2048,4096,8192] [--out DIR]
 //! ```
 //!
-//! Squares `M = N = K`; `B` is the transposed view of an (N, K) matrix (the layout cuBLASLt's
-//! fp8 GEMM takes). Each point's output is checked on 8 rows against a float64 (i8: exact)
-//! reference first, then timed (L2 flushed, 25 ms warm-up, 100 ms of repetitions, median).
+//! Squares `M = N = K`; `B` row-major (K, N) and (`t`) the transposed view of an (N, K) matrix
+//! (the layout cuBLASLt's 8-bit GEMMs take). Each point's output is checked on 8 rows against
+//! a float64 (i8: exact) reference first, then timed (L2 flushed, 25 ms warm-up, 100 ms of
+//! repetitions, median).
 //! Without a GPU it says so and exits successfully.
 
 use anyhow::{bail, ensure, Context, Result};
@@ -40,14 +41,16 @@ fn main() -> Result<()> {
     cublas_available()?;
     let opts = BenchOptions::default();
     let mut csv = String::from("size,provider,tflops\n");
-    println!("{:>6} {:>12} {:>10} {:>10}", "size", "cuBLAS f16", "ours fp8", "ours i8");
+    println!("{:>6} {:>12} {:>10} {:>10} {:>10} {:>10}", "size", "cuBLAS f16", "ours fp8", "fp8 B^T", "ours i8", "i8 B^T");
     for (i, &s) in sizes.iter().enumerate() {
         let seed = 10 * i as u64;
         // Values: normals (fp8, rounded) and uniform integers (i8).
         let a8 = Tensor::<f8e4m3>::randn(&dev, &[s, s], seed)?;
-        let b8 = Tensor::<f8e4m3>::randn(&dev, &[s, s], seed + 1)?.t();
+        let b8 = Tensor::<f8e4m3>::randn(&dev, &[s, s], seed + 1)?;
+        let b8t = b8.t().contiguous().t();
         let ai = Tensor::<i8>::rand_uniform(&dev, &[s, s], -128.0, 128.0, seed + 2)?;
-        let bi = Tensor::<i8>::rand_uniform(&dev, &[s, s], -128.0, 128.0, seed + 3)?.t();
+        let bi = Tensor::<i8>::rand_uniform(&dev, &[s, s], -128.0, 128.0, seed + 3)?;
+        let bit = bi.t().contiguous().t();
         let c16 = Tensor::<f16>::zeros(&dev, &[s, s])?;
         let c32 = Tensor::<i32>::zeros(&dev, &[s, s])?;
         // cuBLAS in f16 on the same fp8 values (exact in f16).
@@ -55,20 +58,27 @@ fn main() -> Result<()> {
         let b16 = Tensor::from_vec(&dev, &[1, s, s], b8.to_vec().iter().map(|v| f16::from_f32(v.to_f32())).collect())?;
         let ref16 = Tensor::<f16>::zeros(&dev, &[1, s, s])?;
 
-        matmul_fp8_into(&a8, &b8, &c16, 0.5)?; // autotunes on the first call for this shape
-        check_rows(&a8.to_f64_vec(), &b8.to_f64_vec(), &c16.to_f64_vec(), s, 0.5, 1e-2).context("fp8")?;
-        matmul_i8_into(&ai, &bi, &c32)?;
-        check_rows(&ai.to_f64_vec(), &bi.to_f64_vec(), &c32.to_f64_vec(), s, 1.0, 0.0).context("i8")?;
+        let (a8v, ai_v) = (a8.to_f64_vec(), ai.to_f64_vec());
+        for b in [&b8, &b8t] {
+            matmul_fp8_into(&a8, b, &c16, 0.5)?; // autotunes on the first call for this shape
+            check_rows(&a8v, &b.to_f64_vec(), &c16.to_f64_vec(), s, 0.5, 1e-2).context("fp8")?;
+        }
+        for b in [&bi, &bit] {
+            matmul_i8_into(&ai, b, &c32)?;
+            check_rows(&ai_v, &b.to_f64_vec(), &c32.to_f64_vec(), s, 1.0, 0.0).context("i8")?;
+        }
 
         let mut cublas = || -> Result<()> { Ok(cublas_bmm_f16(&a16, &b16, &ref16)?) };
         let mut fp8 = || -> Result<()> { Ok(matmul_fp8_into(&a8, &b8, &c16, 0.5)?) };
+        let mut fp8t = || -> Result<()> { Ok(matmul_fp8_into(&a8, &b8t, &c16, 0.5)?) };
         let mut int8 = || -> Result<()> { Ok(matmul_i8_into(&ai, &bi, &c32)?) };
-        let mut fs: [BenchFn<'_, anyhow::Error>; 3] = [&mut cublas, &mut fp8, &mut int8];
+        let mut int8t = || -> Result<()> { Ok(matmul_i8_into(&ai, &bit, &c32)?) };
+        let mut fs: [BenchFn<'_, anyhow::Error>; 5] = [&mut cublas, &mut fp8, &mut fp8t, &mut int8, &mut int8t];
         let r = do_bench_gpu_interleaved(&dev, &mut fs, &opts)?;
         let tflops = |ms: f64| 2.0 * (s * s * s) as f64 / (ms * 1e-3) / 1e12;
         let t: Vec<f64> = r.iter().map(|r| tflops(r.median_ms)).collect();
-        println!("{s:>6} {:>12.1} {:>10.1} {:>10.1}", t[0], t[1], t[2]);
-        for (name, v) in ["cublas_f16", "ours_fp8", "ours_i8"].iter().zip(&t) {
+        println!("{s:>6} {:>12.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1}", t[0], t[1], t[2], t[3], t[4]);
+        for (name, v) in ["cublas_f16", "ours_fp8", "ours_fp8_bt", "ours_i8", "ours_i8_bt"].iter().zip(&t) {
             let _ = writeln!(csv, "{s},{name},{v:.2}");
         }
     }

@@ -242,11 +242,10 @@ macro_rules! widen_int {
 }
 widen_int!(i8, u8);
 
-/// Eight 8-bit values at `p` (8-byte aligned, all unmasked) as eight f16 values in four words,
-/// for one 16-byte store.
+/// Eight 8-bit values of type `T`, as loaded in two words, as eight f16 values in four words
+/// (for one 16-byte store).
 #[inline(always)]
-pub unsafe fn widen8<T: WidenPair>(p: *mut T) -> [u32; 4] {
-    let [lo, hi]: [u32; 2] = unsafe { load_vec(p as *mut u32) };
+pub fn widen_words<T: WidenPair>([lo, hi]: [u32; 2]) -> [u32; 4] {
     [T::f16_pair(lo as u16), T::f16_pair((lo >> 16) as u16), T::f16_pair(hi as u16), T::f16_pair((hi >> 16) as u16)]
 }
 

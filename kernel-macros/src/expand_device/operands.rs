@@ -69,14 +69,68 @@ impl DevGen<'_> {
     /// How a chunk of 8 elements of operand `x` that are contiguous, unmasked and inside the
     /// buffer (at `__p0`) moves to element `__s0` of its tile at shared offset `off`: the
     /// alignment `__p0` needs, and the code. 16-bit operands: one 16-byte `cp.async`; widened
-    /// ones: one 8-byte load, the conversion, one 16-byte store.
+    /// ones: one 8-byte load, then the conversion and one 16-byte store (`widened_chunks`).
     fn chunk_copy(&self, x: ExprId, off: &TokenStream) -> (proc_macro2::Literal, TokenStream) {
         let d = &self.d;
         let align = proc_macro2::Literal::usize_unsuffixed;
         if self.widened(x) {
-            (align(8), quote!(#d::store_vec::<u32, 4>(__smem.add(#off + __s0 * 2) as *mut u32, #d::widen8(__p0));))
+            (align(8), quote!())
         } else {
             (align(16), quote!(#d::cp_async_16(#d::smem_addr() + (#off + __s0 * 2) as u32, __p0 as *const u8);))
+        }
+    }
+
+    /// The chunk loop of a widened operand `x` (see [`DevGen::chunk_copy`]), in passes so that
+    /// the loads of all of a thread's chunks are in flight together: the first computes each
+    /// chunk's pointers and test (`head`, `test`, from the chunk index `__c`) and loads the
+    /// chunks that pass; the second converts and stores them at element `s0` of the tile (`at`
+    /// gives what `s0` and `scalar` read); the third copies the others element by element
+    /// (`scalar`). The first two passes run over groups of 8 chunks (registers); at most 32
+    /// chunks per thread (one bit each).
+    fn widened_chunks(&self, x: ExprId, off: &TokenStream, (per_thread, chunks): (usize, usize), (head, test): (TokenStream, TokenStream), (at, s0): (TokenStream, TokenStream), scalar: &[TokenStream]) -> TokenStream {
+        let d = &self.d;
+        let (threads, e) = (self.threads, self.elem(&self.k.exprs[x].ty));
+        const GROUP: usize = 8;
+        // The loads unrolled in groups of 8 chunks (the words stay in registers, the flags in
+        // one mask); the rare element-by-element copies in a loop after them. The chunk index is
+        // opaque, so that no chunk's address arithmetic is hoisted out of an enclosing loop into
+        // registers the accumulators need.
+        let groups = (0..per_thread.div_ceil(GROUP)).map(|g| {
+            let n = (per_thread - GROUP * g).min(GROUP);
+            let first = GROUP * g;
+            let loads = self.unrolled(n, quote!(__jg), quote! {
+                let __jc = #first + __jg;
+                let __c = #d::opaque_usize(__jc * #threads + __tid);
+                if __c < #chunks {
+                    #head
+                    if #test {
+                        __words[__jg] = #d::load_vec::<u32, 2>(__p0 as *mut u32);
+                        __loaded |= 1u32 << __jc;
+                    }
+                }
+            });
+            let stores = self.unrolled(n, quote!(__jg), quote! {
+                let __jc = #first + __jg;
+                if __loaded & (1u32 << __jc) != 0 {
+                    let __c = #d::opaque_usize(__jc * #threads + __tid);
+                    #at
+                    let __s0: usize = #s0;
+                    #d::store_vec::<u32, 4>(__smem.add(#off + __s0 * 2) as *mut u32, #d::widen_words::<#e>(__words[__jg]));
+                }
+            });
+            quote!({ let mut __words: [[u32; 2]; #GROUP] = [[0u32; 2]; #GROUP]; #loads #stores })
+        });
+        quote! {
+            let mut __loaded: u32 = 0;
+            #(#groups)*
+            for __jc in 0..#per_thread {
+                let __c = #d::opaque_usize(__jc * #threads + __tid);
+                if __c < #chunks && __loaded & (1u32 << __jc) == 0 {
+                    #at
+                    let __s0: usize = #s0;
+                    #(#scalar)*
+                }
+            }
         }
     }
 
@@ -296,6 +350,11 @@ impl DevGen<'_> {
         let s0 = tile.index(quote!(__f0));
         let fits = self.fits_code(ptr, &quote!(__p0), 8);
         let (align, copy) = self.chunk_copy(x, off);
+        if self.widened(x) {
+            let head = quote!(let __f0 = __c * 8; #(let #p_names = #ptrs;)* let __all = #(#masks)&*;);
+            let test = quote!(__all && (__p0 as usize) % #align == 0 #(&& #contiguous)* && #fits);
+            return self.widened_chunks(x, off, (per_thread, chunks), (head, test), (quote!(let __f0 = __c * 8;), s0), &scalar);
+        }
         quote! {
             for __jc in 0..#per_thread {
                 let __c = __jc * #threads + __tid;
@@ -359,6 +418,12 @@ impl DevGen<'_> {
         let fits = self.fits_code(ptr, &quote!(__p0), 8);
         let (align, copy) = self.chunk_copy(x, off);
         let last = proc_macro2::Literal::usize_unsuffixed(7 * elem_size(&self.k.exprs[x].ty.elem));
+        if self.widened(x) {
+            let at = quote!(let __r0: usize = (__c % #down) * 8; let __col: usize = __c / #down;);
+            let head = quote!(#at let __p0 = #p0; let __p7 = #p7;);
+            let test = quote!(#(#masks)&* && (__p0 as usize) % #align == 0 && (__p7 as usize) == (__p0 as usize) + #last && #fits);
+            return self.widened_chunks(x, off, (per_thread, chunks), (head, test), (at, s0), &scalar);
+        }
         quote! {
             for __jc in 0..#per_thread {
                 let __c = __jc * #threads + __tid;
