@@ -90,6 +90,9 @@ pub struct KernelAttr {
     /// `num_warps = 4` or `num_warps = [4, 8]` (one config per value, tuned at launch).
     pub num_warps: Option<Vec<(i64, Sp)>>,
     pub num_stages: Option<Vec<(i64, Sp)>>,
+    /// `asserts = false`: the kernel's `device_assert`s are checked at compile time but run on
+    /// neither backend (the default, `true`, runs them).
+    pub asserts: Option<bool>,
 }
 
 /// `N` or `[N, M, ...]`: integers.
@@ -125,7 +128,7 @@ impl KernelAttr {
         let mut seen = Vec::new();
         for a in list {
             let fix = match a.name.to_string().as_str() {
-                "num_warps" | "num_stages" => "give it once".to_string(),
+                "num_warps" | "num_stages" | "asserts" => "give it once".to_string(),
                 n => format!("list all its values once, like `{n} = [a, b]`"),
             };
             check_once(&mut seen, &a.name, &fix)?;
@@ -133,6 +136,11 @@ impl KernelAttr {
                 out.num_warps = Some(int_list(&a)?);
             } else if a.name == "num_stages" {
                 out.num_stages = Some(int_list(&a)?);
+            } else if a.name == "asserts" {
+                match a.values.as_slice() {
+                    [AttrValue::Bool(b, _)] => out.asserts = Some(*b),
+                    _ => return Err(syn::Error::new(a.name.span(), "`asserts` takes `true` or `false`: `#[kernel(asserts = false)]` leaves the kernel's `device_assert`s out")),
+                }
             } else {
                 out.values.push((a.name, a.values));
             }

@@ -552,6 +552,8 @@ impl<'a> CpuGen<'a> {
                     });
                     quote!(#rt::cpu::device_print(__ctx, #prefix, &[#(#vals),*]);)
                 }
+                // A program runs on one thread: there is no other to wait for.
+                Stmt::Barrier => quote!(),
             };
             out.extend(ts);
         }

@@ -654,6 +654,9 @@ pub enum Stmt {
     /// id, one line per element of the values (all of one shape: the front end broadcasts them),
     /// or one line per program when they are scalars.
     Print { prefix: String, values: Vec<ExprId> },
+    /// `debug_barrier()`: every thread of the program's block waits for the others (Triton's
+    /// `tl.debug_barrier`); nothing on the CPU backend, which runs a program on one thread.
+    Barrier,
 }
 
 #[derive(Clone, Debug)]
@@ -884,6 +887,7 @@ impl Kernel {
                     }
                     writeln!(f, ")")?;
                 }
+                Stmt::Barrier => writeln!(f, "{pad}debug_barrier()")?,
             }
         }
         Ok(())

@@ -141,7 +141,10 @@ pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn:
     }
     let concrete = inst.concrete();
     let cx = LowerCtx { sig: &sig, helpers, concrete: &concrete };
-    let variants: Vec<_> = inst.variants().iter().map(|v| lower_variant(&cx, &f.block, v, &mut diag)).collect();
+    let mut variants: Vec<_> = inst.variants().iter().map(|v| lower_variant(&cx, &f.block, v, &mut diag)).collect();
+    if attrs.kattr.asserts == Some(false) {
+        variants.iter_mut().for_each(|v| without_asserts(&mut v.body));
+    }
     if diag.is_empty() {
         variants.iter().for_each(|v| check_block_sizes(v, &concrete, &mut diag));
     }
@@ -187,6 +190,26 @@ pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn:
     dump(&sig.name.to_string(), &variants, &out);
     let _ = f.sp();
     out
+}
+
+/// `stmts` without their `device_assert`s (`#[kernel(asserts = false)]`: checked, not run).
+fn without_asserts(stmts: &mut Vec<crate::ir::Stmt>) {
+    use crate::ir::Stmt;
+    stmts.retain(|s| !matches!(s, Stmt::Assert { .. }));
+    for s in stmts {
+        match s {
+            Stmt::For { body, .. } => without_asserts(body),
+            Stmt::If { then, els, .. } => {
+                without_asserts(then);
+                without_asserts(els);
+            }
+            Stmt::While { pre, body, .. } => {
+                without_asserts(pre);
+                without_asserts(body);
+            }
+            _ => {}
+        }
+    }
 }
 
 /// A kernel with more instances than this gets a warning at `cargo build`: each instance is a

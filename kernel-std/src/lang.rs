@@ -168,6 +168,8 @@
 //! | `device_print("prefix", values...)` | prints the prefix and the values, with the program id, one line per element |
 //! | `static_assert(cond)`, `static_assert(cond, "message")` | checked at `cargo build` on the meta-parameters of every instance: a false one is a compile error |
 //! | `static_print(values...)` | the values of every instance, computed at `cargo build`, as a compiler warning |
+//! | `debug_barrier()` | every thread of the program's block waits for the others (`bar.sync`; Triton's `tl.debug_barrier`): stores before it are seen by loads after it anywhere in the block. Nothing on the CPU backend, which runs each program on one thread. A loop with it is not software-pipelined |
+//! | `#[kernel(asserts = false)]` | the kernel's `device_assert`s are type-checked but run on neither backend (Triton's default without `debug=True`); they cost nothing |
 //!
 //! **`device_assert`** reports the program's first failing element (row-major) as a
 //! `kernel_runtime::cpu::AssertionFailure`: the kernel,
@@ -179,8 +181,9 @@
 //! others), the first failure of a launch is recorded in the fault record that out-of-bounds
 //! accesses use, and the device reports `DeviceError::Assertion` when it next synchronizes (the
 //! launch itself with `KERNEL_SYNC=1`); `LaunchError::assertion()` and
-//! `DeviceError::assertion()` give the failure either way. Assertions are always compiled in
-//! and cost a vote per block statement on the GPU (a block-wide minimum only when one fails).
+//! `DeviceError::assertion()` give the failure either way. Assertions are compiled in unless
+//! the kernel says `#[kernel(asserts = false)]`, and cost a vote per block statement on the GPU
+//! (a block-wide minimum only when one fails).
 //! Masked-off lanes are checked too: combine the mask in (`device_assert(!m | (v < limit))`).
 //!
 //! **`device_print`** takes a string literal prefix and values (scalars or blocks, not

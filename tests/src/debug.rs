@@ -52,3 +52,27 @@ pub fn printed<const B: i32>(x: Ptr<f32>, out: Ptr<f32>, n: i32) {
     device_print("done");
     store(out + offs, v + 1.0, m);
 }
+
+/// `checked_double` with `asserts = false`: the same `device_assert`s, type-checked and not
+/// run, so values at or above `limit` are doubled like the others.
+#[kernel(B = [64], asserts = false)]
+pub fn unchecked_double<const B: i32>(x: Ptr<i32>, out: Ptr<i32>, limit: i32, n: i32) {
+    device_assert(n >= 0, "n is not negative");
+    let offs = program_id(0) * B + arange(0, B);
+    let m = offs < n;
+    let v = load(x + offs, m);
+    if n > 0 {
+        device_assert(v < limit, "values stay below the limit");
+    }
+    store(out + offs, v * 2, m);
+}
+
+/// Each thread's stored value read back by another after `debug_barrier()`: `out[i] = x[i] + 1`
+/// stored, then `out2[i] = out[(i + 1) % B]` (the next element, stored by another thread).
+#[kernel(B = [128])]
+pub fn barrier_exchange<const B: i32>(x: Ptr<i32>, out: Ptr<i32>, out2: Ptr<i32>) {
+    let i = arange(0, B);
+    store(out + i, load(x + i) + 1);
+    debug_barrier();
+    store(out2 + i, load(out + (i + 1) % B));
+}

@@ -1796,7 +1796,7 @@ impl<'a> DevGen<'a> {
             Stmt::For { start, end, step, .. } => vec![*start, *end, *step],
             Stmt::If { cond, .. } => vec![*cond],
             // Its condition is computed by its `pre` statements, inside the loop.
-            Stmt::While { .. } | Stmt::Return => vec![],
+            Stmt::While { .. } | Stmt::Return | Stmt::Barrier => vec![],
             Stmt::Assert { cond, operands, .. } => std::iter::once(*cond).chain(operands.iter().map(|(_, e)| *e)).collect(),
             Stmt::Print { values, .. } => values.clone(),
         }
@@ -1887,6 +1887,7 @@ impl<'a> DevGen<'a> {
             Stmt::Let { value, .. } | Stmt::Assign { value, .. } => self.loads_in(*value),
             // The fault record they may write is no memory the kernel reads.
             Stmt::Assert { .. } | Stmt::Print { .. } => Self::stmt_roots(s).into_iter().any(|e| self.loads_in(e)),
+            Stmt::Barrier => false,
             _ => true,
         }
     }
@@ -2115,6 +2116,10 @@ impl<'a> DevGen<'a> {
             Stmt::Return => quote!(return;),
             Stmt::Assert { cond, operands, span, .. } => self.gen_assert(*cond, operands, *span),
             Stmt::Print { prefix, values, .. } => self.gen_print(prefix, values),
+            Stmt::Barrier => {
+                let d = &self.d;
+                quote!(#d::bar_sync();)
+            }
         }
     }
 }

@@ -1,5 +1,5 @@
-//! Lowering of the debugging builtins. `device_assert` and `device_print` become statements
-//! (`Stmt::Assert`, `Stmt::Print`) that both backends run. `static_assert` and `static_print`
+//! Lowering of the debugging builtins. `device_assert`, `device_print` and `debug_barrier`
+//! become statements (`Stmt::Assert`, `Stmt::Print`, `Stmt::Barrier`) that both backends run. `static_assert` and `static_print`
 //! leave nothing in the IR: they are evaluated here, on the meta-parameters of every declared
 //! instance (those that reach the call: `if` statements on meta-parameters are followed), a
 //! failing `static_assert` becoming a compile error at the call that names the instances, a
@@ -9,7 +9,7 @@ use super::*;
 use quote::ToTokens;
 
 /// The debugging builtins, all statements.
-pub(super) const DEBUG_BUILTINS: [&str; 4] = ["device_assert", "device_print", "static_assert", "static_print"];
+pub(super) const DEBUG_BUILTINS: [&str; 5] = ["device_assert", "device_print", "debug_barrier", "static_assert", "static_print"];
 
 /// The most values one `device_print` takes (the GPU's `printf` takes at most 32 arguments;
 /// the program id and a 3-D index take 6).
@@ -74,6 +74,8 @@ impl Lowerer<'_, '_> {
         match name {
             "device_assert" => self.lower_device_assert(&args, span),
             "device_print" => self.lower_device_print(&args, span),
+            "debug_barrier" if args.is_empty() => self.emit(Stmt::Barrier),
+            "debug_barrier" => self.diag.error(span, "wrong number of arguments: expected `debug_barrier()`"),
             "static_assert" => self.lower_static_assert(&args, span),
             _ => self.lower_static_print(&args, span),
         }

@@ -6,7 +6,7 @@
 
 use kernel_runtime::cpu::{AssertionFailure, KernelError};
 use kernel_runtime::{Device, LaunchError, Tensor};
-use tests::debug::{checked_dot, checked_double, checked_row_sums, printed};
+use tests::debug::{barrier_exchange, checked_dot, checked_double, checked_row_sums, printed, unchecked_double};
 use tests::test_device;
 
 /// Lines of the `device_assert`s in `tests/src/debug.rs`.
@@ -44,6 +44,29 @@ fn passing_assertions_change_nothing() {
     checked_double::launch((n.div_ceil(64),), &x, &out, 1000, n as i32, 64).unwrap();
     dev.synchronize().unwrap();
     assert_eq!(out.to_vec(), (0..n as i32).map(|v| 2 * v).collect::<Vec<_>>());
+}
+
+/// `#[kernel(asserts = false)]`: assertions that would fail (a negative-free `n` aside, every
+/// value is at or above the limit) are not run; the kernel computes as without them.
+#[test]
+fn kernels_without_asserts_do_not_check() {
+    let dev = test_device();
+    let n = 100usize;
+    let x = ints(&dev, (0..n as i32).collect());
+    let out = ints(&dev, vec![-1; n]);
+    unchecked_double::launch((n.div_ceil(64),), &x, &out, 0, n as i32, 64).unwrap();
+    dev.synchronize().unwrap();
+    assert_eq!(out.to_vec(), (0..n as i32).map(|v| 2 * v).collect::<Vec<_>>());
+}
+
+/// `debug_barrier()`: values stored by one thread are read by another after it.
+#[test]
+fn debug_barrier_orders_the_block() {
+    let dev = test_device();
+    let x = ints(&dev, (0..128).map(|v| v * 3).collect());
+    let (out, out2) = (ints(&dev, vec![-1; 128]), ints(&dev, vec![-1; 128]));
+    barrier_exchange::launch((1,), &x, &out, &out2, 128).unwrap();
+    assert_eq!(out2.to_vec(), (0..128).map(|i| ((i + 1) % 128) * 3 + 1).collect::<Vec<_>>());
 }
 
 /// One value of program 1 is too large: its element 13 is reported with both sides of `v < limit`.
