@@ -31,6 +31,7 @@ pub enum DType {
 }
 
 impl DType {
+    /// Every dtype; `Bool` last (`signature::PTR_DTYPES` is the others).
     pub const ALL: [DType; 14] = [
         DType::F16,
         DType::BF16,

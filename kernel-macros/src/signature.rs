@@ -53,26 +53,12 @@ pub struct ApiMeta {
 /// The dtypes of scalar parameters.
 pub const SCALAR_PARAM_DTYPES: [DType; 10] =
     [DType::F32, DType::F64, DType::I8, DType::I16, DType::I32, DType::I64, DType::U8, DType::U16, DType::U32, DType::Bool];
-/// The element types of `Ptr<T>` parameters.
-pub const PTR_DTYPES: [DType; 13] = [
-    DType::F16,
-    DType::BF16,
-    DType::F32,
-    DType::F64,
-    DType::F8E4M3,
-    DType::F8E5M2,
-    DType::I8,
-    DType::I16,
-    DType::I32,
-    DType::I64,
-    DType::U8,
-    DType::U16,
-    DType::U32,
-];
+/// The element types of `Ptr<T>` parameters: every dtype but `bool` (the last of `DType::ALL`).
+pub const PTR_DTYPES: &[DType] = DType::ALL.split_last().expect("DType::ALL is not empty").1;
 
 /// The message for a parameter type kernels do not support.
 fn unsupported_param_message(ty: &Type) -> String {
-    let ptrs = DType::list(&PTR_DTYPES, "or");
+    let ptrs = DType::list(PTR_DTYPES, "or");
     let scalars = DType::list(&SCALAR_PARAM_DTYPES, "or");
     if let Some((id, args)) = path_last(ty) {
         if id == "Ptr" {

@@ -14,6 +14,15 @@ pub fn test_device() -> Device {
     }
 }
 
+/// Pseudo-random 64-bit values, deterministic (a splitmix-style mix of `i + salt`): inputs
+/// that cover a type's whole range.
+pub fn spread(i: usize, salt: u64) -> u64 {
+    let mut z = (i as u64).wrapping_add(salt).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z ^= z >> 29;
+    z = z.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z ^ (z >> 32)
+}
+
 /// A random f16 matrix (normal(0, 1)) on `dev`, with its exact values as f64.
 pub fn randn_f16(dev: &Device, rows: usize, cols: usize, seed: u64) -> (Tensor<f16>, Vec<f64>) {
     let t = Tensor::<f16>::randn(dev, &[rows, cols], seed).expect("allocate");

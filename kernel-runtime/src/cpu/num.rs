@@ -438,131 +438,70 @@ mod f64_math {
     }
 }
 
-/// `f16`/`bf16`: compute in f32, round once.
-macro_rules! half_float {
-    ($($t:ty),*) => {$(
+/// `f16`, `bf16`, `f8e4m3`, `f8e5m2`: every operation on the values in f32, the result rounded
+/// once (`from_f32`: nearest even; saturating for the 8-bit floats), as on the GPU; `neg` flips
+/// the sign bit (`$sign`). Only conversions of the types are used (not the `float8` crate's
+/// comparisons or constants).
+macro_rules! narrow_float {
+    ($($t:ty: $sign:literal),*) => {$(
         impl Num for $t {
-            #[inline] fn add(self, rhs: Self) -> Self { <$t>::from_f32(self.to_f32() + rhs.to_f32()) }
-            #[inline] fn sub(self, rhs: Self) -> Self { <$t>::from_f32(self.to_f32() - rhs.to_f32()) }
-            #[inline] fn mul(self, rhs: Self) -> Self { <$t>::from_f32(self.to_f32() * rhs.to_f32()) }
-            #[inline] fn neg(self) -> Self { -self }
+            #[inline] fn add(self, rhs: Self) -> Self { <$t>::from_f32(f32::from(self) + f32::from(rhs)) }
+            #[inline] fn sub(self, rhs: Self) -> Self { <$t>::from_f32(f32::from(self) - f32::from(rhs)) }
+            #[inline] fn mul(self, rhs: Self) -> Self { <$t>::from_f32(f32::from(self) * f32::from(rhs)) }
+            #[inline] fn neg(self) -> Self { <$t>::from_bits(self.to_bits() ^ $sign) }
             #[inline]
             fn div(self, rhs: Self) -> Result<Self, ArithError> {
-                Ok(<$t>::from_f32(self.to_f32() / rhs.to_f32()))
+                Ok(<$t>::from_f32(f32::from(self) / f32::from(rhs)))
             }
             #[inline]
             fn rem(self, rhs: Self) -> Result<Self, ArithError> {
-                Ok(<$t>::from_f32(self.to_f32() % rhs.to_f32()))
+                Ok(<$t>::from_f32(f32::from(self) % f32::from(rhs)))
             }
-            #[inline] fn lt(self, rhs: Self) -> bool { self < rhs }
-            #[inline] fn le(self, rhs: Self) -> bool { self <= rhs }
-            #[inline] fn gt(self, rhs: Self) -> bool { self > rhs }
-            #[inline] fn ge(self, rhs: Self) -> bool { self >= rhs }
-            #[inline] fn eq(self, rhs: Self) -> bool { self == rhs }
-            #[inline] fn ne(self, rhs: Self) -> bool { self != rhs }
-            #[inline] fn min(self, rhs: Self) -> Self { <$t>::from_f32(self.to_f32().min(rhs.to_f32())) }
-            #[inline] fn max(self, rhs: Self) -> Self { <$t>::from_f32(self.to_f32().max(rhs.to_f32())) }
-            #[inline] fn zero() -> Self { <$t>::ZERO }
-            #[inline] fn lowest() -> Self { <$t>::NEG_INFINITY }
-            #[inline] fn highest() -> Self { <$t>::INFINITY }
-            fn sum_strided(data: &[Self], start: usize, stride: usize, n: usize) -> Self {
-                <$t>::from_f32((0..n).fold(0.0f32, |acc, i| acc + data[start + i * stride].to_f32()))
-            }
-        }
-
-        impl Float for $t {
-            #[inline] fn exp(self) -> Self { <$t>::from_f32(f32_math::flush(self.to_f32().exp())) }
-            #[inline] fn exp2(self) -> Self { <$t>::from_f32(f32_math::flush(self.to_f32().exp2())) }
-            #[inline] fn log(self) -> Self { <$t>::from_f32(self.to_f32().ln()) }
-            #[inline] fn log2(self) -> Self { <$t>::from_f32(self.to_f32().log2()) }
-            #[inline] fn sqrt(self) -> Self { <$t>::from_f32(self.to_f32().sqrt()) }
-            #[inline] fn rsqrt(self) -> Self { <$t>::from_f32(1.0 / self.to_f32().sqrt()) }
-            #[inline] fn abs(self) -> Self { <$t>::from_bits(self.to_bits() & 0x7fff) }
-            #[inline] fn sin(self) -> Self { <$t>::from_f32(self.to_f32().sin()) }
-            #[inline] fn cos(self) -> Self { <$t>::from_f32(self.to_f32().cos()) }
-            #[inline] fn floor(self) -> Self { <$t>::from_f32(self.to_f32().floor()) }
-            #[inline] fn ceil(self) -> Self { <$t>::from_f32(self.to_f32().ceil()) }
-            #[inline] fn expm1(self) -> Self { <$t>::from_f32(f32_math::expm1(self.to_f32())) }
-            #[inline] fn log10(self) -> Self { <$t>::from_f32(f32_math::log10(self.to_f32())) }
-            #[inline] fn log1p(self) -> Self { <$t>::from_f32(f32_math::log1p(self.to_f32())) }
-            #[inline] fn tanh(self) -> Self { <$t>::from_f32(f32_math::tanh(self.to_f32())) }
-            #[inline] fn erf(self) -> Self { <$t>::from_f32(f32_math::erf(self.to_f32())) }
-            #[inline] fn sigmoid(self) -> Self { <$t>::from_f32(Float::sigmoid(self.to_f32())) }
-            #[inline] fn pow(self, y: Self) -> Self { <$t>::from_f32(f32_math::pow(self.to_f32(), y.to_f32())) }
-            #[inline] fn fma(self, b: Self, c: Self) -> Self { <$t>::from_f32(self.to_f32().mul_add(b.to_f32(), c.to_f32())) }
-            #[inline] fn clamp(self, lo: Self, hi: Self) -> Self { Num::min(Num::max(self, lo), hi) }
-            #[inline] fn isnan(self) -> bool { <$t>::is_nan(self) }
-            #[inline] fn isinf(self) -> bool { <$t>::is_infinite(self) }
-            #[inline] fn to_f32(self) -> f32 { <$t>::to_f32(self) }
-            #[inline] fn from_f32(v: f32) -> Self { <$t>::from_f32(v) }
-        }
-    )*};
-}
-half_float!(f16, bf16);
-
-/// `f8e4m3`/`f8e5m2`: every operation on their values in f32, the result rounded once
-/// (`from_f32`: nearest even, saturating), as on the GPU; only the `float8` crate's conversions
-/// are used (not its comparisons or constants).
-macro_rules! fp8_float {
-    ($($t:ty),*) => {$(
-        impl Num for $t {
-            #[inline] fn add(self, rhs: Self) -> Self { <$t>::from_f32(self.to_f32() + rhs.to_f32()) }
-            #[inline] fn sub(self, rhs: Self) -> Self { <$t>::from_f32(self.to_f32() - rhs.to_f32()) }
-            #[inline] fn mul(self, rhs: Self) -> Self { <$t>::from_f32(self.to_f32() * rhs.to_f32()) }
-            #[inline] fn neg(self) -> Self { <$t>::from_bits(self.to_bits() ^ 0x80) }
-            #[inline]
-            fn div(self, rhs: Self) -> Result<Self, ArithError> {
-                Ok(<$t>::from_f32(self.to_f32() / rhs.to_f32()))
-            }
-            #[inline]
-            fn rem(self, rhs: Self) -> Result<Self, ArithError> {
-                Ok(<$t>::from_f32(self.to_f32() % rhs.to_f32()))
-            }
-            #[inline] fn lt(self, rhs: Self) -> bool { self.to_f32() < rhs.to_f32() }
-            #[inline] fn le(self, rhs: Self) -> bool { self.to_f32() <= rhs.to_f32() }
-            #[inline] fn gt(self, rhs: Self) -> bool { self.to_f32() > rhs.to_f32() }
-            #[inline] fn ge(self, rhs: Self) -> bool { self.to_f32() >= rhs.to_f32() }
-            #[inline] fn eq(self, rhs: Self) -> bool { self.to_f32() == rhs.to_f32() }
-            #[inline] fn ne(self, rhs: Self) -> bool { self.to_f32() != rhs.to_f32() }
-            #[inline] fn min(self, rhs: Self) -> Self { <$t>::from_f32(self.to_f32().min(rhs.to_f32())) }
-            #[inline] fn max(self, rhs: Self) -> Self { <$t>::from_f32(self.to_f32().max(rhs.to_f32())) }
-            #[inline] fn zero() -> Self { <$t>::from_bits(0) }
+            #[inline] fn lt(self, rhs: Self) -> bool { f32::from(self) < f32::from(rhs) }
+            #[inline] fn le(self, rhs: Self) -> bool { f32::from(self) <= f32::from(rhs) }
+            #[inline] fn gt(self, rhs: Self) -> bool { f32::from(self) > f32::from(rhs) }
+            #[inline] fn ge(self, rhs: Self) -> bool { f32::from(self) >= f32::from(rhs) }
+            #[inline] fn eq(self, rhs: Self) -> bool { f32::from(self) == f32::from(rhs) }
+            #[inline] fn ne(self, rhs: Self) -> bool { f32::from(self) != f32::from(rhs) }
+            #[inline] fn min(self, rhs: Self) -> Self { <$t>::from_f32(f32::from(self).min(f32::from(rhs))) }
+            #[inline] fn max(self, rhs: Self) -> Self { <$t>::from_f32(f32::from(self).max(f32::from(rhs))) }
+            #[inline] fn zero() -> Self { <$t>::from_f32(0.0) }
             #[inline] fn lowest() -> Self { <$t>::from_f32(f32::NEG_INFINITY) }
             #[inline] fn highest() -> Self { <$t>::from_f32(f32::INFINITY) }
             fn sum_strided(data: &[Self], start: usize, stride: usize, n: usize) -> Self {
-                <$t>::from_f32((0..n).fold(0.0f32, |acc, i| acc + data[start + i * stride].to_f32()))
+                <$t>::from_f32((0..n).fold(0.0f32, |acc, i| acc + f32::from(data[start + i * stride])))
             }
         }
 
         impl Float for $t {
-            #[inline] fn exp(self) -> Self { <$t>::from_f32(f32_math::flush(self.to_f32().exp())) }
-            #[inline] fn exp2(self) -> Self { <$t>::from_f32(f32_math::flush(self.to_f32().exp2())) }
-            #[inline] fn log(self) -> Self { <$t>::from_f32(self.to_f32().ln()) }
-            #[inline] fn log2(self) -> Self { <$t>::from_f32(self.to_f32().log2()) }
-            #[inline] fn sqrt(self) -> Self { <$t>::from_f32(self.to_f32().sqrt()) }
-            #[inline] fn rsqrt(self) -> Self { <$t>::from_f32(1.0 / self.to_f32().sqrt()) }
-            #[inline] fn abs(self) -> Self { <$t>::from_f32(self.to_f32().abs()) }
-            #[inline] fn sin(self) -> Self { <$t>::from_f32(self.to_f32().sin()) }
-            #[inline] fn cos(self) -> Self { <$t>::from_f32(self.to_f32().cos()) }
-            #[inline] fn floor(self) -> Self { <$t>::from_f32(self.to_f32().floor()) }
-            #[inline] fn ceil(self) -> Self { <$t>::from_f32(self.to_f32().ceil()) }
-            #[inline] fn expm1(self) -> Self { <$t>::from_f32(f32_math::expm1(self.to_f32())) }
-            #[inline] fn log10(self) -> Self { <$t>::from_f32(f32_math::log10(self.to_f32())) }
-            #[inline] fn log1p(self) -> Self { <$t>::from_f32(f32_math::log1p(self.to_f32())) }
-            #[inline] fn tanh(self) -> Self { <$t>::from_f32(f32_math::tanh(self.to_f32())) }
-            #[inline] fn erf(self) -> Self { <$t>::from_f32(f32_math::erf(self.to_f32())) }
-            #[inline] fn sigmoid(self) -> Self { <$t>::from_f32(Float::sigmoid(self.to_f32())) }
-            #[inline] fn pow(self, y: Self) -> Self { <$t>::from_f32(f32_math::pow(self.to_f32(), y.to_f32())) }
-            #[inline] fn fma(self, b: Self, c: Self) -> Self { <$t>::from_f32(self.to_f32().mul_add(b.to_f32(), c.to_f32())) }
+            #[inline] fn exp(self) -> Self { <$t>::from_f32(f32_math::flush(f32::from(self).exp())) }
+            #[inline] fn exp2(self) -> Self { <$t>::from_f32(f32_math::flush(f32::from(self).exp2())) }
+            #[inline] fn log(self) -> Self { <$t>::from_f32(f32::from(self).ln()) }
+            #[inline] fn log2(self) -> Self { <$t>::from_f32(f32::from(self).log2()) }
+            #[inline] fn sqrt(self) -> Self { <$t>::from_f32(f32::from(self).sqrt()) }
+            #[inline] fn rsqrt(self) -> Self { <$t>::from_f32(1.0 / f32::from(self).sqrt()) }
+            #[inline] fn abs(self) -> Self { <$t>::from_f32(f32::from(self).abs()) }
+            #[inline] fn sin(self) -> Self { <$t>::from_f32(f32::from(self).sin()) }
+            #[inline] fn cos(self) -> Self { <$t>::from_f32(f32::from(self).cos()) }
+            #[inline] fn floor(self) -> Self { <$t>::from_f32(f32::from(self).floor()) }
+            #[inline] fn ceil(self) -> Self { <$t>::from_f32(f32::from(self).ceil()) }
+            #[inline] fn expm1(self) -> Self { <$t>::from_f32(f32_math::expm1(f32::from(self))) }
+            #[inline] fn log10(self) -> Self { <$t>::from_f32(f32_math::log10(f32::from(self))) }
+            #[inline] fn log1p(self) -> Self { <$t>::from_f32(f32_math::log1p(f32::from(self))) }
+            #[inline] fn tanh(self) -> Self { <$t>::from_f32(f32_math::tanh(f32::from(self))) }
+            #[inline] fn erf(self) -> Self { <$t>::from_f32(f32_math::erf(f32::from(self))) }
+            #[inline] fn sigmoid(self) -> Self { <$t>::from_f32(Float::sigmoid(f32::from(self))) }
+            #[inline] fn pow(self, y: Self) -> Self { <$t>::from_f32(f32_math::pow(f32::from(self), f32::from(y))) }
+            #[inline] fn fma(self, b: Self, c: Self) -> Self { <$t>::from_f32(f32::from(self).mul_add(f32::from(b), f32::from(c))) }
             #[inline] fn clamp(self, lo: Self, hi: Self) -> Self { Num::min(Num::max(self, lo), hi) }
-            #[inline] fn isnan(self) -> bool { self.to_f32().is_nan() }
-            #[inline] fn isinf(self) -> bool { self.to_f32().is_infinite() }
-            #[inline] fn to_f32(self) -> f32 { <$t>::to_f32(&self) }
+            #[inline] fn isnan(self) -> bool { f32::from(self).is_nan() }
+            #[inline] fn isinf(self) -> bool { f32::from(self).is_infinite() }
+            #[inline] fn to_f32(self) -> f32 { f32::from(self) }
             #[inline] fn from_f32(v: f32) -> Self { <$t>::from_f32(v) }
         }
     )*};
 }
-fp8_float!(f8e4m3, f8e5m2);
+narrow_float!(f16: 0x8000, bf16: 0x8000, f8e4m3: 0x80, f8e5m2: 0x80);
 
 #[cfg(test)]
 mod tests {

@@ -4,18 +4,10 @@
 
 use kernel_runtime::{cdiv, f8e4m3, f8e5m2, Tensor};
 use tests::eight_bit::{fp8_dot, fp8_ops, i8_dot};
-use tests::test_device;
+use tests::{spread, test_device};
 
 const N: usize = 128;
 const VALID: usize = 100;
-
-/// Pseudo-random 64-bit values, deterministic.
-fn spread(i: usize, salt: u64) -> u64 {
-    let mut z = (i as u64).wrapping_add(salt).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    z ^= z >> 29;
-    z = z.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z ^ (z >> 32)
-}
 
 /// Inputs of the conversions: every kind of value, midpoints between 8-bit neighbours
 /// included (ties go to the even one), beyond the largest finite values, NaN and infinities.

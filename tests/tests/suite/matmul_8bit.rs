@@ -6,15 +6,7 @@
 use examples::matmul::MatmulError;
 use examples::matmul_8bit::{matmul_fp8_into, matmul_fp8_kernel, matmul_i8_into, matmul_i8_kernel};
 use kernel_runtime::{cdiv, f16, f8e4m3, Device, Tensor};
-use tests::test_device;
-
-/// Pseudo-random 64-bit values, deterministic.
-fn spread(i: usize, salt: u64) -> u64 {
-    let mut z = (i as u64).wrapping_add(salt).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    z ^= z >> 29;
-    z = z.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z ^ (z >> 32)
-}
+use tests::{spread, test_device};
 
 /// A (rows, cols) operand of values `value(i)` in row-major order: contiguous, or
 /// (`transposed`) the transposed view of a contiguous (cols, rows) tensor.

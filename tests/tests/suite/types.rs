@@ -4,20 +4,12 @@
 //! `sum`/`cumsum` accumulate in i32 (signed) or u32 (unsigned).
 
 use kernel_runtime::Tensor;
-use tests::test_device;
+use tests::{spread, test_device};
 use tests::types::{axpb_f64, mixed_widths, ops_i16, ops_i8, ops_u16, ops_u8};
 
 const N: usize = 256;
 /// The valid prefix: lanes from `n` on are masked off.
 const VALID: usize = 200;
-
-/// A deterministic spread of values over the whole range of a type, with its extremes.
-fn spread(i: usize, salt: u64) -> u64 {
-    let mut z = (i as u64).wrapping_add(salt).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    z ^= z >> 29;
-    z = z.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z ^ (z >> 32)
-}
 
 /// Float inputs of the `to::<T>()` conversions: in range, fractional, out of range, NaN, infinities.
 fn floats(i: usize) -> f32 {
