@@ -45,6 +45,12 @@ commands:
                Triton kernel after its tutorial and PyTorch's SDPA on the same shapes and a
                table of ratios [--max-ctx N] [--out DIR] (default target/bench:
                attention.csv, triton-attention.csv, attention-compare.md)
+  bench matmul-8bit
+               the quantized matmuls (f8e4m3 scaled to f16, i8 to i32; squares 1024..8192,
+               B row-major and transposed) in TFLOPS against cuBLAS f16; with PyTorch
+               importable, cuBLASLt's 8-bit GEMMs (torch._scaled_mm, torch._int_mm) on the
+               same shapes [--sizes 1024,2048,...] [--out DIR] (default target/bench:
+               matmul_8bit.csv, torch-8bit.csv)
   build-ptx    build device crates to PTX, check them with ptxas, write manifests
                [--arch sm_80|sm_90|sm_90a|all]... (default sm_90a)
                [--crate PATH]... (default: xtask/ptx-smoke) [--release] (always release)
@@ -225,7 +231,8 @@ fn bench(rest: &[String]) -> Result<()> {
         }
         Some(kernel @ ("memory" | "vector_add" | "softmax" | "layer_norm")) => bench_memory(kernel, &rest[1..]),
         Some("attention") => bench_attention(&rest[1..]),
-        Some(other) => bail!("unknown benchmark `{other}` (available: matmul, memory, vector_add, softmax, layer_norm, attention)\n\n{HELP}"),
+        Some("matmul-8bit") => bench_matmul_8bit(&rest[1..]),
+        Some(other) => bail!("unknown benchmark `{other}` (available: matmul, memory, vector_add, softmax, layer_norm, attention, matmul-8bit)\n\n{HELP}"),
         None => bail!("which benchmark? `cargo xtask bench matmul [--quick]`\n\n{HELP}"),
     }
 }
@@ -258,6 +265,33 @@ fn bench_memory(kernel: &str, rest: &[String]) -> Result<()> {
     let md = out.join("memory-compare.md").to_string_lossy().to_string();
     let status = Command::new("python3").args([script("memory_compare.py"), out_s.clone(), out_s, "--out".into(), md]).status()?;
     ensure!(status.success(), "scripts/memory_compare.py failed ({status})");
+    Ok(())
+}
+
+/// `cargo xtask bench matmul-8bit [--sizes S,...] [--out DIR]`: the quantized matmuls
+/// (`bench_matmul_8bit`), then, when `python3` can import torch, cuBLASLt's 8-bit GEMMs through
+/// PyTorch on the same shapes (`scripts/torch_8bit_bench.py`).
+fn bench_matmul_8bit(rest: &[String]) -> Result<()> {
+    let mut args = vec!["--out".to_string(), root().join("target/bench").to_string_lossy().to_string()];
+    let mut it = rest.iter();
+    while let Some(a) = it.next() {
+        match (a.as_str(), it.next()) {
+            ("--out", Some(dir)) => args[1] = dir.clone(),
+            ("--sizes", Some(s)) => args.extend(["--sizes".to_string(), s.clone()]),
+            _ => bail!("usage: cargo xtask bench matmul-8bit [--sizes 1024,2048,...] [--out DIR]"),
+        }
+    }
+    if !build_ptx_for_gpu()? {
+        bail!("`cargo xtask bench matmul-8bit` needs a GPU (nvidia-smi found none)");
+    }
+    cargo(&["run", "--release", "--quiet", "-p", "examples", "--example", "bench_matmul_8bit", "--"], &args)?;
+    if !Command::new("python3").args(["-c", "import triton, torch"]).status().is_ok_and(|s| s.success()) {
+        println!("bench matmul-8bit: python3 cannot import torch and triton; cuBLASLt's numbers are left out");
+        return Ok(());
+    }
+    let script = root().join("scripts").join("torch_8bit_bench.py").to_string_lossy().to_string();
+    let status = Command::new("python3").arg(script).args(&args).status()?;
+    ensure!(status.success(), "scripts/torch_8bit_bench.py failed ({status})");
     Ok(())
 }
 

@@ -66,28 +66,19 @@ impl DevGen<'_> {
         self.k.exprs[x].ty.dtype().is_some_and(|d| d.is_fp8() || matches!(d, DType::I8 | DType::U8))
     }
 
-    /// How a chunk of 8 elements of operand `x` that are contiguous, unmasked and inside the
-    /// buffer (at `__p0`) moves to element `__s0` of its tile at shared offset `off`: the
-    /// alignment `__p0` needs, and the code. 16-bit operands: one 16-byte `cp.async`; widened
-    /// ones: one 8-byte load, then the conversion and one 16-byte store (`widened_chunks`).
-    fn chunk_copy(&self, x: ExprId, off: &TokenStream) -> (proc_macro2::Literal, TokenStream) {
-        let d = &self.d;
-        let align = proc_macro2::Literal::usize_unsuffixed;
-        if self.widened(x) {
-            (align(8), quote!())
-        } else {
-            (align(16), quote!(#d::cp_async_16(#d::smem_addr() + (#off + __s0 * 2) as u32, __p0 as *const u8);))
+    /// The chunk loop of a widened operand `x`: a chunk of 8 elements that are contiguous,
+    /// unmasked, 8-byte aligned and inside the buffer (at `__p0`) is one 8-byte load, converted
+    /// in pairs and stored as 16 bytes. In passes, so that the loads of all of a thread's chunks
+    /// are in flight together: the first computes each chunk's pointers and test (`head`, `test`,
+    /// from the chunk index `__c`) and loads the chunks that pass; the second converts and stores
+    /// them at element `s0` of the tile (`at` gives what `s0` and `scalar` read); the third copies
+    /// the others element by element (`scalar`). The first two passes run over groups of 8 chunks
+    /// (registers). `None` for more than 32 chunks per thread (one bit each): the caller copies
+    /// element by element.
+    fn widened_chunks(&self, x: ExprId, off: &TokenStream, (per_thread, chunks): (usize, usize), (head, test): (TokenStream, TokenStream), (at, s0): (TokenStream, TokenStream), scalar: &[TokenStream]) -> Option<TokenStream> {
+        if per_thread > 32 {
+            return None;
         }
-    }
-
-    /// The chunk loop of a widened operand `x` (see [`DevGen::chunk_copy`]), in passes so that
-    /// the loads of all of a thread's chunks are in flight together: the first computes each
-    /// chunk's pointers and test (`head`, `test`, from the chunk index `__c`) and loads the
-    /// chunks that pass; the second converts and stores them at element `s0` of the tile (`at`
-    /// gives what `s0` and `scalar` read); the third copies the others element by element
-    /// (`scalar`). The first two passes run over groups of 8 chunks (registers); at most 32
-    /// chunks per thread (one bit each).
-    fn widened_chunks(&self, x: ExprId, off: &TokenStream, (per_thread, chunks): (usize, usize), (head, test): (TokenStream, TokenStream), (at, s0): (TokenStream, TokenStream), scalar: &[TokenStream]) -> TokenStream {
         let d = &self.d;
         let (threads, e) = (self.threads, self.elem(&self.k.exprs[x].ty));
         const GROUP: usize = 8;
@@ -120,7 +111,7 @@ impl DevGen<'_> {
             });
             quote!({ let mut __words: [[u32; 2]; #GROUP] = [[0u32; 2]; #GROUP]; #loads #stores })
         });
-        quote! {
+        Some(quote! {
             let mut __loaded: u32 = 0;
             #(#groups)*
             for __jc in 0..#per_thread {
@@ -131,7 +122,7 @@ impl DevGen<'_> {
                     #(#scalar)*
                 }
             }
-        }
+        })
     }
 
     /// The element type operand `x` is staged as, and `v` (a value of `x`) converted to it.
@@ -295,7 +286,7 @@ impl DevGen<'_> {
     /// as 16-bit values (`Staging::Rows`), swizzled (see [`DevGen::swizzle`]). An operand loaded
     /// from global memory moves in chunks of 8 elements: when the chunk's 8 addresses are
     /// contiguous, aligned and unmasked (checked at run time), one 16-byte `cp.async` (or, for
-    /// a widened operand, see [`DevGen::chunk_copy`]); otherwise element by element.
+    /// a widened operand, see [`DevGen::widened_chunks`]); otherwise element by element.
     pub(super) fn stage_rows(&self, x: ExprId, tile: Tile, off: &TokenStream) -> TokenStream {
         let d = &self.d;
         let (numel, inner) = (tile.rows * tile.inner, tile.inner);
@@ -349,11 +340,10 @@ impl DevGen<'_> {
         });
         let s0 = tile.index(quote!(__f0));
         let fits = self.fits_code(ptr, &quote!(__p0), 8);
-        let (align, copy) = self.chunk_copy(x, off);
         if self.widened(x) {
             let head = quote!(let __f0 = __c * 8; #(let #p_names = #ptrs;)* let __all = #(#masks)&*;);
-            let test = quote!(__all && (__p0 as usize) % #align == 0 #(&& #contiguous)* && #fits);
-            return self.widened_chunks(x, off, (per_thread, chunks), (head, test), (quote!(let __f0 = __c * 8;), s0), &scalar);
+            let test = quote!(__all && (__p0 as usize) % 8 == 0 #(&& #contiguous)* && #fits);
+            return self.widened_chunks(x, off, (per_thread, chunks), (head, test), (quote!(let __f0 = __c * 8;), s0), &scalar).unwrap_or_else(|| general(self));
         }
         quote! {
             for __jc in 0..#per_thread {
@@ -363,8 +353,8 @@ impl DevGen<'_> {
                     let __s0: usize = #s0;
                     #(let #p_names = #ptrs;)*
                     let __all = #(#masks)&*;
-                    if __all && (__p0 as usize) % #align == 0 #(&& #contiguous)* && #fits {
-                        #copy
+                    if __all && (__p0 as usize) % 16 == 0 #(&& #contiguous)* && #fits {
+                        #d::cp_async_16(#d::smem_addr() + (#off + __s0 * 2) as u32, __p0 as *const u8);
                     } else {
                         #(#scalar)*
                     }
@@ -416,13 +406,11 @@ impl DevGen<'_> {
         }
         let s0 = tile.index(quote!((__col * #rows + __r0)));
         let fits = self.fits_code(ptr, &quote!(__p0), 8);
-        let (align, copy) = self.chunk_copy(x, off);
-        let last = proc_macro2::Literal::usize_unsuffixed(7 * elem_size(&self.k.exprs[x].ty.elem));
         if self.widened(x) {
             let at = quote!(let __r0: usize = (__c % #down) * 8; let __col: usize = __c / #down;);
             let head = quote!(#at let __p0 = #p0; let __p7 = #p7;);
-            let test = quote!(#(#masks)&* && (__p0 as usize) % #align == 0 && (__p7 as usize) == (__p0 as usize) + #last && #fits);
-            return self.widened_chunks(x, off, (per_thread, chunks), (head, test), (at, s0), &scalar);
+            let test = quote!(#(#masks)&* && (__p0 as usize) % 8 == 0 && (__p7 as usize) == (__p0 as usize) + 7 && #fits);
+            return self.widened_chunks(x, off, (per_thread, chunks), (head, test), (at, s0), &scalar).unwrap_or_else(|| general(self));
         }
         quote! {
             for __jc in 0..#per_thread {
@@ -432,9 +420,9 @@ impl DevGen<'_> {
                     let __col: usize = __c / #down;
                     let __p0 = #p0;
                     let __p7 = #p7;
-                    if #(#masks)&* && (__p0 as usize) % #align == 0 && (__p7 as usize) == (__p0 as usize) + #last && #fits {
+                    if #(#masks)&* && (__p0 as usize) % 16 == 0 && (__p7 as usize) == (__p0 as usize) + 14 && #fits {
                         let __s0: usize = #s0;
-                        #copy
+                        #d::cp_async_16(#d::smem_addr() + (#off + __s0 * 2) as u32, __p0 as *const u8);
                     } else {
                         #(#scalar)*
                     }
