@@ -72,3 +72,14 @@ pub fn i8_dot<const BM: i32, const BN: i32, const BK: i32>(a: Ptr<i8>, b: Ptr<u8
     }
     store(c + rm.as_col() * n + rn.as_row(), acc, cmask);
 }
+
+/// Asserts that every f8e4m3 value is below `limit` (converted to f8e4m3): the report of a
+/// failing element gives both 8-bit values.
+#[kernel(B = [64])]
+pub fn checked_fp8<const B: i32>(x: Ptr<f8e4m3>, limit: f32, out: Ptr<f32>) {
+    let i = arange(0, B);
+    let v = load(x + i);
+    let lim = limit.to::<f8e4m3>();
+    device_assert(v < lim, "values stay below the limit");
+    store(out + i, v.to::<f32>());
+}

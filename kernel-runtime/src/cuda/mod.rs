@@ -119,7 +119,7 @@ fn assertion_failure(info: Option<&'static crate::launch::KernelInfo>, w: &[u32;
 
 /// A value recorded by `device_assert` as text, the way the CPU backend prints it: `code` is
 /// the dtype's code in the table of `kernel-macros`' `dtype_code` (f16, bf16, f32, f64, i32,
-/// u32, i64, bool, i8, i16, u8, u16).
+/// u32, i64, bool, i8, i16, u8, u16, f8e4m3, f8e5m2).
 fn assert_value_text(code: u32, bits: u64) -> String {
     match code {
         0 => half::f16::from_bits(bits as u16).to_string(),
@@ -133,6 +133,8 @@ fn assert_value_text(code: u32, bits: u64) -> String {
         9 => (bits as u16 as i16).to_string(),
         10 => (bits as u8).to_string(),
         11 => (bits as u16).to_string(),
+        12 => crate::f8e4m3::from_bits(bits as u8).to_string(),
+        13 => crate::f8e5m2::from_bits(bits as u8).to_string(),
         _ => (bits != 0).to_string(),
     }
 }
@@ -451,5 +453,8 @@ mod tests {
         assert_eq!(assert_value_text(0, 0x3c00), "1");
         assert_eq!(assert_value_text(7, 1), "true");
         assert_eq!(assert_value_text(6, u64::MAX), "-1");
+        // The 8-bit floats, as the CPU backend prints them (their value in f32).
+        assert_eq!(assert_value_text(12, 0xc4), "-3");
+        assert_eq!(assert_value_text(13, 0x3c), "1");
     }
 }

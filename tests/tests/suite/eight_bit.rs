@@ -3,7 +3,7 @@
 //! once, and `dot` sums that are exact (f32 sums of small multiples of powers of two; i32 sums).
 
 use kernel_runtime::{cdiv, f8e4m3, f8e5m2, Tensor};
-use tests::eight_bit::{fp8_dot, fp8_ops, i8_dot};
+use tests::eight_bit::{checked_fp8, fp8_dot, fp8_ops, i8_dot};
 use tests::{spread, test_device};
 
 const N: usize = 128;
@@ -121,4 +121,23 @@ fn i8_dot_sums_exactly_in_i32() {
             }
         }
     }
+}
+
+/// A failing `device_assert` on f8e4m3 values reports them as the CPU backend prints them (their
+/// value), on both backends.
+#[test]
+fn assertions_report_8_bit_values() {
+    let dev = test_device();
+    let mut x = vec![f8e4m3::from_f32(0.5); 64];
+    x[37] = f8e4m3::from_f32(3.0);
+    let (tx, out) = (Tensor::from_vec(&dev, &[64], x).unwrap(), Tensor::<f32>::zeros(&dev, &[64]).unwrap());
+    let launched = checked_fp8::launch((1,), &tx, 2.0, &out, 64);
+    let err = match launched {
+        Err(e) => e.assertion().cloned(),
+        Ok(()) => dev.synchronize().expect_err("the failed assertion was not reported").assertion().cloned(),
+    };
+    let f = err.expect("an assertion failure");
+    dev.synchronize().expect("reported once");
+    assert_eq!(f.index, Some(37));
+    assert_eq!(f.operands, vec![("v".to_string(), "3".to_string()), ("lim".to_string(), "2".to_string())]);
 }
