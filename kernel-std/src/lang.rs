@@ -48,7 +48,7 @@
 //! does; so an `f8e5m2` result of arithmetic is never infinite. Conversions from them are
 //! exact. Both backends give the same bits (on sm_90a one `cvt` instruction each way, on other
 //! GPUs and for conversions from f64 a software conversion; NaN payloads may differ). `f8e4m3`
-//! with `f8e5m2`, or with another float, promotes to `f32`.
+//! with `f8e5m2` or with `f16`, `bf16` or `f32` promotes to `f32` (with `f64` to `f64`).
 //!
 //! ## Program instances
 //!
