@@ -970,6 +970,37 @@ pub unsafe fn cp_async_16(saddr: u32, gptr: *const u8) {
     };
 }
 
+/// `cp.async.ca.shared.global [saddr], [gptr], 8`: copies 8 bytes from global to shared memory
+/// without going through registers (a chunk of 8-bit `dot` operands). Both addresses must be
+/// 8-byte aligned.
+#[inline(always)]
+pub unsafe fn cp_async_8(saddr: u32, gptr: *const u8) {
+    unsafe {
+        asm!(
+            "cp.async.ca.shared.global [{s}], [{g}], 8;",
+            s = in(reg32) saddr,
+            g = in(reg64) gptr as u64,
+            options(nostack),
+        )
+    };
+}
+
+/// Widens, in shared memory, the 8-byte chunk of 8-bit values of type `T` at `from` into eight
+/// f16 values at `to` (16-byte aligned): `ld.shared.v2`, the conversions, `st.shared.v4`.
+#[inline(always)]
+pub fn widen_shared<T: WidenPair>(from: u32, to: u32) {
+    let (lo, hi): (u32, u32);
+    unsafe { asm!("ld.shared.v2.u32 {{{a}, {b}}}, [{addr}];", a = out(reg32) lo, b = out(reg32) hi, addr = in(reg32) from, options(nostack, readonly)) };
+    let [w0, w1, w2, w3] = widen_words::<T>([lo, hi]);
+    unsafe {
+        asm!(
+            "st.shared.v4.u32 [{addr}], {{{a}, {b}, {c}, {d}}};",
+            addr = in(reg32) to, a = in(reg32) w0, b = in(reg32) w1, c = in(reg32) w2, d = in(reg32) w3,
+            options(nostack),
+        )
+    };
+}
+
 /// Runs `f` in a function of its own, never inlined: the device lowering puts rarely taken code
 /// there (the checked stores of a block whose fast path failed, the rest of a kernel after a K
 /// loop's `cp.async` fallback), so that an entry's hot path, the tensor-map K loop, its prologue

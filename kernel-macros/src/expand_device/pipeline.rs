@@ -165,8 +165,9 @@ impl DevGen<'_> {
         }
         let (acc, dot, a, b) = dot?;
         let layout = self.mma_tiling(dot)?;
-        // Operands widened while staged go through registers: no copies to pipeline.
-        if self.widened(a) || self.widened(b) {
+        // 8-bit integer products are summed in f32 per `dot` and added to i32 sums (`gen_dot_mma`),
+        // which the pipelined loop's accumulation in place does not do.
+        if k.exprs[dot].ty.dtype() == Some(DType::I32) {
             return None;
         }
         if self.layouts[acc] != layout || loads.len() != 2 {
@@ -208,7 +209,10 @@ impl DevGen<'_> {
     /// would not fit); the copies of iteration `i + S - 1` are in flight (`cp.async` groups)
     /// while the tensor cores work on iteration `i`. Each chunk's base address and contiguity
     /// are computed once before the loop; per iteration only the pointer offset, the masks and
-    /// the 16-byte alignment are checked.
+    /// the 16-byte alignment are checked. Widened (8-bit float) operands are copied raw, 8 bytes
+    /// a chunk, and each thread widens its own chunks of the iteration's buffer into an f16 tile
+    /// before the iteration's barrier (two f16 tiles, by the iteration's parity); no tensor
+    /// maps for them.
     fn gen_pipelined(&self, var: LocalId, start: ExprId, end: ExprId, step: ExprId, plan: &PipePlan) -> Option<TokenStream> {
         let k = self.k;
         let d = &self.d;
@@ -218,8 +222,18 @@ impl DevGen<'_> {
         // `wgmma` tiles start on whole 1024-byte swizzle patterns; its reads go through the async
         // proxy, which must see the copies (and element stores) first.
         let (align, fence) = self.operand_staging(plan.layout);
-        let tile_a = (m * kk * 2).next_multiple_of(align);
-        let stage_bytes = tile_a + (kk * n * 2).next_multiple_of(align);
+        // Widened (8-bit) operands: each stage holds their raw chunks (8 bytes each, in chunk
+        // order), which every thread widens into one of two f16 tiles before the `dot` (its own
+        // chunks, after its copies landed: `widen`, below).
+        let widen = self.widened(plan.a);
+        let (f16_a, f16_pair) = ((m * kk * 2).next_multiple_of(align), (m * kk * 2).next_multiple_of(align) + (kk * n * 2).next_multiple_of(align));
+        let (tile_a, stage_bytes) = if widen {
+            let a = (m * kk).next_multiple_of(16);
+            (a, a + (kk * n).next_multiple_of(16))
+        } else {
+            (f16_a, f16_pair)
+        };
+        let f16_bytes = if widen { 2 * f16_pair } else { 0 };
         const SMEM_LIMIT: usize = 232_448;
         // `num_stages` is, as in Triton, the number of iterations whose operands are in flight or
         // ready: copies run `num_stages - 1` iterations ahead of the tensor cores. A `wgmma` body
@@ -228,10 +242,11 @@ impl DevGen<'_> {
         let mut stages = if wg { self.num_stages + 1 } else { self.num_stages };
         // The buffers, then one 16-byte word for the bounds proof of loop versioning and, on
         // sm_90a, two 8-byte `mbarrier`s per buffer (copies landed, readers done).
-        while stages > 1 && self.cursor.get().next_multiple_of(align) + stages * stage_bytes + 16 + 16 * stages + 8 > SMEM_LIMIT {
+        while stages > 1 && self.cursor.get().next_multiple_of(align) + f16_bytes + stages * stage_bytes + 16 + 16 * stages + 8 > SMEM_LIMIT {
             stages -= 1;
         }
         let saved_smem = (self.cursor.get(), self.smem_max.get());
+        let f16_off = if widen { self.alloc_aligned(f16_bytes, align) } else { 0 };
         let base_off = self.alloc_aligned(stages * stage_bytes, align);
         let scope = self.enter_iteration(0, Layout::Cyclic);
 
@@ -240,6 +255,7 @@ impl DevGen<'_> {
         let mut pre = Vec::new();
         let mut issue_ops = Vec::new();
         let mut fast_ops = Vec::new();
+        let mut widen_ops: Vec<TokenStream> = Vec::new();
         let (mut proofs, mut all_proven) = (Vec::new(), true);
         // Operands copied by the tensor memory accelerator in a third version of the loop
         // (`tma.rs`): their maps, in the entry's order, and each operand's stagings.
@@ -247,7 +263,7 @@ impl DevGen<'_> {
         let mut tma_descs: Vec<TmaDesc> = Vec::new();
         let mut tma_opers: Vec<TmaOperand> = Vec::new();
         let mut tma_cands: Vec<Vec<(Staging, TmaDesc)>> = plan.ops.iter().enumerate().map(|(oi, op)| self.tma_candidates(plan.layout, oi, op, stages, tma_base)).collect();
-        if tma_cands.iter().any(Vec::is_empty) {
+        if widen || tma_cands.iter().any(Vec::is_empty) {
             tma_cands.clear();
         }
         let mut rows_before = 0usize;
@@ -273,11 +289,14 @@ impl DevGen<'_> {
             let (pb, off) = (format_ident!("__pb{}", oi), format_ident!("__off{}", oi));
             let (lo, hi, inb) = (format_ident!("__lo{}", oi), format_ident!("__hi{}", oi), format_ident!("__inb{}", oi));
             let p_names: Vec<Ident> = (0..8usize).map(|i| format_ident!("__p{}", i)).collect();
+            let size = elem_size(&k.exprs[op.x].ty.elem);
             let contiguous = (1..8usize).map(|i| {
                 let p = &p_names[i];
-                let bytes = 2 * i;
+                let bytes = size * i;
                 quote!((#p as usize) == (__p0 as usize) + #bytes)
             }).collect::<Vec<_>>();
+            // A chunk's bytes: 16 (one `cp.async` of 16 bytes), or 8 for a widened operand.
+            let chunk_bytes = proc_macro2::Literal::usize_unsuffixed(8 * size);
             let guard = |jc: usize, body: TokenStream| -> TokenStream {
                 if (jc + 1) * threads <= chunks {
                     quote!({ let __c: usize = #jc * #threads + __tid; #body })
@@ -308,7 +327,7 @@ impl DevGen<'_> {
                                     #(let #o_names: #ot = #offs;)*
                                     #pb[#jc] = if true #(&& #contiguous)* { __o0 } else { <#ot as #d::Bounds>::lowest() };
                                     if #pb[#jc] != <#ot as #d::Bounds>::lowest() {
-                                        __al = __al && (#d::ptr_add(#pv, __o0) as usize) % 16 == 0;
+                                        __al = __al && (#d::ptr_add(#pv, __o0) as usize) % #chunk_bytes == 0;
                                         let __o: i64 = #d::cast::<#ot, i64>(__o0);
                                         #lo = if __o < #lo { __o } else { #lo };
                                         #hi = if __o > #hi { __o } else { #hi };
@@ -374,6 +393,23 @@ impl DevGen<'_> {
             };
             let tile_off = base_off + if oi == 0 { 0 } else { tile_a };
             let s0 = Tile::of(plan.layout, op.numel / op.inner, op.inner).index(quote!(__f0));
+            // The widening of this thread's chunks of buffer `__cb` into f16 tile `__pr`.
+            if widen {
+                let f16_tile = f16_off + if oi == 0 { 0 } else { f16_a };
+                let chunks_w = (0..per_thread).map(|jc| {
+                    guard(
+                        jc,
+                        quote! {
+                            let __f0: usize = #d::opaque_usize(__c * 8);
+                            #d::widen_shared::<#e>(
+                                #d::smem_addr() + (#tile_off + __cb * #stage_bytes + __c * 8) as u32,
+                                #d::smem_addr() + (#f16_tile + __pr * #f16_pair + (#s0) * 2) as u32,
+                            );
+                        },
+                    )
+                });
+                widen_ops.push(quote!(#(#chunks_w)*));
+            }
             let span = k.exprs[op.load].span.start;
             let ptr_block = match k.exprs[op.load].kind {
                 ExprKind::Load { ptr, .. } => ptr,
@@ -428,6 +464,11 @@ impl DevGen<'_> {
             // element (`scalar`, rare: edges, unaligned or strided operands). `__f0` and the
             // shared offset are recomputed per iteration (a few integer operations) rather than
             // hoisted out of the loop into registers, except where `so` says otherwise.
+            let copy = if widen {
+                quote!(#d::cp_async_8(#d::smem_addr() + __so as u32, __g as *const u8);)
+            } else {
+                quote!(#d::cp_async_16(#d::smem_addr() + __so as u32, __g as *const u8);)
+            };
             let chunk_code = |ptr: &ChunkPtr<'_>, so: &dyn Fn(usize) -> TokenStream, test: &TokenStream, scalar: &TokenStream| -> Vec<TokenStream> {
                 (0..per_thread)
                     .map(|jc| {
@@ -439,7 +480,7 @@ impl DevGen<'_> {
                                 let __g: *mut #e = #d::ptr_add(#cp, #off);
                                 let __so: usize = __dst + #so_jc;
                                 if #test {
-                                    #d::cp_async_16(#d::smem_addr() + __so as u32, __g as *const u8);
+                                    #copy
                                 } else {
                                     let __sp = __smem.add(__so) as *mut #e;
                                     #scalar
@@ -449,14 +490,16 @@ impl DevGen<'_> {
                     })
                     .collect()
             };
-            let recomputed = |_: usize| quote!((#s0) * 2);
-            let issue_chunks = chunk_code(&chunk_ptr, &recomputed, &quote!(#all && (__g as usize) % 16 == 0 && #fits), &scalar);
+            // Where a chunk goes in its stage: its place in the swizzled f16 tile, or a widened
+            // operand's raw chunk `__c`.
+            let recomputed = |_: usize| if widen { quote!((__c * 8)) } else { quote!((#s0) * 2) };
+            let issue_chunks = chunk_code(&chunk_ptr, &recomputed, &quote!(#all && (__g as usize) % #chunk_bytes == 0 && #fits), &scalar);
             // The proven version: every chunk is contiguous, 16-byte aligned and inside its
             // buffer in every iteration, so only the mask is tested. `wgmma` bodies compute each
             // chunk's shared-memory offset once before the loop (one register per chunk);
             // `mma.sync` bodies need those registers for their fragments and recompute it.
             let so = format_ident!("__so{}", oi);
-            let fast_chunks = if wg {
+            let fast_chunks = if wg && !widen {
                 let so_init = (0..per_thread).map(|jc| {
                     guard(
                         jc,
@@ -586,18 +629,35 @@ impl DevGen<'_> {
         // `wgmma` runs asynchronously: it is issued before the next stage's copies and waited
         // for after them, so the tensor cores work while the threads issue the copies. Its
         // operand descriptors are built once, for buffer 0 (`desc_setup`, before the loop).
-        let (sa_wg, sb_wg) = (quote!(#d::smem_addr() + #base_off as u32), quote!(#d::smem_addr() + (#base_off + #tile_a) as u32));
+        // The tiles the tensor cores read: the stages', or (widened operands) the two f16 tiles.
+        let (c_base, c_stride, c_a) = if widen { (f16_off, f16_pair, f16_a) } else { (base_off, stage_bytes, tile_a) };
+        let (sa_wg, sb_wg) = (quote!(#d::smem_addr() + #c_base as u32), quote!(#d::smem_addr() + (#c_base + #c_a) as u32));
         let (desc_setup, compute, finish) = if wg {
-            self.wgmma_compute(plan.a, plan.layout, kk, &acc, (sa_wg.clone(), sb_wg.clone()), Some(stage_bytes), [Staging::Rows; 2])
+            self.wgmma_compute(plan.a, plan.layout, kk, &acc, (sa_wg.clone(), sb_wg.clone()), Some(c_stride), [Staging::Rows; 2])
         } else {
             let (sa, sb) = (
-                quote!(#d::smem_addr() + (#base_off + __cb * #stage_bytes) as u32),
-                quote!(#d::smem_addr() + (#base_off + __cb * #stage_bytes + #tile_a) as u32),
+                quote!(#d::smem_addr() + (#c_base + __cb * #c_stride) as u32),
+                quote!(#d::smem_addr() + (#c_base + __cb * #c_stride + #c_a) as u32),
             );
             (quote!(), self.mma_compute(plan.a, plan.layout, kk, &acc, sa, sb), quote!())
         };
         let (s, e, st) = (self.ev(start, &At::Own), self.ev(end, &At::Own), self.ev(step, &At::Own));
+        // Widened operands: after its copies landed, each thread widens its chunks of the
+        // iteration's buffer into the f16 tile of the iteration's parity (the other one may still
+        // be read by the previous iteration's `wgmma`), before the barrier; the product reads
+        // that tile (`__cb` then names it).
+        let widen_at = |cb: TokenStream| -> (TokenStream, TokenStream) {
+            if widen {
+                (
+                    quote!(let __cb: usize = #cb; { let __pr: usize = (__ci & 1) as usize; #(#widen_ops)* }),
+                    quote!(let __cb: usize = (__ci & 1) as usize;),
+                )
+            } else {
+                (quote!(), quote!(let __cb: usize = #cb;))
+            }
+        };
         let main = |ops: &[TokenStream]| if stages == 1 {
+            let (before, after) = widen_at(quote!(0));
             let iss = issue(quote!(__ci), quote!(0usize), ops);
             quote! {
                 let mut __ci: i64 = 0;
@@ -606,9 +666,10 @@ impl DevGen<'_> {
                     #iss
                     #d::cp_async_commit();
                     #d::cp_async_wait_group::<0>();
+                    #before
                     #fence
                     #d::bar_sync();
-                    let __cb: usize = 0;
+                    #after
                     #compute
                     #finish
                     __ci += 1;
@@ -630,6 +691,7 @@ impl DevGen<'_> {
             };
             let (ahead, wait) = if overlap { (s_i - 2, (stages - 3) as u32) } else { (s_i - 1, (stages - 2) as u32) };
             let (ahead_u, s_u) = (ahead as u32, stages as u32);
+            let (before, after) = widen_at(quote!(__cbu as usize));
             let pipelined = quote! {
                 let mut __pi: i64 = 0;
                 while __pi < #ahead {
@@ -645,9 +707,10 @@ impl DevGen<'_> {
                     // Iteration `__ci`'s copies are done; after the barrier every thread sees
                     // them and has finished computing on the buffer the next copies overwrite.
                     #d::cp_async_wait_group::<#wait>();
+                    #before
                     #fence
                     #d::bar_sync();
-                    let __cb: usize = __cbu as usize;
+                    #after
                     #compute_first
                     let __nx: i64 = __ci + #ahead;
                     if __nx < __n { #steady }

@@ -125,2336 +125,11742 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
         <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
       );
       let __step: i32 = (1i32);
-      let mut __i: i32 = __start;
-      while __step != 0
-        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      let (__s64, __e64, __t64) = (__start as i64, __end as i64, __step as i64);
+      let __n: i64 = if __t64 > 0 && __e64 > __s64 {
+        (__e64 - __s64 + __t64 - 1) / __t64
+      } else if __t64 < 0 && __e64 < __s64 {
+        (__s64 - __e64 - __t64 - 1) / (-__t64)
+      } else {
+        0
+      };
+      let __st12: i64 = ::kernel_std::__private::device::cast::<
+        i32,
+        i64,
+      >(
+        <i32 as ::kernel_std::__private::device::Num>::mul(
+          <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
+          __p_stride_ak,
+        ),
+      );
+      let __st13: i64 = ::kernel_std::__private::device::cast::<
+        i32,
+        i64,
+      >(
+        <i32 as ::kernel_std::__private::device::Num>::mul(
+          <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
+          __p_stride_bk,
+        ),
+      );
+      let mut __pb0: [i32; 4usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
+      let mut __lo0: i64 = i64::MAX;
+      let mut __hi0: i64 = i64::MIN;
+      let mut __nc: bool = false;
+      let mut __al: bool = true;
       {
-        let k_15: i32 = __i;
-        let mut __mma3: [f32; 64usize] = [0.0f32; 64usize];
-        ::kernel_std::__private::device::unroll::<
-          64usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = ((__warp / 4usize) * 64usize
-              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma3[__j] = accumulator_14[__j];
-          },
-        );
-        let mut __loaded: u32 = 0;
-        {
-          let mut __words: [[u32; 2]; 8usize] = [[0u32; 2]; 8usize];
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jg: usize| {
-              let __jc = 0usize + __jg;
-              let __c = ::kernel_std::__private::device::opaque_usize(
-                __jc * 128usize + __tid,
-              );
-              if __c < 512usize {
-                let __f0 = __c * 8;
-                let __p0 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_a_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_7,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    ),
+        let __c: usize = 0usize * 128usize + __tid;
+        let __f0: usize = __c * 8;
+        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
                   ),
-                  a_ptrs_12_off,
-                );
-                let __p1 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_a_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_7,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
                   ),
-                  a_ptrs_12_off,
-                );
-                let __p2 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_a_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_7,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    ),
-                  ),
-                  a_ptrs_12_off,
-                );
-                let __p3 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_a_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_7,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    ),
-                  ),
-                  a_ptrs_12_off,
-                );
-                let __p4 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_a_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_7,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    ),
-                  ),
-                  a_ptrs_12_off,
-                );
-                let __p5 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_a_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_7,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    ),
-                  ),
-                  a_ptrs_12_off,
-                );
-                let __p6 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_a_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_7,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    ),
-                  ),
-                  a_ptrs_12_off,
-                );
-                let __p7 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_a_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_7,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    ),
-                  ),
-                  a_ptrs_12_off,
-                );
-                let __all = {
-                  let __x0 = (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0);
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    );
-                  let __x1 = (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    );
-                  let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                    __p_K,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      k_15,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                  );
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x1,
-                    __x0,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x1,
-                      __c2,
-                    )
-                };
-                if __all && (__p0 as usize) % 8 == 0
-                  && (__p1 as usize) == (__p0 as usize) + 1usize
-                  && (__p2 as usize) == (__p0 as usize) + 2usize
-                  && (__p3 as usize) == (__p0 as usize) + 3usize
-                  && (__p4 as usize) == (__p0 as usize) + 4usize
-                  && (__p5 as usize) == (__p0 as usize) + 5usize
-                  && (__p6 as usize) == (__p0 as usize) + 6usize
-                  && (__p7 as usize) == (__p0 as usize) + 7usize
-                  && ::kernel_std::__private::device::fits(
-                    __p0,
-                    __p_a_ptr,
-                    __len_a_ptr,
-                    8usize,
-                  )
-                {
-                  __words[__jg] = ::kernel_std::__private::device::load_vec::<
-                    u32,
-                    2,
-                  >(__p0 as *mut u32);
-                  __loaded |= 1u32 << __jc;
-                }
-              }
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jg: usize| {
-              let __jc = 0usize + __jg;
-              if __loaded & (1u32 << __jc) != 0 {
-                let __c = ::kernel_std::__private::device::opaque_usize(
-                  __jc * 128usize + __tid,
-                );
-                let __f0 = __c * 8;
-                let __s0: usize = ({
-                  let __sf: usize = __f0;
-                  ({
-                    let __r: usize = __sf / 64usize;
-                    __r * 64usize
-                      + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                  }) + __sf % 8
-                });
-                ::kernel_std::__private::device::store_vec::<
-                  u32,
-                  4,
-                >(
-                  __smem.add(0usize + __s0 * 2) as *mut u32,
-                  ::kernel_std::__private::device::widen_words::<
-                    ::kernel_std::__private::device::F8E4M3,
-                  >(__words[__jg]),
-                );
-              }
-            },
-          );
-        }
-        for __jc in 0..4usize {
-          let __c = ::kernel_std::__private::device::opaque_usize(
-            __jc * 128usize + __tid,
-          );
-          if __c < 512usize && __loaded & (1u32 << __jc) == 0 {
-            let __f0 = __c * 8;
-            let __s0: usize = ({
-              let __sf: usize = __f0;
-              ({
-                let __r: usize = __sf / 64usize;
-                __r * 64usize
-                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-              }) + __sf % 8
-            });
-            ::kernel_std::__private::device::store(
-              (__smem.add(0usize)
-                as *mut ::kernel_std::__private::device::F16)
-                .add(__s0 + 0usize),
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_m_7,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 0usize);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_M,
-                          ),
-                          __p_stride_am,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          __p_stride_ak,
-                        ),
-                      ),
-                    ),
-                    a_ptrs_12_off,
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                    ),
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a_ptr,
-                      __len_a_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  }
-                }),
               ),
-            );
-            ::kernel_std::__private::device::store(
-              (__smem.add(0usize)
-                as *mut ::kernel_std::__private::device::F16)
-                .add(__s0 + 1usize),
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_m_7,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 1usize);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_M,
-                          ),
-                          __p_stride_am,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          __p_stride_ak,
-                        ),
-                      ),
-                    ),
-                    a_ptrs_12_off,
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                    ),
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a_ptr,
-                      __len_a_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  }
-                }),
-              ),
-            );
-            ::kernel_std::__private::device::store(
-              (__smem.add(0usize)
-                as *mut ::kernel_std::__private::device::F16)
-                .add(__s0 + 2usize),
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_m_7,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 2usize);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_M,
-                          ),
-                          __p_stride_am,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          __p_stride_ak,
-                        ),
-                      ),
-                    ),
-                    a_ptrs_12_off,
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                    ),
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a_ptr,
-                      __len_a_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  }
-                }),
-              ),
-            );
-            ::kernel_std::__private::device::store(
-              (__smem.add(0usize)
-                as *mut ::kernel_std::__private::device::F16)
-                .add(__s0 + 3usize),
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_m_7,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 3usize);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_M,
-                          ),
-                          __p_stride_am,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          __p_stride_ak,
-                        ),
-                      ),
-                    ),
-                    a_ptrs_12_off,
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                    ),
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a_ptr,
-                      __len_a_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  }
-                }),
-              ),
-            );
-            ::kernel_std::__private::device::store(
-              (__smem.add(0usize)
-                as *mut ::kernel_std::__private::device::F16)
-                .add(__s0 + 4usize),
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_m_7,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 4usize);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_M,
-                          ),
-                          __p_stride_am,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          __p_stride_ak,
-                        ),
-                      ),
-                    ),
-                    a_ptrs_12_off,
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                    ),
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a_ptr,
-                      __len_a_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  }
-                }),
-              ),
-            );
-            ::kernel_std::__private::device::store(
-              (__smem.add(0usize)
-                as *mut ::kernel_std::__private::device::F16)
-                .add(__s0 + 5usize),
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_m_7,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 5usize);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_M,
-                          ),
-                          __p_stride_am,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          __p_stride_ak,
-                        ),
-                      ),
-                    ),
-                    a_ptrs_12_off,
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                    ),
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a_ptr,
-                      __len_a_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  }
-                }),
-              ),
-            );
-            ::kernel_std::__private::device::store(
-              (__smem.add(0usize)
-                as *mut ::kernel_std::__private::device::F16)
-                .add(__s0 + 6usize),
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_m_7,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 6usize);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_M,
-                          ),
-                          __p_stride_am,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          __p_stride_ak,
-                        ),
-                      ),
-                    ),
-                    a_ptrs_12_off,
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                    ),
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a_ptr,
-                      __len_a_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  }
-                }),
-              ),
-            );
-            ::kernel_std::__private::device::store(
-              (__smem.add(0usize)
-                as *mut ::kernel_std::__private::device::F16)
-                .add(__s0 + 7usize),
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_m_7,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 7usize);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_M,
-                          ),
-                          __p_stride_am,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          __p_stride_ak,
-                        ),
-                      ),
-                    ),
-                    a_ptrs_12_off,
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                    ),
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a_ptr,
-                      __len_a_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  }
-                }),
-              ),
-            );
-          }
-        }
-        ::kernel_std::__private::device::cp_async_wait_all();
-        let mut __loaded: u32 = 0;
-        {
-          let mut __words: [[u32; 2]; 8usize] = [[0u32; 2]; 8usize];
-          ::kernel_std::__private::device::unroll::<
-            8usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jg: usize| {
-              let __jc = 0usize + __jg;
-              let __c = ::kernel_std::__private::device::opaque_usize(
-                __jc * 128usize + __tid,
-              );
-              if __c < 1024usize {
-                let __f0 = __c * 8;
-                let __p0 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_b_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    ),
-                  ),
-                  b_ptrs_13_off,
-                );
-                let __p1 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_b_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    ),
-                  ),
-                  b_ptrs_13_off,
-                );
-                let __p2 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_b_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    ),
-                  ),
-                  b_ptrs_13_off,
-                );
-                let __p3 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_b_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    ),
-                  ),
-                  b_ptrs_13_off,
-                );
-                let __p4 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_b_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    ),
-                  ),
-                  b_ptrs_13_off,
-                );
-                let __p5 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_b_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    ),
-                  ),
-                  b_ptrs_13_off,
-                );
-                let __p6 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_b_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    ),
-                  ),
-                  b_ptrs_13_off,
-                );
-                let __p7 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_b_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    ),
-                  ),
-                  b_ptrs_13_off,
-                );
-                let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                  <i32 as ::kernel_std::__private::device::Num>::sub(
-                    __p_K,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      k_15,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                  ),
-                );
-                if __all && (__p0 as usize) % 8 == 0
-                  && (__p1 as usize) == (__p0 as usize) + 1usize
-                  && (__p2 as usize) == (__p0 as usize) + 2usize
-                  && (__p3 as usize) == (__p0 as usize) + 3usize
-                  && (__p4 as usize) == (__p0 as usize) + 4usize
-                  && (__p5 as usize) == (__p0 as usize) + 5usize
-                  && (__p6 as usize) == (__p0 as usize) + 6usize
-                  && (__p7 as usize) == (__p0 as usize) + 7usize
-                  && ::kernel_std::__private::device::fits(
-                    __p0,
-                    __p_b_ptr,
-                    __len_b_ptr,
-                    8usize,
-                  )
-                {
-                  __words[__jg] = ::kernel_std::__private::device::load_vec::<
-                    u32,
-                    2,
-                  >(__p0 as *mut u32);
-                  __loaded |= 1u32 << __jc;
-                }
-              }
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            8usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jg: usize| {
-              let __jc = 0usize + __jg;
-              if __loaded & (1u32 << __jc) != 0 {
-                let __c = ::kernel_std::__private::device::opaque_usize(
-                  __jc * 128usize + __tid,
-                );
-                let __f0 = __c * 8;
-                let __s0: usize = ({
-                  let __sf: usize = __f0;
-                  ({
-                    let __r: usize = __sf / 128usize;
-                    __r * 128usize
-                      + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                        * 8)
-                  }) + __sf % 8
-                });
-                ::kernel_std::__private::device::store_vec::<
-                  u32,
-                  4,
-                >(
-                  __smem.add(8192usize + __s0 * 2) as *mut u32,
-                  ::kernel_std::__private::device::widen_words::<
-                    ::kernel_std::__private::device::F8E4M3,
-                  >(__words[__jg]),
-                );
-              }
-            },
-          );
-        }
-        for __jc in 0..8usize {
-          let __c = ::kernel_std::__private::device::opaque_usize(
-            __jc * 128usize + __tid,
-          );
-          if __c < 1024usize && __loaded & (1u32 << __jc) == 0 {
-            let __f0 = __c * 8;
-            let __s0: usize = ({
-              let __sf: usize = __f0;
-              ({
-                let __r: usize = __sf / 128usize;
-                __r * 128usize
-                  + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                    * 8)
-              }) + __sf % 8
-            });
-            ::kernel_std::__private::device::store(
-              (__smem.add(8192usize)
-                as *mut ::kernel_std::__private::device::F16)
-                .add(__s0 + 0usize),
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          __p_stride_bk,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_n_8,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 0usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_N,
-                          ),
-                          __p_stride_bn,
-                        ),
-                      ),
-                    ),
-                    b_ptrs_13_off,
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                    ),
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b_ptr,
-                      __len_b_ptr,
-                      __fault,
-                      __tag,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  }
-                }),
-              ),
-            );
-            ::kernel_std::__private::device::store(
-              (__smem.add(8192usize)
-                as *mut ::kernel_std::__private::device::F16)
-                .add(__s0 + 1usize),
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          __p_stride_bk,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_n_8,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 1usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_N,
-                          ),
-                          __p_stride_bn,
-                        ),
-                      ),
-                    ),
-                    b_ptrs_13_off,
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                    ),
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b_ptr,
-                      __len_b_ptr,
-                      __fault,
-                      __tag,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  }
-                }),
-              ),
-            );
-            ::kernel_std::__private::device::store(
-              (__smem.add(8192usize)
-                as *mut ::kernel_std::__private::device::F16)
-                .add(__s0 + 2usize),
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          __p_stride_bk,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_n_8,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 2usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_N,
-                          ),
-                          __p_stride_bn,
-                        ),
-                      ),
-                    ),
-                    b_ptrs_13_off,
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                    ),
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b_ptr,
-                      __len_b_ptr,
-                      __fault,
-                      __tag,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  }
-                }),
-              ),
-            );
-            ::kernel_std::__private::device::store(
-              (__smem.add(8192usize)
-                as *mut ::kernel_std::__private::device::F16)
-                .add(__s0 + 3usize),
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          __p_stride_bk,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_n_8,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 3usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_N,
-                          ),
-                          __p_stride_bn,
-                        ),
-                      ),
-                    ),
-                    b_ptrs_13_off,
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                    ),
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b_ptr,
-                      __len_b_ptr,
-                      __fault,
-                      __tag,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  }
-                }),
-              ),
-            );
-            ::kernel_std::__private::device::store(
-              (__smem.add(8192usize)
-                as *mut ::kernel_std::__private::device::F16)
-                .add(__s0 + 4usize),
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          __p_stride_bk,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_n_8,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 4usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_N,
-                          ),
-                          __p_stride_bn,
-                        ),
-                      ),
-                    ),
-                    b_ptrs_13_off,
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                    ),
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b_ptr,
-                      __len_b_ptr,
-                      __fault,
-                      __tag,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  }
-                }),
-              ),
-            );
-            ::kernel_std::__private::device::store(
-              (__smem.add(8192usize)
-                as *mut ::kernel_std::__private::device::F16)
-                .add(__s0 + 5usize),
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          __p_stride_bk,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_n_8,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 5usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_N,
-                          ),
-                          __p_stride_bn,
-                        ),
-                      ),
-                    ),
-                    b_ptrs_13_off,
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                    ),
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b_ptr,
-                      __len_b_ptr,
-                      __fault,
-                      __tag,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  }
-                }),
-              ),
-            );
-            ::kernel_std::__private::device::store(
-              (__smem.add(8192usize)
-                as *mut ::kernel_std::__private::device::F16)
-                .add(__s0 + 6usize),
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          __p_stride_bk,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_n_8,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 6usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_N,
-                          ),
-                          __p_stride_bn,
-                        ),
-                      ),
-                    ),
-                    b_ptrs_13_off,
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                    ),
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b_ptr,
-                      __len_b_ptr,
-                      __fault,
-                      __tag,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  }
-                }),
-              ),
-            );
-            ::kernel_std::__private::device::store(
-              (__smem.add(8192usize)
-                as *mut ::kernel_std::__private::device::F16)
-                .add(__s0 + 7usize),
-              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          __p_stride_bk,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_n_8,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 7usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_N,
-                          ),
-                          __p_stride_bn,
-                        ),
-                      ),
-                    ),
-                    b_ptrs_13_off,
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_15,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                    ),
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b_ptr,
-                      __len_b_ptr,
-                      __fault,
-                      __tag,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  }
-                }),
-              ),
-            );
-          }
-        }
-        ::kernel_std::__private::device::cp_async_wait_all();
-        ::kernel_std::__private::device::bar_sync();
-        {
-          let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-            + 0usize as u32;
-          let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-            + 8192usize as u32;
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__ks: usize| {
-              let mut __af: [[u32; 4]; 4usize] = [[0u32; 4]; 4usize];
-              ::kernel_std::__private::device::unroll::<
-                4usize,
-                _,
-              >(
-                #[inline(always)]
-                |__i: usize| {
-                  __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                    __sa
-                      + (({
-                        let __r: usize = (__warp / 4usize) * 64usize + __i * 16
-                          + __lane % 16;
-                        __r * 64usize
-                          + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) * 2) as u32,
-                  );
-                },
-              );
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jp: usize| {
-                  let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                    __sb
-                      + (({
-                        let __r: usize = __ks * 16 + __lane % 16;
-                        __r * 128usize
-                          + ((((__warp % 4usize) * 4usize + 2 * __jp + __lane / 16)
-                            ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) * 2) as u32,
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    4usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                      let __d = ::kernel_std::__private::device::mma_f16(
-                        __af[__i],
-                        [__bq[0], __bq[1]],
-                        [
-                          __mma3[__b],
-                          __mma3[__b + 1],
-                          __mma3[__b + 2],
-                          __mma3[__b + 3],
-                        ],
-                      );
-                      __mma3[__b] = __d[0];
-                      __mma3[__b + 1] = __d[1];
-                      __mma3[__b + 2] = __d[2];
-                      __mma3[__b + 3] = __d[3];
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    4usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                      let __d = ::kernel_std::__private::device::mma_f16(
-                        __af[__i],
-                        [__bq[2], __bq[3]],
-                        [
-                          __mma3[__b],
-                          __mma3[__b + 1],
-                          __mma3[__b + 2],
-                          __mma3[__b + 3],
-                        ],
-                      );
-                      __mma3[__b] = __d[0];
-                      __mma3[__b + 1] = __d[1];
-                      __mma3[__b + 2] = __d[2];
-                      __mma3[__b + 3] = __d[3];
-                    },
-                  );
-                },
-              );
-            },
-          );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          64usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = ((__warp / 4usize) * 64usize
-              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            accumulator_14[__j] = __mma3[__j];
-          },
-        );
-        a_ptrs_12_off = <i64 as ::kernel_std::__private::device::Num>::add(
-          a_ptrs_12_off,
-          ::kernel_std::__private::device::cast::<
-            i32,
-            i64,
-          >(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                64i64,
-              ),
-              __p_stride_ak,
+              __p_M,
             ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
           ),
         );
-        b_ptrs_13_off = <i64 as ::kernel_std::__private::device::Num>::add(
-          b_ptrs_13_off,
-          ::kernel_std::__private::device::cast::<
-            i32,
-            i64,
-          >(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                64i64,
+        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 1usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
               ),
-              __p_stride_bk,
+              __p_M,
             ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 1usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
           ),
         );
-        __i = match __i.checked_add(__step) {
-          Some(n) => n,
-          None => break,
+        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 2usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 2usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 3usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 3usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 4usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 4usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 5usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 5usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 6usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 6usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 7usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        __pb0[0usize] = if true
+          && __o1
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                1i64,
+              ),
+            )
+          && __o2
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                2i64,
+              ),
+            )
+          && __o3
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                3i64,
+              ),
+            )
+          && __o4
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                4i64,
+              ),
+            )
+          && __o5
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                5i64,
+              ),
+            )
+          && __o6
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                6i64,
+              ),
+            )
+          && __o7
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                7i64,
+              ),
+            )
+        {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
         };
+        if __pb0[0usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_a_ptr, __o0)
+              as usize) % 8 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo0 = if __o < __lo0 { __o } else { __lo0 };
+          __hi0 = if __o > __hi0 { __o } else { __hi0 };
+        } else {
+          __nc = true;
+        }
       }
+      {
+        let __c: usize = 1usize * 128usize + __tid;
+        let __f0: usize = __c * 8;
+        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 1usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 1usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 2usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 2usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 3usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 3usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 4usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 4usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 5usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 5usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 6usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 6usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 7usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        __pb0[1usize] = if true
+          && __o1
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                1i64,
+              ),
+            )
+          && __o2
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                2i64,
+              ),
+            )
+          && __o3
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                3i64,
+              ),
+            )
+          && __o4
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                4i64,
+              ),
+            )
+          && __o5
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                5i64,
+              ),
+            )
+          && __o6
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                6i64,
+              ),
+            )
+          && __o7
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                7i64,
+              ),
+            )
+        {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb0[1usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_a_ptr, __o0)
+              as usize) % 8 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo0 = if __o < __lo0 { __o } else { __lo0 };
+          __hi0 = if __o > __hi0 { __o } else { __hi0 };
+        } else {
+          __nc = true;
+        }
+      }
+      {
+        let __c: usize = 2usize * 128usize + __tid;
+        let __f0: usize = __c * 8;
+        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 1usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 1usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 2usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 2usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 3usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 3usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 4usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 4usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 5usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 5usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 6usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 6usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 7usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        __pb0[2usize] = if true
+          && __o1
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                1i64,
+              ),
+            )
+          && __o2
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                2i64,
+              ),
+            )
+          && __o3
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                3i64,
+              ),
+            )
+          && __o4
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                4i64,
+              ),
+            )
+          && __o5
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                5i64,
+              ),
+            )
+          && __o6
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                6i64,
+              ),
+            )
+          && __o7
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                7i64,
+              ),
+            )
+        {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb0[2usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_a_ptr, __o0)
+              as usize) % 8 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo0 = if __o < __lo0 { __o } else { __lo0 };
+          __hi0 = if __o > __hi0 { __o } else { __hi0 };
+        } else {
+          __nc = true;
+        }
+      }
+      {
+        let __c: usize = 3usize * 128usize + __tid;
+        let __f0: usize = __c * 8;
+        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 1usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 1usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 2usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 2usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 3usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 3usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 4usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 4usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 5usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 5usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 6usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 6usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 7usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            __p_stride_am,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_ak,
+          ),
+        );
+        __pb0[3usize] = if true
+          && __o1
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                1i64,
+              ),
+            )
+          && __o2
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                2i64,
+              ),
+            )
+          && __o3
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                3i64,
+              ),
+            )
+          && __o4
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                4i64,
+              ),
+            )
+          && __o5
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                5i64,
+              ),
+            )
+          && __o6
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                6i64,
+              ),
+            )
+          && __o7
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                7i64,
+              ),
+            )
+        {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb0[3usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_a_ptr, __o0)
+              as usize) % 8 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo0 = if __o < __lo0 { __o } else { __lo0 };
+          __hi0 = if __o > __hi0 { __o } else { __hi0 };
+        } else {
+          __nc = true;
+        }
+      }
+      if __nc || !__al {
+        __lo0 = i64::MAX;
+        __hi0 = i64::MIN;
+      }
+      let __sc0: i64 = 0i64;
+      let __inb0: bool = {
+        let __first: i64 = {
+          let __it: i64 = 0;
+          a_ptrs_12_off + __it * __st12
+        };
+        let __second: i64 = {
+          let __it: i64 = 1;
+          a_ptrs_12_off + __it * __st12
+        };
+        let __last: i64 = {
+          let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
+          a_ptrs_12_off + __it * __st12
+        };
+        let (__mn, __mx) = if __first < __last {
+          (__first, __last)
+        } else {
+          (__last, __first)
+        };
+        let __aligned = __first % 8 == 0 && (__second - __first) % 8 == 0;
+        __aligned && __lo0 <= __hi0 && __lo0 + __mn + __sc0 >= 0
+          && __hi0 + __mx + 8 + __sc0 <= __len_a_ptr as i64
+      };
+      let mut __pb1: [i32; 8usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 8usize];
+      let mut __lo1: i64 = i64::MAX;
+      let mut __hi1: i64 = i64::MIN;
+      let mut __nc: bool = false;
+      let mut __al: bool = true;
+      {
+        let __c: usize = 0usize * 128usize + __tid;
+        let __f0: usize = __c * 8;
+        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 1usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 1usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 2usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 2usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 3usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 3usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 4usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 4usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 5usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 5usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 6usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 6usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 7usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        __pb1[0usize] = if true
+          && __o1
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                1i64,
+              ),
+            )
+          && __o2
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                2i64,
+              ),
+            )
+          && __o3
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                3i64,
+              ),
+            )
+          && __o4
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                4i64,
+              ),
+            )
+          && __o5
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                5i64,
+              ),
+            )
+          && __o6
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                6i64,
+              ),
+            )
+          && __o7
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                7i64,
+              ),
+            )
+        {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb1[0usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_b_ptr, __o0)
+              as usize) % 8 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo1 = if __o < __lo1 { __o } else { __lo1 };
+          __hi1 = if __o > __hi1 { __o } else { __hi1 };
+        } else {
+          __nc = true;
+        }
+      }
+      {
+        let __c: usize = 1usize * 128usize + __tid;
+        let __f0: usize = __c * 8;
+        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 1usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 1usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 2usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 2usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 3usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 3usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 4usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 4usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 5usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 5usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 6usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 6usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 7usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        __pb1[1usize] = if true
+          && __o1
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                1i64,
+              ),
+            )
+          && __o2
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                2i64,
+              ),
+            )
+          && __o3
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                3i64,
+              ),
+            )
+          && __o4
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                4i64,
+              ),
+            )
+          && __o5
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                5i64,
+              ),
+            )
+          && __o6
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                6i64,
+              ),
+            )
+          && __o7
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                7i64,
+              ),
+            )
+        {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb1[1usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_b_ptr, __o0)
+              as usize) % 8 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo1 = if __o < __lo1 { __o } else { __lo1 };
+          __hi1 = if __o > __hi1 { __o } else { __hi1 };
+        } else {
+          __nc = true;
+        }
+      }
+      {
+        let __c: usize = 2usize * 128usize + __tid;
+        let __f0: usize = __c * 8;
+        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 1usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 1usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 2usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 2usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 3usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 3usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 4usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 4usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 5usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 5usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 6usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 6usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 7usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        __pb1[2usize] = if true
+          && __o1
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                1i64,
+              ),
+            )
+          && __o2
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                2i64,
+              ),
+            )
+          && __o3
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                3i64,
+              ),
+            )
+          && __o4
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                4i64,
+              ),
+            )
+          && __o5
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                5i64,
+              ),
+            )
+          && __o6
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                6i64,
+              ),
+            )
+          && __o7
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                7i64,
+              ),
+            )
+        {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb1[2usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_b_ptr, __o0)
+              as usize) % 8 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo1 = if __o < __lo1 { __o } else { __lo1 };
+          __hi1 = if __o > __hi1 { __o } else { __hi1 };
+        } else {
+          __nc = true;
+        }
+      }
+      {
+        let __c: usize = 3usize * 128usize + __tid;
+        let __f0: usize = __c * 8;
+        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 1usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 1usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 2usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 2usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 3usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 3usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 4usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 4usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 5usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 5usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 6usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 6usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 7usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        __pb1[3usize] = if true
+          && __o1
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                1i64,
+              ),
+            )
+          && __o2
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                2i64,
+              ),
+            )
+          && __o3
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                3i64,
+              ),
+            )
+          && __o4
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                4i64,
+              ),
+            )
+          && __o5
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                5i64,
+              ),
+            )
+          && __o6
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                6i64,
+              ),
+            )
+          && __o7
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                7i64,
+              ),
+            )
+        {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb1[3usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_b_ptr, __o0)
+              as usize) % 8 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo1 = if __o < __lo1 { __o } else { __lo1 };
+          __hi1 = if __o > __hi1 { __o } else { __hi1 };
+        } else {
+          __nc = true;
+        }
+      }
+      {
+        let __c: usize = 4usize * 128usize + __tid;
+        let __f0: usize = __c * 8;
+        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 1usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 1usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 2usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 2usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 3usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 3usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 4usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 4usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 5usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 5usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 6usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 6usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 7usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        __pb1[4usize] = if true
+          && __o1
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                1i64,
+              ),
+            )
+          && __o2
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                2i64,
+              ),
+            )
+          && __o3
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                3i64,
+              ),
+            )
+          && __o4
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                4i64,
+              ),
+            )
+          && __o5
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                5i64,
+              ),
+            )
+          && __o6
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                6i64,
+              ),
+            )
+          && __o7
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                7i64,
+              ),
+            )
+        {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb1[4usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_b_ptr, __o0)
+              as usize) % 8 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo1 = if __o < __lo1 { __o } else { __lo1 };
+          __hi1 = if __o > __hi1 { __o } else { __hi1 };
+        } else {
+          __nc = true;
+        }
+      }
+      {
+        let __c: usize = 5usize * 128usize + __tid;
+        let __f0: usize = __c * 8;
+        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 1usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 1usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 2usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 2usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 3usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 3usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 4usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 4usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 5usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 5usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 6usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 6usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 7usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        __pb1[5usize] = if true
+          && __o1
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                1i64,
+              ),
+            )
+          && __o2
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                2i64,
+              ),
+            )
+          && __o3
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                3i64,
+              ),
+            )
+          && __o4
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                4i64,
+              ),
+            )
+          && __o5
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                5i64,
+              ),
+            )
+          && __o6
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                6i64,
+              ),
+            )
+          && __o7
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                7i64,
+              ),
+            )
+        {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb1[5usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_b_ptr, __o0)
+              as usize) % 8 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo1 = if __o < __lo1 { __o } else { __lo1 };
+          __hi1 = if __o > __hi1 { __o } else { __hi1 };
+        } else {
+          __nc = true;
+        }
+      }
+      {
+        let __c: usize = 6usize * 128usize + __tid;
+        let __f0: usize = __c * 8;
+        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 1usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 1usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 2usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 2usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 3usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 3usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 4usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 4usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 5usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 5usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 6usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 6usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 7usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        __pb1[6usize] = if true
+          && __o1
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                1i64,
+              ),
+            )
+          && __o2
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                2i64,
+              ),
+            )
+          && __o3
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                3i64,
+              ),
+            )
+          && __o4
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                4i64,
+              ),
+            )
+          && __o5
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                5i64,
+              ),
+            )
+          && __o6
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                6i64,
+              ),
+            )
+          && __o7
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                7i64,
+              ),
+            )
+        {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb1[6usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_b_ptr, __o0)
+              as usize) % 8 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo1 = if __o < __lo1 { __o } else { __lo1 };
+          __hi1 = if __o > __hi1 { __o } else { __hi1 };
+        } else {
+          __nc = true;
+        }
+      }
+      {
+        let __c: usize = 7usize * 128usize + __tid;
+        let __f0: usize = __c * 8;
+        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 1usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 1usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 2usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 2usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 3usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 3usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 4usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 4usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 5usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 5usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 6usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 6usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+            __p_stride_bk,
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 7usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+            __p_stride_bn,
+          ),
+        );
+        __pb1[7usize] = if true
+          && __o1
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                1i64,
+              ),
+            )
+          && __o2
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                2i64,
+              ),
+            )
+          && __o3
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                3i64,
+              ),
+            )
+          && __o4
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                4i64,
+              ),
+            )
+          && __o5
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                5i64,
+              ),
+            )
+          && __o6
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                6i64,
+              ),
+            )
+          && __o7
+            == <i32 as ::kernel_std::__private::device::Num>::add(
+              __o0,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                7i64,
+              ),
+            )
+        {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb1[7usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_b_ptr, __o0)
+              as usize) % 8 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo1 = if __o < __lo1 { __o } else { __lo1 };
+          __hi1 = if __o > __hi1 { __o } else { __hi1 };
+        } else {
+          __nc = true;
+        }
+      }
+      if __nc || !__al {
+        __lo1 = i64::MAX;
+        __hi1 = i64::MIN;
+      }
+      let __sc1: i64 = 0i64;
+      let __inb1: bool = {
+        let __first: i64 = {
+          let __it: i64 = 0;
+          b_ptrs_13_off + __it * __st13
+        };
+        let __second: i64 = {
+          let __it: i64 = 1;
+          b_ptrs_13_off + __it * __st13
+        };
+        let __last: i64 = {
+          let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
+          b_ptrs_13_off + __it * __st13
+        };
+        let (__mn, __mx) = if __first < __last {
+          (__first, __last)
+        } else {
+          (__last, __first)
+        };
+        let __aligned = __first % 8 == 0 && (__second - __first) % 8 == 0;
+        __aligned && __lo1 <= __hi1 && __lo1 + __mn + __sc1 >= 0
+          && __hi1 + __mx + 8 + __sc1 <= __len_b_ptr as i64
+      };
+      let __w: u32 = ::kernel_std::__private::device::smem_addr()
+        + 86016usize as u32;
+      if __tid == 0 {
+        ::kernel_std::__private::device::store(
+          __smem.add(86016usize) as *mut u32,
+          1u32,
+        );
+      }
+      ::kernel_std::__private::device::bar_sync();
+      let __proved: bool = {
+        ::kernel_std::__private::device::smem_and(
+          __w,
+          (true && __inb0 && __inb1) as u32,
+        );
+        ::kernel_std::__private::device::bar_sync();
+        ::kernel_std::__private::device::load(__smem.add(86016usize) as *mut u32)
+          != 0
+      };
+      if __proved {
+        let mut __pi: i64 = 0;
+        while __pi < 2i64 {
+          if __pi < __n {
+            {
+              let __it: i64 = __pi;
+              let k_15: i32 = ((__start as i64) + __it * (__step as i64))
+                as i32;
+              let __buf: usize = __pi as usize;
+              {
+                let __off0: i64 = a_ptrs_12_off + __it * __st12;
+                let __dst: usize = 49152usize + __buf * 12288usize;
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[0usize],
+                    ),
+                    __off0,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[1usize],
+                    ),
+                    __off0,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 2usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[2usize],
+                    ),
+                    __off0,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 3usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[3usize],
+                    ),
+                    __off0,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+              }
+              {
+                let __off1: i64 = b_ptrs_13_off + __it * __st13;
+                let __dst: usize = 53248usize + __buf * 12288usize;
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[0usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[1usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 2usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[2usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 3usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[3usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 4usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[4usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 5usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[5usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 6usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[6usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 7usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[7usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+              }
+            }
+          }
+          ::kernel_std::__private::device::cp_async_commit();
+          __pi += 1;
+        }
+        let mut __ci: i64 = 0;
+        let mut __cbu: u32 = 0;
+        let mut __nbu: u32 = 2u32;
+        while __ci < __n {
+          ::kernel_std::__private::device::cp_async_wait_group::<1u32>();
+          let __cb: usize = __cbu as usize;
+          {
+            let __pr: usize = (__ci & 1) as usize;
+            {
+              let __c: usize = 0usize * 128usize + __tid;
+              let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                __c * 8,
+              );
+              ::kernel_std::__private::device::widen_shared::<
+                ::kernel_std::__private::device::F8E4M3,
+              >(
+                ::kernel_std::__private::device::smem_addr()
+                  + (49152usize + __cb * 12288usize + __c * 8) as u32,
+                ::kernel_std::__private::device::smem_addr()
+                  + (0usize + __pr * 24576usize
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2) as u32,
+              );
+            }
+            {
+              let __c: usize = 1usize * 128usize + __tid;
+              let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                __c * 8,
+              );
+              ::kernel_std::__private::device::widen_shared::<
+                ::kernel_std::__private::device::F8E4M3,
+              >(
+                ::kernel_std::__private::device::smem_addr()
+                  + (49152usize + __cb * 12288usize + __c * 8) as u32,
+                ::kernel_std::__private::device::smem_addr()
+                  + (0usize + __pr * 24576usize
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2) as u32,
+              );
+            }
+            {
+              let __c: usize = 2usize * 128usize + __tid;
+              let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                __c * 8,
+              );
+              ::kernel_std::__private::device::widen_shared::<
+                ::kernel_std::__private::device::F8E4M3,
+              >(
+                ::kernel_std::__private::device::smem_addr()
+                  + (49152usize + __cb * 12288usize + __c * 8) as u32,
+                ::kernel_std::__private::device::smem_addr()
+                  + (0usize + __pr * 24576usize
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2) as u32,
+              );
+            }
+            {
+              let __c: usize = 3usize * 128usize + __tid;
+              let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                __c * 8,
+              );
+              ::kernel_std::__private::device::widen_shared::<
+                ::kernel_std::__private::device::F8E4M3,
+              >(
+                ::kernel_std::__private::device::smem_addr()
+                  + (49152usize + __cb * 12288usize + __c * 8) as u32,
+                ::kernel_std::__private::device::smem_addr()
+                  + (0usize + __pr * 24576usize
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2) as u32,
+              );
+            }
+            {
+              let __c: usize = 0usize * 128usize + __tid;
+              let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                __c * 8,
+              );
+              ::kernel_std::__private::device::widen_shared::<
+                ::kernel_std::__private::device::F8E4M3,
+              >(
+                ::kernel_std::__private::device::smem_addr()
+                  + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                ::kernel_std::__private::device::smem_addr()
+                  + (8192usize + __pr * 24576usize
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 128usize;
+                        __r * 128usize
+                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
+                    })) * 2) as u32,
+              );
+            }
+            {
+              let __c: usize = 1usize * 128usize + __tid;
+              let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                __c * 8,
+              );
+              ::kernel_std::__private::device::widen_shared::<
+                ::kernel_std::__private::device::F8E4M3,
+              >(
+                ::kernel_std::__private::device::smem_addr()
+                  + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                ::kernel_std::__private::device::smem_addr()
+                  + (8192usize + __pr * 24576usize
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 128usize;
+                        __r * 128usize
+                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
+                    })) * 2) as u32,
+              );
+            }
+            {
+              let __c: usize = 2usize * 128usize + __tid;
+              let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                __c * 8,
+              );
+              ::kernel_std::__private::device::widen_shared::<
+                ::kernel_std::__private::device::F8E4M3,
+              >(
+                ::kernel_std::__private::device::smem_addr()
+                  + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                ::kernel_std::__private::device::smem_addr()
+                  + (8192usize + __pr * 24576usize
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 128usize;
+                        __r * 128usize
+                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
+                    })) * 2) as u32,
+              );
+            }
+            {
+              let __c: usize = 3usize * 128usize + __tid;
+              let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                __c * 8,
+              );
+              ::kernel_std::__private::device::widen_shared::<
+                ::kernel_std::__private::device::F8E4M3,
+              >(
+                ::kernel_std::__private::device::smem_addr()
+                  + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                ::kernel_std::__private::device::smem_addr()
+                  + (8192usize + __pr * 24576usize
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 128usize;
+                        __r * 128usize
+                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
+                    })) * 2) as u32,
+              );
+            }
+            {
+              let __c: usize = 4usize * 128usize + __tid;
+              let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                __c * 8,
+              );
+              ::kernel_std::__private::device::widen_shared::<
+                ::kernel_std::__private::device::F8E4M3,
+              >(
+                ::kernel_std::__private::device::smem_addr()
+                  + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                ::kernel_std::__private::device::smem_addr()
+                  + (8192usize + __pr * 24576usize
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 128usize;
+                        __r * 128usize
+                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
+                    })) * 2) as u32,
+              );
+            }
+            {
+              let __c: usize = 5usize * 128usize + __tid;
+              let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                __c * 8,
+              );
+              ::kernel_std::__private::device::widen_shared::<
+                ::kernel_std::__private::device::F8E4M3,
+              >(
+                ::kernel_std::__private::device::smem_addr()
+                  + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                ::kernel_std::__private::device::smem_addr()
+                  + (8192usize + __pr * 24576usize
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 128usize;
+                        __r * 128usize
+                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
+                    })) * 2) as u32,
+              );
+            }
+            {
+              let __c: usize = 6usize * 128usize + __tid;
+              let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                __c * 8,
+              );
+              ::kernel_std::__private::device::widen_shared::<
+                ::kernel_std::__private::device::F8E4M3,
+              >(
+                ::kernel_std::__private::device::smem_addr()
+                  + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                ::kernel_std::__private::device::smem_addr()
+                  + (8192usize + __pr * 24576usize
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 128usize;
+                        __r * 128usize
+                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
+                    })) * 2) as u32,
+              );
+            }
+            {
+              let __c: usize = 7usize * 128usize + __tid;
+              let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                __c * 8,
+              );
+              ::kernel_std::__private::device::widen_shared::<
+                ::kernel_std::__private::device::F8E4M3,
+              >(
+                ::kernel_std::__private::device::smem_addr()
+                  + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                ::kernel_std::__private::device::smem_addr()
+                  + (8192usize + __pr * 24576usize
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 128usize;
+                        __r * 128usize
+                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
+                    })) * 2) as u32,
+              );
+            }
+          }
+          ::kernel_std::__private::device::bar_sync();
+          let __cb: usize = (__ci & 1) as usize;
+          let __nx: i64 = __ci + 2i64;
+          if __nx < __n {
+            {
+              let __it: i64 = __nx;
+              let k_15: i32 = ((__start as i64) + __it * (__step as i64))
+                as i32;
+              let __buf: usize = __nbu as usize;
+              {
+                let __off0: i64 = a_ptrs_12_off + __it * __st12;
+                let __dst: usize = 49152usize + __buf * 12288usize;
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[0usize],
+                    ),
+                    __off0,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[1usize],
+                    ),
+                    __off0,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 2usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[2usize],
+                    ),
+                    __off0,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 3usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[3usize],
+                    ),
+                    __off0,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+              }
+              {
+                let __off1: i64 = b_ptrs_13_off + __it * __st13;
+                let __dst: usize = 53248usize + __buf * 12288usize;
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[0usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[1usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 2usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[2usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 3usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[3usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 4usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[4usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 5usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[5usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 6usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[6usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 7usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[7usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+              }
+            }
+          }
+          ::kernel_std::__private::device::cp_async_commit();
+          {
+            let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+              + (0usize + __cb * 24576usize) as u32;
+            let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+              + (0usize + __cb * 24576usize + 8192usize) as u32;
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__ks: usize| {
+                let mut __af: [[u32; 4]; 4usize] = [[0u32; 4]; 4usize];
+                ::kernel_std::__private::device::unroll::<
+                  4usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__i: usize| {
+                    __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                      __sa
+                        + (({
+                          let __r: usize = (__warp / 4usize) * 64usize + __i * 16
+                            + __lane % 16;
+                          __r * 64usize
+                            + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) * 2) as u32,
+                    );
+                  },
+                );
+                ::kernel_std::__private::device::unroll::<
+                  2usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__jp: usize| {
+                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                      __sb
+                        + (({
+                          let __r: usize = __ks * 16 + __lane % 16;
+                          __r * 128usize
+                            + ((((__warp % 4usize) * 4usize + 2 * __jp + __lane / 16)
+                              ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) * 2) as u32,
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      4usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                        let __d = ::kernel_std::__private::device::mma_f16(
+                          __af[__i],
+                          [__bq[0], __bq[1]],
+                          [
+                            accumulator_14[__b],
+                            accumulator_14[__b + 1],
+                            accumulator_14[__b + 2],
+                            accumulator_14[__b + 3],
+                          ],
+                        );
+                        accumulator_14[__b] = __d[0];
+                        accumulator_14[__b + 1] = __d[1];
+                        accumulator_14[__b + 2] = __d[2];
+                        accumulator_14[__b + 3] = __d[3];
+                      },
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      4usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                        let __d = ::kernel_std::__private::device::mma_f16(
+                          __af[__i],
+                          [__bq[2], __bq[3]],
+                          [
+                            accumulator_14[__b],
+                            accumulator_14[__b + 1],
+                            accumulator_14[__b + 2],
+                            accumulator_14[__b + 3],
+                          ],
+                        );
+                        accumulator_14[__b] = __d[0];
+                        accumulator_14[__b + 1] = __d[1];
+                        accumulator_14[__b + 2] = __d[2];
+                        accumulator_14[__b + 3] = __d[3];
+                      },
+                    );
+                  },
+                );
+              },
+            );
+          }
+          __ci += 1;
+          __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };
+          __nbu = if __nbu + 1 == 3u32 { 0 } else { __nbu + 1 };
+        }
+      } else {
+        ::core::hint::cold_path();
+        let mut __pi: i64 = 0;
+        while __pi < 2i64 {
+          if __pi < __n {
+            {
+              let __it: i64 = __pi;
+              let k_15: i32 = ((__start as i64) + __it * (__step as i64))
+                as i32;
+              let __buf: usize = __pi as usize;
+              {
+                let __off0: i64 = a_ptrs_12_off + __it * __st12;
+                let __dst: usize = 49152usize + __buf * 12288usize;
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[0usize],
+                      );
+                      if __pb0[0usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F8E4M3
+                      }
+                    },
+                    __off0,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } && (__g as usize) % 8 == 0
+                    && (__inb0
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_a_ptr as usize,
+                        ) as *mut _,
+                        __len_a_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_a_ptr,
+                        __len_a_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[1usize],
+                      );
+                      if __pb0[1usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F8E4M3
+                      }
+                    },
+                    __off0,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } && (__g as usize) % 8 == 0
+                    && (__inb0
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_a_ptr as usize,
+                        ) as *mut _,
+                        __len_a_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_a_ptr,
+                        __len_a_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 2usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[2usize],
+                      );
+                      if __pb0[2usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F8E4M3
+                      }
+                    },
+                    __off0,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } && (__g as usize) % 8 == 0
+                    && (__inb0
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_a_ptr as usize,
+                        ) as *mut _,
+                        __len_a_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_a_ptr,
+                        __len_a_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 3usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[3usize],
+                      );
+                      if __pb0[3usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F8E4M3
+                      }
+                    },
+                    __off0,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } && (__g as usize) % 8 == 0
+                    && (__inb0
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_a_ptr as usize,
+                        ) as *mut _,
+                        __len_a_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_a_ptr,
+                        __len_a_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+              }
+              {
+                let __off1: i64 = b_ptrs_13_off + __it * __st13;
+                let __dst: usize = 53248usize + __buf * 12288usize;
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[0usize],
+                      );
+                      if __pb1[0usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F8E4M3
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) && (__g as usize) % 8 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[1usize],
+                      );
+                      if __pb1[1usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F8E4M3
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) && (__g as usize) % 8 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 2usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[2usize],
+                      );
+                      if __pb1[2usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F8E4M3
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) && (__g as usize) % 8 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 3usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[3usize],
+                      );
+                      if __pb1[3usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F8E4M3
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) && (__g as usize) % 8 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 4usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[4usize],
+                      );
+                      if __pb1[4usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F8E4M3
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) && (__g as usize) % 8 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 5usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[5usize],
+                      );
+                      if __pb1[5usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F8E4M3
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) && (__g as usize) % 8 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 6usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[6usize],
+                      );
+                      if __pb1[6usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F8E4M3
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) && (__g as usize) % 8 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 7usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[7usize],
+                      );
+                      if __pb1[7usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F8E4M3
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) && (__g as usize) % 8 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+              }
+            }
+          }
+          ::kernel_std::__private::device::cp_async_commit();
+          __pi += 1;
+        }
+        let mut __ci: i64 = 0;
+        let mut __cbu: u32 = 0;
+        let mut __nbu: u32 = 2u32;
+        while __ci < __n {
+          ::kernel_std::__private::device::cp_async_wait_group::<1u32>();
+          let __cb: usize = __cbu as usize;
+          {
+            let __pr: usize = (__ci & 1) as usize;
+            {
+              let __c: usize = 0usize * 128usize + __tid;
+              let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                __c * 8,
+              );
+              ::kernel_std::__private::device::widen_shared::<
+                ::kernel_std::__private::device::F8E4M3,
+              >(
+                ::kernel_std::__private::device::smem_addr()
+                  + (49152usize + __cb * 12288usize + __c * 8) as u32,
+                ::kernel_std::__private::device::smem_addr()
+                  + (0usize + __pr * 24576usize
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2) as u32,
+              );
+            }
+            {
+              let __c: usize = 1usize * 128usize + __tid;
+              let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                __c * 8,
+              );
+              ::kernel_std::__private::device::widen_shared::<
+                ::kernel_std::__private::device::F8E4M3,
+              >(
+                ::kernel_std::__private::device::smem_addr()
+                  + (49152usize + __cb * 12288usize + __c * 8) as u32,
+                ::kernel_std::__private::device::smem_addr()
+                  + (0usize + __pr * 24576usize
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2) as u32,
+              );
+            }
+            {
+              let __c: usize = 2usize * 128usize + __tid;
+              let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                __c * 8,
+              );
+              ::kernel_std::__private::device::widen_shared::<
+                ::kernel_std::__private::device::F8E4M3,
+              >(
+                ::kernel_std::__private::device::smem_addr()
+                  + (49152usize + __cb * 12288usize + __c * 8) as u32,
+                ::kernel_std::__private::device::smem_addr()
+                  + (0usize + __pr * 24576usize
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2) as u32,
+              );
+            }
+            {
+              let __c: usize = 3usize * 128usize + __tid;
+              let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                __c * 8,
+              );
+              ::kernel_std::__private::device::widen_shared::<
+                ::kernel_std::__private::device::F8E4M3,
+              >(
+                ::kernel_std::__private::device::smem_addr()
+                  + (49152usize + __cb * 12288usize + __c * 8) as u32,
+                ::kernel_std::__private::device::smem_addr()
+                  + (0usize + __pr * 24576usize
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2) as u32,
+              );
+            }
+            {
+              let __c: usize = 0usize * 128usize + __tid;
+              let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                __c * 8,
+              );
+              ::kernel_std::__private::device::widen_shared::<
+                ::kernel_std::__private::device::F8E4M3,
+              >(
+                ::kernel_std::__private::device::smem_addr()
+                  + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                ::kernel_std::__private::device::smem_addr()
+                  + (8192usize + __pr * 24576usize
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 128usize;
+                        __r * 128usize
+                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
+                    })) * 2) as u32,
+              );
+            }
+            {
+              let __c: usize = 1usize * 128usize + __tid;
+              let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                __c * 8,
+              );
+              ::kernel_std::__private::device::widen_shared::<
+                ::kernel_std::__private::device::F8E4M3,
+              >(
+                ::kernel_std::__private::device::smem_addr()
+                  + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                ::kernel_std::__private::device::smem_addr()
+                  + (8192usize + __pr * 24576usize
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 128usize;
+                        __r * 128usize
+                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
+                    })) * 2) as u32,
+              );
+            }
+            {
+              let __c: usize = 2usize * 128usize + __tid;
+              let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                __c * 8,
+              );
+              ::kernel_std::__private::device::widen_shared::<
+                ::kernel_std::__private::device::F8E4M3,
+              >(
+                ::kernel_std::__private::device::smem_addr()
+                  + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                ::kernel_std::__private::device::smem_addr()
+                  + (8192usize + __pr * 24576usize
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 128usize;
+                        __r * 128usize
+                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
+                    })) * 2) as u32,
+              );
+            }
+            {
+              let __c: usize = 3usize * 128usize + __tid;
+              let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                __c * 8,
+              );
+              ::kernel_std::__private::device::widen_shared::<
+                ::kernel_std::__private::device::F8E4M3,
+              >(
+                ::kernel_std::__private::device::smem_addr()
+                  + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                ::kernel_std::__private::device::smem_addr()
+                  + (8192usize + __pr * 24576usize
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 128usize;
+                        __r * 128usize
+                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
+                    })) * 2) as u32,
+              );
+            }
+            {
+              let __c: usize = 4usize * 128usize + __tid;
+              let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                __c * 8,
+              );
+              ::kernel_std::__private::device::widen_shared::<
+                ::kernel_std::__private::device::F8E4M3,
+              >(
+                ::kernel_std::__private::device::smem_addr()
+                  + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                ::kernel_std::__private::device::smem_addr()
+                  + (8192usize + __pr * 24576usize
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 128usize;
+                        __r * 128usize
+                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
+                    })) * 2) as u32,
+              );
+            }
+            {
+              let __c: usize = 5usize * 128usize + __tid;
+              let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                __c * 8,
+              );
+              ::kernel_std::__private::device::widen_shared::<
+                ::kernel_std::__private::device::F8E4M3,
+              >(
+                ::kernel_std::__private::device::smem_addr()
+                  + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                ::kernel_std::__private::device::smem_addr()
+                  + (8192usize + __pr * 24576usize
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 128usize;
+                        __r * 128usize
+                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
+                    })) * 2) as u32,
+              );
+            }
+            {
+              let __c: usize = 6usize * 128usize + __tid;
+              let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                __c * 8,
+              );
+              ::kernel_std::__private::device::widen_shared::<
+                ::kernel_std::__private::device::F8E4M3,
+              >(
+                ::kernel_std::__private::device::smem_addr()
+                  + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                ::kernel_std::__private::device::smem_addr()
+                  + (8192usize + __pr * 24576usize
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 128usize;
+                        __r * 128usize
+                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
+                    })) * 2) as u32,
+              );
+            }
+            {
+              let __c: usize = 7usize * 128usize + __tid;
+              let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                __c * 8,
+              );
+              ::kernel_std::__private::device::widen_shared::<
+                ::kernel_std::__private::device::F8E4M3,
+              >(
+                ::kernel_std::__private::device::smem_addr()
+                  + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                ::kernel_std::__private::device::smem_addr()
+                  + (8192usize + __pr * 24576usize
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 128usize;
+                        __r * 128usize
+                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) + __sf % 8
+                    })) * 2) as u32,
+              );
+            }
+          }
+          ::kernel_std::__private::device::bar_sync();
+          let __cb: usize = (__ci & 1) as usize;
+          let __nx: i64 = __ci + 2i64;
+          if __nx < __n {
+            {
+              let __it: i64 = __nx;
+              let k_15: i32 = ((__start as i64) + __it * (__step as i64))
+                as i32;
+              let __buf: usize = __nbu as usize;
+              {
+                let __off0: i64 = a_ptrs_12_off + __it * __st12;
+                let __dst: usize = 49152usize + __buf * 12288usize;
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[0usize],
+                      );
+                      if __pb0[0usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F8E4M3
+                      }
+                    },
+                    __off0,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } && (__g as usize) % 8 == 0
+                    && (__inb0
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_a_ptr as usize,
+                        ) as *mut _,
+                        __len_a_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_a_ptr,
+                        __len_a_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[1usize],
+                      );
+                      if __pb0[1usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F8E4M3
+                      }
+                    },
+                    __off0,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } && (__g as usize) % 8 == 0
+                    && (__inb0
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_a_ptr as usize,
+                        ) as *mut _,
+                        __len_a_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_a_ptr,
+                        __len_a_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 2usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[2usize],
+                      );
+                      if __pb0[2usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F8E4M3
+                      }
+                    },
+                    __off0,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } && (__g as usize) % 8 == 0
+                    && (__inb0
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_a_ptr as usize,
+                        ) as *mut _,
+                        __len_a_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_a_ptr,
+                        __len_a_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 3usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[3usize],
+                      );
+                      if __pb0[3usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F8E4M3
+                      }
+                    },
+                    __off0,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if {
+                    let __x0 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __x1 = (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } && (__g as usize) % 8 == 0
+                    && (__inb0
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_a_ptr as usize,
+                        ) as *mut _,
+                        __len_a_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_a_ptr,
+                        __len_a_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+              }
+              {
+                let __off1: i64 = b_ptrs_13_off + __it * __st13;
+                let __dst: usize = 53248usize + __buf * 12288usize;
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[0usize],
+                      );
+                      if __pb1[0usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F8E4M3
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) && (__g as usize) % 8 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[1usize],
+                      );
+                      if __pb1[1usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F8E4M3
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) && (__g as usize) % 8 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 2usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[2usize],
+                      );
+                      if __pb1[2usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F8E4M3
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) && (__g as usize) % 8 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 3usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[3usize],
+                      );
+                      if __pb1[3usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F8E4M3
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) && (__g as usize) % 8 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 4usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[4usize],
+                      );
+                      if __pb1[4usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F8E4M3
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) && (__g as usize) % 8 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 5usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[5usize],
+                      );
+                      if __pb1[5usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F8E4M3
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) && (__g as usize) % 8 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 6usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[6usize],
+                      );
+                      if __pb1[6usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F8E4M3
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) && (__g as usize) % 8 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __c: usize = 7usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[7usize],
+                      );
+                      if __pb1[7usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        (__b as *mut u8).wrapping_add(1)
+                          as *mut ::kernel_std::__private::device::F8E4M3
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst + (__c * 8);
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  ) && (__g as usize) % 8 == 0
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                  {
+                    ::kernel_std::__private::device::cp_async_8(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    let __sp = __smem.add(__so)
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+              }
+            }
+          }
+          ::kernel_std::__private::device::cp_async_commit();
+          {
+            let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+              + (0usize + __cb * 24576usize) as u32;
+            let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+              + (0usize + __cb * 24576usize + 8192usize) as u32;
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__ks: usize| {
+                let mut __af: [[u32; 4]; 4usize] = [[0u32; 4]; 4usize];
+                ::kernel_std::__private::device::unroll::<
+                  4usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__i: usize| {
+                    __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                      __sa
+                        + (({
+                          let __r: usize = (__warp / 4usize) * 64usize + __i * 16
+                            + __lane % 16;
+                          __r * 64usize
+                            + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
+                              * 8)
+                        }) * 2) as u32,
+                    );
+                  },
+                );
+                ::kernel_std::__private::device::unroll::<
+                  2usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__jp: usize| {
+                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                      __sb
+                        + (({
+                          let __r: usize = __ks * 16 + __lane % 16;
+                          __r * 128usize
+                            + ((((__warp % 4usize) * 4usize + 2 * __jp + __lane / 16)
+                              ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) * 2) as u32,
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      4usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                        let __d = ::kernel_std::__private::device::mma_f16(
+                          __af[__i],
+                          [__bq[0], __bq[1]],
+                          [
+                            accumulator_14[__b],
+                            accumulator_14[__b + 1],
+                            accumulator_14[__b + 2],
+                            accumulator_14[__b + 3],
+                          ],
+                        );
+                        accumulator_14[__b] = __d[0];
+                        accumulator_14[__b + 1] = __d[1];
+                        accumulator_14[__b + 2] = __d[2];
+                        accumulator_14[__b + 3] = __d[3];
+                      },
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      4usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                        let __d = ::kernel_std::__private::device::mma_f16(
+                          __af[__i],
+                          [__bq[2], __bq[3]],
+                          [
+                            accumulator_14[__b],
+                            accumulator_14[__b + 1],
+                            accumulator_14[__b + 2],
+                            accumulator_14[__b + 3],
+                          ],
+                        );
+                        accumulator_14[__b] = __d[0];
+                        accumulator_14[__b + 1] = __d[1];
+                        accumulator_14[__b + 2] = __d[2];
+                        accumulator_14[__b + 3] = __d[3];
+                      },
+                    );
+                  },
+                );
+              },
+            );
+          }
+          __ci += 1;
+          __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };
+          __nbu = if __nbu + 1 == 3u32 { 0 } else { __nbu + 1 };
+        }
+      }
+      ::kernel_std::__private::device::cp_async_wait_all();
+      ::kernel_std::__private::device::bar_sync();
+      a_ptrs_12_off += __n * __st12;
+      b_ptrs_13_off += __n * __st13;
     }
     let mut c_18: [::kernel_std::__private::device::F16; 64usize] = unsafe {
       ::core::mem::zeroed()
@@ -2490,7 +11896,6 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
         },
       );
     }
-    ::kernel_std::__private::device::bar_sync();
     {
       let __sfast: bool = ::kernel_std::__private::device::warp_all(
         true
@@ -2616,6 +12021,23 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                 __p_M,
               )
                 && {
+                  let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 0usize
+                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
                   let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
@@ -2628,36 +12050,19 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ({
                           let __pf: usize = ((((__warp / 4usize) * 64usize + 0usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 0usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 1usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   );
-                  let __c6 = __p_N;
+                  let __c5 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x5,
                     __x4,
+                    __x3,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x5,
-                      __c6,
+                      __x4,
+                      __c5,
                     )
                 })
           }
@@ -2783,6 +12188,23 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                 __p_M,
               )
                 && {
+                  let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
+                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
                   let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
@@ -2795,36 +12217,19 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ({
                           let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 8usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 1usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   );
-                  let __c9 = __p_N;
+                  let __c8 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x8,
                     __x7,
+                    __x6,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x8,
-                      __c9,
+                      __x7,
+                      __c8,
                     )
                 })
           }
@@ -2950,6 +12355,23 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                 __p_M,
               )
                 && {
+                  let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
+                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
                   let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
@@ -2962,36 +12384,19 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ({
                           let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 16usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 1usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   );
-                  let __c12 = __p_N;
+                  let __c11 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x11,
                     __x10,
+                    __x9,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x11,
-                      __c12,
+                      __x10,
+                      __c11,
                     )
                 })
           }
@@ -3117,6 +12522,23 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                 __p_M,
               )
                 && {
+                  let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
+                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
                   let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
@@ -3129,36 +12551,19 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ({
                           let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __x14 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 24usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 1usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   );
-                  let __c15 = __p_N;
+                  let __c14 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x14,
                     __x13,
+                    __x12,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x14,
-                      __c15,
+                      __x13,
+                      __c14,
                     )
                 })
           }
@@ -3284,6 +12689,23 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                 __p_M,
               )
                 && {
+                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
+                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
                   let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
@@ -3296,36 +12718,19 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ({
                           let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 32usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 1usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   );
-                  let __c18 = __p_N;
+                  let __c17 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x17,
                     __x16,
+                    __x15,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x17,
-                      __c18,
+                      __x16,
+                      __c17,
                     )
                 })
           }
@@ -3451,6 +12856,23 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                 __p_M,
               )
                 && {
+                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
+                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
                   let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
@@ -3463,36 +12885,19 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ({
                           let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 40usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 1usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   );
-                  let __c21 = __p_N;
+                  let __c20 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x20,
                     __x19,
+                    __x18,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x20,
-                      __c21,
+                      __x19,
+                      __c20,
                     )
                 })
           }
@@ -3618,6 +13023,23 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                 __p_M,
               )
                 && {
+                  let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 4usize) * 64usize + 48usize
+                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
                   let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
@@ -3630,36 +13052,19 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ({
                           let __pf: usize = ((((__warp / 4usize) * 64usize + 48usize
                             + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  let __x23 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((((__warp / 4usize) * 64usize + 48usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
                             + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
                           0usize + ((__pf / 1usize) % 128usize) * 1usize
                         }) as i32,
                       ),
                   );
-                  let __c24 = __p_N;
+                  let __c23 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x23,
                     __x22,
+                    __x21,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x23,
-                      __c24,
+                      __x22,
+                      __c23,
                     )
                 })
           }
@@ -3785,7 +13190,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                 __p_M,
               )
                 && {
-                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -3802,7 +13207,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __x26 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -3819,14 +13224,14 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __c27 = __p_N;
+                  let __c26 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x26,
                     __x25,
+                    __x24,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x26,
-                      __c27,
+                      __x25,
+                      __c26,
                     )
                 })
           },
@@ -11740,7 +21145,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_matmul_fp8_kernel__c1: [u8; 262usize] = *b"{\"entry\": \"matmul_fp8_kernel__c1\", \"kernel\": \"matmul_fp8_kernel\", \"meta\": {\"BLOCK_SIZE_K\": 64, \"BLOCK_SIZE_M\": 64, \"BLOCK_SIZE_N\": 128, \"GROUP_SIZE_M\": 8}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 24576}";
+pub static __KERNEL_META_matmul_fp8_kernel__c1: [u8; 262usize] = *b"{\"entry\": \"matmul_fp8_kernel__c1\", \"kernel\": \"matmul_fp8_kernel\", \"meta\": {\"BLOCK_SIZE_K\": 64, \"BLOCK_SIZE_M\": 64, \"BLOCK_SIZE_N\": 128, \"GROUP_SIZE_M\": 8}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 98320}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]
