@@ -137,7 +137,7 @@ pub enum MatmulError {
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
-pub(crate) fn dims2<T: kernel_runtime::DType>(t: &Tensor<T>, which: &'static str) -> Result<(usize, usize), MatmulError> {
+fn dims2<T: kernel_runtime::DType>(t: &Tensor<T>, which: &'static str) -> Result<(usize, usize), MatmulError> {
     match t.shape() {
         [r, c] => Ok((*r, *c)),
         s => Err(MatmulError::NotAMatrix { which, shape: s.to_vec() }),
@@ -146,13 +146,35 @@ pub(crate) fn dims2<T: kernel_runtime::DType>(t: &Tensor<T>, which: &'static str
 
 #[cfg(not(target_arch = "nvptx64"))]
 /// Largest element offset a strided matrix can address must fit the kernel's i32 arithmetic.
-pub(crate) fn check_i32<T: kernel_runtime::DType>(t: &Tensor<T>, which: &'static str) -> Result<(), MatmulError> {
+fn check_i32<T: kernel_runtime::DType>(t: &Tensor<T>, which: &'static str) -> Result<(), MatmulError> {
     let (r, c) = dims2(t, which)?;
     let last = (r.saturating_sub(1)) as u128 * t.stride(0) as u128 + (c.saturating_sub(1)) as u128 * t.stride(1) as u128;
     if r > i32::MAX as usize || c > i32::MAX as usize || last > i32::MAX as u128 {
         return Err(MatmulError::TooLarge { which, detail: format!("shape {:?}, strides {:?}", t.shape(), t.strides()) });
     }
     Ok(())
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+/// The checks of a matmul wrapper (`matmul_into`, `matmul_8bit`'s): shapes `(M, K) x (K, N) ->
+/// (M, N)`, `a` and `b` on one device (the launch checks `c`'s), offsets within i32. Returns
+/// `(M, N, K)`.
+pub(crate) fn check_operands<A: kernel_runtime::DType, C: kernel_runtime::DType>(a: &Tensor<A>, b: &Tensor<A>, c: &Tensor<C>) -> Result<(i32, i32, i32), MatmulError> {
+    let (m, k) = dims2(a, "a")?;
+    let (kb, n) = dims2(b, "b")?;
+    if k != kb {
+        return Err(MatmulError::IncompatibleDimensions { a_rows: m, a_cols: k, b_rows: kb, b_cols: n });
+    }
+    if c.shape() != [m, n] {
+        return Err(MatmulError::OutputShape { expected: vec![m, n], found: c.shape().to_vec() });
+    }
+    if a.device() != b.device() {
+        return Err(MatmulError::DeviceMismatch { a: a.device().describe(), b: b.device().describe() });
+    }
+    check_i32(a, "a")?;
+    check_i32(b, "b")?;
+    check_i32(c, "c")?;
+    Ok((m as i32, n as i32, k as i32))
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -170,21 +192,7 @@ pub fn matmul(a: &Tensor<f16>, b: &Tensor<f16>, activation: Option<Func>) -> Res
 #[cfg(not(target_arch = "nvptx64"))]
 /// Like [`matmul`], writing into `c` (shape `(M, N)`, any strides, on `a`'s device).
 pub fn matmul_into(a: &Tensor<f16>, b: &Tensor<f16>, c: &Tensor<f16>, activation: Option<Func>) -> Result<(), MatmulError> {
-    let (m, k) = dims2(a, "a")?;
-    let (kb, n) = dims2(b, "b")?;
-    if k != kb {
-        return Err(MatmulError::IncompatibleDimensions { a_rows: m, a_cols: k, b_rows: kb, b_cols: n });
-    }
-    if c.shape() != [m, n] {
-        return Err(MatmulError::OutputShape { expected: vec![m, n], found: c.shape().to_vec() });
-    }
-    if a.device() != b.device() {
-        return Err(MatmulError::DeviceMismatch { a: a.device().describe(), b: b.device().describe() });
-    }
-    check_i32(a, "a")?;
-    check_i32(b, "b")?;
-    check_i32(c, "c")?;
-    let (mi, ni, ki) = (m as i32, n as i32, k as i32);
+    let (mi, ni, ki) = check_operands(a, b, c)?;
     kernels::matmul_kernel::launch(
         |meta: &kernels::matmul_kernel::Meta| (cdiv(mi, meta.BLOCK_SIZE_M) * cdiv(ni, meta.BLOCK_SIZE_N),),
         a, b, c,

@@ -4,9 +4,9 @@
 //! program order, any strides, masked edges.
 
 #[cfg(not(target_arch = "nvptx64"))]
-use crate::matmul::{check_i32, dims2, MatmulError};
+use crate::matmul::{check_operands, MatmulError};
 #[cfg(not(target_arch = "nvptx64"))]
-use kernel_runtime::{cdiv, DType, Tensor};
+use kernel_runtime::{cdiv, Tensor};
 use kernel_std::prelude::*;
 
 /// `C = (scale * (A @ B)) as f16` for f8e4m3 `A` (M, K) and `B` (K, N).
@@ -101,27 +101,6 @@ pub fn matmul_i8_kernel<const BLOCK_SIZE_M: i32, const BLOCK_SIZE_N: i32, const 
     store(c_ptrs, accumulator, (offs_cm.as_col() < M) & (offs_cn.as_row() < N));
 }
 
-/// The checks both wrappers make: shapes `(M, K) x (K, N) -> (M, N)`, `a` and `b` on one
-/// device (the launch checks `c`'s), offsets within i32. Returns `(M, N, K)`.
-#[cfg(not(target_arch = "nvptx64"))]
-fn check<A: DType, C: DType>(a: &Tensor<A>, b: &Tensor<A>, c: &Tensor<C>) -> Result<(i32, i32, i32), MatmulError> {
-    let (m, k) = dims2(a, "a")?;
-    let (kb, n) = dims2(b, "b")?;
-    if k != kb {
-        return Err(MatmulError::IncompatibleDimensions { a_rows: m, a_cols: k, b_rows: kb, b_cols: n });
-    }
-    if c.shape() != [m, n] {
-        return Err(MatmulError::OutputShape { expected: vec![m, n], found: c.shape().to_vec() });
-    }
-    if a.device() != b.device() {
-        return Err(MatmulError::DeviceMismatch { a: a.device().describe(), b: b.device().describe() });
-    }
-    check_i32(a, "a")?;
-    check_i32(b, "b")?;
-    check_i32(c, "c")?;
-    Ok((m as i32, n as i32, k as i32))
-}
-
 #[cfg(not(target_arch = "nvptx64"))]
 /// `(scale * (a @ b)) as f16` for f8e4m3 matrices of any strides (`scale`: the product of
 /// per-tensor scales), into `c` (M, N).
@@ -130,7 +109,7 @@ fn check<A: DType, C: DType>(a: &Tensor<A>, b: &Tensor<A>, c: &Tensor<C>) -> Res
 /// operand layout cuBLASLt's fp8 GEMM takes (`b` a transposed view of an (N, K) matrix) and
 /// the row-major one both work.
 pub fn matmul_fp8_into(a: &Tensor<f8e4m3>, b: &Tensor<f8e4m3>, c: &Tensor<f16>, scale: f32) -> Result<(), MatmulError> {
-    let (m, n, k) = check(a, b, c)?;
+    let (m, n, k) = check_operands(a, b, c)?;
     matmul_fp8_kernel::launch(
         |meta: &matmul_fp8_kernel::Meta| (cdiv(m, meta.BLOCK_SIZE_M) * cdiv(n, meta.BLOCK_SIZE_N),),
         a, b, c,
@@ -146,7 +125,7 @@ pub fn matmul_fp8_into(a: &Tensor<f8e4m3>, b: &Tensor<f8e4m3>, c: &Tensor<f16>, 
 #[cfg(not(target_arch = "nvptx64"))]
 /// `a @ b` for i8 matrices of any strides, exact in i32 (sums wrap past i32), into `c` (M, N).
 pub fn matmul_i8_into(a: &Tensor<i8>, b: &Tensor<i8>, c: &Tensor<i32>) -> Result<(), MatmulError> {
-    let (m, n, k) = check(a, b, c)?;
+    let (m, n, k) = check_operands(a, b, c)?;
     matmul_i8_kernel::launch(
         |meta: &matmul_i8_kernel::Meta| (cdiv(m, meta.BLOCK_SIZE_M) * cdiv(n, meta.BLOCK_SIZE_N),),
         a, b, c,

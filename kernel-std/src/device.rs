@@ -178,22 +178,29 @@ pub fn f32_to_fp8<const E5M2: bool>(x: f32) -> u8 {
     }
 }
 
+/// `cvt.rn.f16x2.e4m3x2` (`e5m2x2` with `E5M2`, sm_90a): two 8-bit floats, `lo | hi << 8`, as
+/// two f16 values, `lo | hi << 16` (exact).
+#[cfg(target_feature = "sm_90a")]
+#[inline(always)]
+fn fp8x2_to_f16x2<const E5M2: bool>(bits: u16) -> u32 {
+    let h: u32;
+    unsafe {
+        if E5M2 {
+            asm!("cvt.rn.f16x2.e5m2x2 {h}, {b};", h = out(reg32) h, b = in(reg16) bits, options(pure, nomem, nostack));
+        } else {
+            asm!("cvt.rn.f16x2.e4m3x2 {h}, {b};", h = out(reg32) h, b = in(reg16) bits, options(pure, nomem, nostack));
+        }
+    }
+    h
+}
+
 /// The value of 8-bit float bits (exact): `cvt.rn.f16x2` then `cvt.f32.f16` on sm_90a, the
 /// software conversion elsewhere.
 #[inline(always)]
 pub fn fp8_to_f32<const E5M2: bool>(x: u8) -> f32 {
     #[cfg(target_feature = "sm_90a")]
     {
-        let h: u32;
-        let b = x as u16;
-        unsafe {
-            if E5M2 {
-                asm!("cvt.rn.f16x2.e5m2x2 {h}, {b};", h = out(reg32) h, b = in(reg16) b, options(pure, nomem, nostack));
-            } else {
-                asm!("cvt.rn.f16x2.e4m3x2 {h}, {b};", h = out(reg32) h, b = in(reg16) b, options(pure, nomem, nostack));
-            }
-        }
-        f16_to_f32(F16(h as u16))
+        f16_to_f32(F16(fp8x2_to_f16x2::<E5M2>(x as u16) as u16))
     }
     #[cfg(not(target_feature = "sm_90a"))]
     {
@@ -208,15 +215,13 @@ pub trait WidenPair: Copy {
 }
 
 macro_rules! widen_fp8 {
-    ($($t:ident: $cvt:literal, $e5m2:literal);*) => {$(
+    ($($t:ident: $e5m2:literal);*) => {$(
         impl WidenPair for $t {
             #[inline(always)]
             fn f16_pair(bits: u16) -> u32 {
                 #[cfg(target_feature = "sm_90a")]
                 {
-                    let h: u32;
-                    unsafe { asm!(concat!($cvt, " {h}, {v};"), h = out(reg32) h, v = in(reg16) bits, options(pure, nomem, nostack)) };
-                    h
+                    fp8x2_to_f16x2::<$e5m2>(bits)
                 }
                 #[cfg(not(target_feature = "sm_90a"))]
                 {
@@ -227,7 +232,7 @@ macro_rules! widen_fp8 {
         }
     )*};
 }
-widen_fp8!(F8E4M3: "cvt.rn.f16x2.e4m3x2", false; F8E5M2: "cvt.rn.f16x2.e5m2x2", true);
+widen_fp8!(F8E4M3: false; F8E5M2: true);
 
 macro_rules! widen_int {
     ($($t:ty),*) => {$(

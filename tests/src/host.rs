@@ -1,6 +1,7 @@
 //! Host-side test support.
 
-use kernel_runtime::{f16, Device, Tensor};
+use kernel_runtime::cpu::AssertionFailure;
+use kernel_runtime::{f16, Device, LaunchError, Tensor};
 
 /// The device the integration tests run on: the CPU backend, or the first GPU when
 /// `KERNEL_TEST_DEVICE=cuda` (then a missing GPU is a test failure, not a silent fallback).
@@ -12,6 +13,20 @@ pub fn test_device() -> Device {
         },
         _ => Device::cpu(),
     }
+}
+
+/// The failed `device_assert` of a launch: returned by the launch (CPU backend, `KERNEL_SYNC=1`)
+/// or by the device's next synchronization (GPU). The device is clean afterwards.
+pub fn assertion_failure(dev: &Device, launched: Result<(), LaunchError>) -> AssertionFailure {
+    let f = match launched {
+        Err(e) => e.assertion().cloned().unwrap_or_else(|| panic!("not an assertion: {e}")),
+        Ok(()) => {
+            let e = dev.synchronize().expect_err("the failed assertion was not reported");
+            e.assertion().cloned().unwrap_or_else(|| panic!("not an assertion: {e}"))
+        }
+    };
+    dev.synchronize().expect("reported once");
+    f
 }
 
 /// Pseudo-random 64-bit values, deterministic (a splitmix-style mix of `i + salt`): inputs

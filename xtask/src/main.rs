@@ -254,17 +254,24 @@ fn bench_memory(kernel: &str, rest: &[String]) -> Result<()> {
     let out_s = out.to_string_lossy().to_string();
     let args = ["--only".to_string(), only.to_string(), "--out".to_string(), out_s.clone()];
     cargo(&["run", "--release", "--quiet", "-p", "examples", "--example", "bench_memory", "--"], &args)?;
-    let has_triton = Command::new("python3").args(["-c", "import triton, torch"]).status().is_ok_and(|s| s.success());
-    if !has_triton {
+    if !python_has_triton() {
         println!("bench {kernel}: python3 cannot import triton and torch; Triton's and PyTorch's numbers are left out");
         return Ok(());
     }
-    let script = |name: &str| root().join("scripts").join(name).to_string_lossy().to_string();
-    let status = Command::new("python3").args([script("triton_memory_bench.py"), "--only".into(), only.into(), "--out".into(), out_s.clone()]).status()?;
-    ensure!(status.success(), "scripts/triton_memory_bench.py failed ({status})");
+    python_script("triton_memory_bench.py", &["--only".into(), only.into(), "--out".into(), out_s.clone()])?;
     let md = out.join("memory-compare.md").to_string_lossy().to_string();
-    let status = Command::new("python3").args([script("memory_compare.py"), out_s.clone(), out_s, "--out".into(), md]).status()?;
-    ensure!(status.success(), "scripts/memory_compare.py failed ({status})");
+    python_script("memory_compare.py", &[out_s.clone(), out_s, "--out".into(), md])
+}
+
+/// Whether `python3` can import Triton and PyTorch (the GPU benchmarks' references).
+fn python_has_triton() -> bool {
+    Command::new("python3").args(["-c", "import triton, torch"]).status().is_ok_and(|s| s.success())
+}
+
+/// Runs `scripts/<name>` with `python3` and `args`; an error when it fails.
+fn python_script(name: &str, args: &[String]) -> Result<()> {
+    let status = Command::new("python3").arg(root().join("scripts").join(name)).args(args).status()?;
+    ensure!(status.success(), "scripts/{name} failed ({status})");
     Ok(())
 }
 
@@ -285,14 +292,11 @@ fn bench_matmul_8bit(rest: &[String]) -> Result<()> {
         bail!("`cargo xtask bench matmul-8bit` needs a GPU (nvidia-smi found none)");
     }
     cargo(&["run", "--release", "--quiet", "-p", "examples", "--example", "bench_matmul_8bit", "--"], &args)?;
-    if !Command::new("python3").args(["-c", "import triton, torch"]).status().is_ok_and(|s| s.success()) {
+    if !python_has_triton() {
         println!("bench matmul-8bit: python3 cannot import torch and triton; cuBLASLt's numbers are left out");
         return Ok(());
     }
-    let script = root().join("scripts").join("torch_8bit_bench.py").to_string_lossy().to_string();
-    let status = Command::new("python3").arg(script).args(&args).status()?;
-    ensure!(status.success(), "scripts/torch_8bit_bench.py failed ({status})");
-    Ok(())
+    python_script("torch_8bit_bench.py", &args)
 }
 
 /// `cargo xtask bench attention [--max-ctx N] [--out DIR]`: flash-attention forward
@@ -316,20 +320,13 @@ fn bench_attention(rest: &[String]) -> Result<()> {
     let mut args = vec!["--out".to_string(), out_s.clone()];
     args.extend(max_ctx.iter().flat_map(|n| ["--max-ctx".to_string(), n.clone()]));
     cargo(&["run", "--release", "--quiet", "-p", "examples", "--example", "bench_attention", "--"], &args)?;
-    let has_triton = Command::new("python3").args(["-c", "import triton, torch"]).status().is_ok_and(|s| s.success());
-    if !has_triton {
+    if !python_has_triton() {
         println!("bench attention: python3 cannot import triton and torch; Triton's and PyTorch's numbers are left out");
         return Ok(());
     }
-    let script = |name: &str| root().join("scripts").join(name).to_string_lossy().to_string();
-    let mut py = vec![script("triton_attention_bench.py")];
-    py.extend(args);
-    let status = Command::new("python3").args(&py).status()?;
-    ensure!(status.success(), "scripts/triton_attention_bench.py failed ({status})");
+    python_script("triton_attention_bench.py", &args)?;
     let md = out.join("attention-compare.md").to_string_lossy().to_string();
-    let status = Command::new("python3").args([script("attention_compare.py"), out_s.clone(), out_s, "--out".into(), md]).status()?;
-    ensure!(status.success(), "scripts/attention_compare.py failed ({status})");
-    Ok(())
+    python_script("attention_compare.py", &[out_s.clone(), out_s, "--out".into(), md])
 }
 
 /// Builds the PTX for the first GPU's architecture, when there is a GPU; says whether there is.

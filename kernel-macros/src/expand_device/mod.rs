@@ -1289,7 +1289,8 @@ impl<'a> DevGen<'a> {
             let (setup, issue, finish) = self.wgmma_compute(a, layout, kk, &out, (sa, sb), None, [staging_a, staging_b]);
             quote!({ #setup #issue #finish })
         };
-        let (result, elem, add) = match &sums {
+        // With integer sums, their array is declared where the accumulator's value goes in.
+        let (result, elem, init) = match &sums {
             Some(s) => (s.clone(), quote!(i32), quote! {
                 let mut #s: [i32; #slots] = [0i32; #slots];
                 #init
@@ -1309,7 +1310,7 @@ impl<'a> DevGen<'a> {
         let after = (!free).then(|| quote!(#d::bar_sync();));
         quote! {
             let mut #out: [f32; #slots] = [0.0f32; #slots];
-            #add
+            #init
             #stage_a
             #stage_b
             #fence

@@ -30,7 +30,7 @@ pub fn dot<A: Float, B: Float>(a: &Blk<A>, b: &Blk<B>, acc: Option<&Blk<f32>>) -
         Some(acc) => broadcast_to(acc, &[m, n]).data,
         None => vec![0.0f32; m * n],
     };
-    matmul_acc_f32(&af, &bf, &mut c, k, n);
+    matmul_acc(&af, &bf, &mut c, k, n, |c, a, b| c + a * b);
     Blk { shape: vec![m, n], data: c }
 }
 
@@ -51,15 +51,7 @@ pub fn dot_i32<A: Int, B: Int>(a: &Blk<A>, b: &Blk<B>, acc: Option<&Blk<i32>>) -
         Some(acc) => broadcast_to(acc, &[m, n]).data,
         None => vec![0i32; m * n],
     };
-    if n > 0 && k > 0 {
-        for (c_row, a_row) in c.chunks_exact_mut(n).zip(ai.chunks_exact(k)) {
-            for (&aik, b_row) in a_row.iter().zip(bi.chunks_exact(n)) {
-                for (cv, &bv) in c_row.iter_mut().zip(b_row) {
-                    *cv = cv.wrapping_add(aik.wrapping_mul(bv));
-                }
-            }
-        }
-    }
+    matmul_acc(&ai, &bi, &mut c, k, n, |c: i32, a: i32, b: i32| c.wrapping_add(a.wrapping_mul(b)));
     Blk { shape: vec![m, n], data: c }
 }
 
@@ -74,16 +66,16 @@ fn dot_shape(a: &[usize], b: &[usize]) -> (usize, usize, usize) {
     (m, k, n)
 }
 
-/// `c[i, :] += sum_k a[i, k] * b[k, :]`, row-major, i-k-j order so that the
-/// innermost loop is a contiguous axpy that LLVM vectorizes.
-fn matmul_acc_f32(a: &[f32], b: &[f32], c: &mut [f32], k: usize, n: usize) {
+/// `c[i, :] = mac(c[i, :], a[i, k], b[k, :])` for every `k` in order, row-major, i-k-j order so
+/// that the innermost loop is a contiguous axpy that LLVM vectorizes (`mac` is inlined).
+fn matmul_acc<T: Copy>(a: &[T], b: &[T], c: &mut [T], k: usize, n: usize, mac: impl Fn(T, T, T) -> T) {
     if n == 0 || k == 0 {
         return;
     }
     for (c_row, a_row) in c.chunks_exact_mut(n).zip(a.chunks_exact(k)) {
         for (&aik, b_row) in a_row.iter().zip(b.chunks_exact(n)) {
             for (cv, &bv) in c_row.iter_mut().zip(b_row) {
-                *cv += aik * bv;
+                *cv = mac(*cv, aik, bv);
             }
         }
     }

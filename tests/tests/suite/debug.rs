@@ -7,7 +7,7 @@
 use kernel_runtime::cpu::{AssertionFailure, KernelError};
 use kernel_runtime::{Device, LaunchError, Tensor};
 use tests::debug::{barrier_exchange, checked_dot, checked_double, checked_row_sums, printed, unchecked_double};
-use tests::test_device;
+use tests::{assertion_failure, test_device};
 
 /// Lines of the `device_assert`s in `tests/src/debug.rs`.
 const SCALAR_LINE: u32 = 12;
@@ -15,20 +15,6 @@ const BLOCK_LINE: u32 = 16;
 const NAN_LINE: u32 = 26;
 const SUM_LINE: u32 = 28;
 const DOT_LINE: u32 = 39;
-
-/// The failed assertion of a launch: returned by the launch (CPU backend, `KERNEL_SYNC=1`) or
-/// by the device's next synchronization (GPU). The device is clean afterwards.
-fn failure(dev: &Device, launched: Result<(), LaunchError>) -> AssertionFailure {
-    let f = match launched {
-        Err(e) => e.assertion().cloned().unwrap_or_else(|| panic!("not an assertion: {e}")),
-        Ok(()) => {
-            let e = dev.synchronize().expect_err("the failed assertion was not reported");
-            e.assertion().cloned().unwrap_or_else(|| panic!("not an assertion: {e}"))
-        }
-    };
-    dev.synchronize().expect("reported once");
-    f
-}
 
 fn ints(dev: &Device, v: Vec<i32>) -> Tensor<i32> {
     let n = v.len();
@@ -78,7 +64,7 @@ fn a_failing_block_assertion_reports_the_element_and_the_values() {
     v[64 + 13] = 1000;
     v[64 + 40] = 2000;
     let (x, out) = (ints(&dev, v), ints(&dev, vec![0; n]));
-    let f = failure(&dev, checked_double::launch((n.div_ceil(64),), &x, &out, 100, n as i32, 64));
+    let f = assertion_failure(&dev, checked_double::launch((n.div_ceil(64),), &x, &out, 100, n as i32, 64));
     assert_eq!((f.kernel, f.line, f.condition.as_str(), f.message.as_str()), ("checked_double", BLOCK_LINE, "v < limit", "values stay below the limit"));
     assert_eq!((f.program, f.index), ([1, 0, 0], Some(13)));
     assert_eq!(f.operands, [("v".to_string(), "1000".to_string()), ("limit".to_string(), "100".to_string())]);
@@ -93,7 +79,7 @@ fn a_failing_block_assertion_reports_the_element_and_the_values() {
 fn a_failing_scalar_assertion_has_no_element() {
     let dev = test_device();
     let (x, out) = (ints(&dev, vec![0; 4]), ints(&dev, vec![0; 4]));
-    let f = failure(&dev, checked_double::launch((1,), &x, &out, 100, -3, 64));
+    let f = assertion_failure(&dev, checked_double::launch((1,), &x, &out, 100, -3, 64));
     assert_eq!((f.line, f.index, f.program), (SCALAR_LINE, None, [0, 0, 0]));
     assert_eq!(f.operands, [("n".to_string(), "-3".to_string()), ("0".to_string(), "0".to_string())]);
     assert!(f.to_string().contains("n is not negative: `n >= 0` is false in program (0, 0, 0), where n = -3, 0 = 0"), "{f}");
@@ -117,13 +103,13 @@ fn two_dimensional_and_reduced_conditions() {
 
     let mut v = vec![1.0f32; 128];
     v[3 * 16 + 5] = f32::NAN;
-    let f = failure(&dev, run(v).0);
+    let f = assertion_failure(&dev, run(v).0);
     assert_eq!((f.line, f.index, f.condition.as_str()), (NAN_LINE, Some(53), "!isnan(v)"));
     assert!(f.operands.is_empty());
 
     let mut v = vec![1.0f32; 128];
     v[2 * 16..3 * 16].fill(-100.0);
-    let f = failure(&dev, run(v).0);
+    let f = assertion_failure(&dev, run(v).0);
     assert_eq!((f.line, f.index, f.message.as_str()), (SUM_LINE, Some(2), "row sums are small"));
     assert_eq!(f.operands, [("s.abs()".to_string(), "1600".to_string()), ("1000.0".to_string(), "1000".to_string())]);
 }
@@ -143,7 +129,7 @@ fn an_assertion_on_a_dot_result() {
     assert_eq!(c.to_vec()[16 * 3 + 7], 7.0);
     b[5 * 16 + 7] = f16::from_f32(500.0);
     let bt = Tensor::from_vec(&dev, &[16, 16], b).unwrap();
-    let f = failure(&dev, checked_dot::launch((1,), &a, &bt, &c, 100.0));
+    let f = assertion_failure(&dev, checked_dot::launch((1,), &a, &bt, &c, 100.0));
     assert_eq!((f.kernel, f.line, f.index), ("checked_dot", DOT_LINE, Some(5 * 16 + 7)));
     assert_eq!(f.operands, [("acc".to_string(), "500".to_string()), ("limit".to_string(), "100".to_string())]);
 }

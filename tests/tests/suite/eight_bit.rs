@@ -4,7 +4,7 @@
 
 use kernel_runtime::{cdiv, f8e4m3, f8e5m2, Tensor};
 use tests::eight_bit::{checked_fp8, fp8_dot, fp8_ops, i8_dot};
-use tests::{spread, test_device};
+use tests::{assertion_failure, spread, test_device};
 
 const N: usize = 128;
 const VALID: usize = 100;
@@ -131,13 +131,7 @@ fn assertions_report_8_bit_values() {
     let mut x = vec![f8e4m3::from_f32(0.5); 64];
     x[37] = f8e4m3::from_f32(3.0);
     let (tx, out) = (Tensor::from_vec(&dev, &[64], x).unwrap(), Tensor::<f32>::zeros(&dev, &[64]).unwrap());
-    let launched = checked_fp8::launch((1,), &tx, 2.0, &out, 64);
-    let err = match launched {
-        Err(e) => e.assertion().cloned(),
-        Ok(()) => dev.synchronize().expect_err("the failed assertion was not reported").assertion().cloned(),
-    };
-    let f = err.expect("an assertion failure");
-    dev.synchronize().expect("reported once");
+    let f = assertion_failure(&dev, checked_fp8::launch((1,), &tx, 2.0, &out, 64));
     assert_eq!(f.index, Some(37));
     assert_eq!(f.operands, vec![("v".to_string(), "3".to_string()), ("lim".to_string(), "2".to_string())]);
 }
