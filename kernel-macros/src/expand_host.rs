@@ -367,7 +367,12 @@ pub fn module(
                 quote!(#rt::TmaOperand { ptr: #ptr, row_stride: #row, col_stride: #col, box_inner: #bi, box_rows: #br, swizzle: #sw })
             });
             let split = e.split_bytes as u32;
-            quote!(#rt::InstanceInfo { entry: #entry, config: #c, variant: #v, launch_metas: &[#(#lm),*], threads: #threads, shared_bytes: #smem, tma: &[#(#tma),*], split_bytes: #split })
+            let hidden = e.hidden.iter().map(|h| h.runtime(&rt));
+            let split_hidden = e.split_hidden.iter().map(|h| h.runtime(&rt));
+            quote!(#rt::InstanceInfo {
+                entry: #entry, config: #c, variant: #v, launch_metas: &[#(#lm),*], threads: #threads, shared_bytes: #smem,
+                tma: &[#(#tma),*], split_bytes: #split, hidden: &[#(#hidden),*], split_hidden: &[#(#split_hidden),*],
+            })
         })
         .collect();
     // Instance index from (config, variant, launch-time values).

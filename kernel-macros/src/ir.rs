@@ -713,6 +713,17 @@ pub struct Kernel {
 // Display: `KERNEL_DUMP=dir` writes this text form of each variant.
 
 impl Kernel {
+    /// Expression `id` as the IR dump writes it.
+    pub fn expr_text(&self, id: ExprId) -> String {
+        struct E<'a>(&'a Kernel, ExprId);
+        impl fmt::Display for E<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.fmt_expr(self.1, f)
+            }
+        }
+        E(self, id).to_string()
+    }
+
     fn fmt_expr(&self, id: ExprId, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let e = &self.exprs[id];
         match &e.kind {

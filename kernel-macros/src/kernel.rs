@@ -29,8 +29,7 @@ thread_local! {
 }
 
 /// What one `#[kernel]` lowered, for the code generator's snapshot suite
-/// (`kernel-macros/tests/codegen/snapshots.rs`). A per-instance device plan goes here too once
-/// there is one.
+/// (`kernel-macros/tests/codegen/snapshots.rs`).
 #[cfg(test)]
 pub struct Lowered {
     pub name: String,
@@ -48,6 +47,8 @@ pub struct LoweredInstance {
     pub config: usize,
     /// The index of its IR in [`Lowered::variants`].
     pub variant: usize,
+    /// The device plan of each body of its entries, as text, named `<entry>.<target>`.
+    pub plans: Vec<(String, String)>,
 }
 
 /// Runs `f` (an entry point: `expand_kernel_fn`, `module::expand`) and returns its result with
@@ -167,27 +168,39 @@ pub fn expand(attr: TokenStream, f: syn::ItemFn, helpers: &HashMap<String, &syn:
             })
             .collect()
     });
-    #[cfg(test)]
-    RECORDED.with(|r| {
-        if let Some(r) = r.borrow_mut().as_mut() {
-            let instances = keys.iter().map(|k| LoweredInstance { entry: k.entry.clone(), config: k.config, variant: k.variant }).collect();
-            r.push(Lowered { name: sig.name.to_string(), variants: variants.clone(), instances });
-        }
-    });
-    let entries: Vec<_> = keys
+    let entries: Result<Vec<_>, String> = keys
         .iter()
         .map(|key| {
             let c = &inst.configs[key.config];
             expand_device::entry(&variants[key.variant], &key.entry, &key.vals, c.num_warps as usize, c.num_stages as usize)
+                .map_err(|e| format!("the device plan of entry `{}` is invalid: {e} (an internal error of the code generator: please report it)", key.entry))
         })
         .collect();
+    let entries: Vec<_> = match entries {
+        Ok(entries) => entries,
+        Err(msg) => {
+            diag.error(f.sig.ident.sp(), msg);
+            return error_output(&diag, &sig, &attrs);
+        }
+    };
+    #[cfg(test)]
+    RECORDED.with(|r| {
+        if let Some(r) = r.borrow_mut().as_mut() {
+            let instances = keys
+                .iter()
+                .zip(&entries)
+                .map(|(k, e)| LoweredInstance { entry: k.entry.clone(), config: k.config, variant: k.variant, plans: e.plans.clone() })
+                .collect();
+            r.push(Lowered { name: sig.name.to_string(), variants: variants.clone(), instances });
+        }
+    });
     let out = expand_host::module(&sig, &inst, &variants, &keys, &entries, &attrs.docs);
     let out = into_module(out, &sig.name, entry_claims(&sig.name, keys.iter().map(|k| k.entry.as_str())));
     let device_entries = entries.len() + entries.iter().filter(|e| e.split_bytes > 0).count();
     let warning = many_entries_warning(&f.sig.ident, entries.len(), device_entries);
     let notes = diag.to_warnings();
     let out = quote::quote!(#out #warning #notes);
-    dump(&sig.name.to_string(), &variants, &out);
+    dump(&sig.name.to_string(), &variants, &entries, &out);
     let _ = f.sp();
     out
 }
@@ -347,8 +360,9 @@ fn check_block_sizes(v: &crate::ir::Kernel, concrete: &[(HashMap<String, i64>, S
     }
 }
 
-/// `KERNEL_DUMP=dir`: writes each variant's IR and the generated Rust, for inspection.
-fn dump(name: &str, variants: &[crate::ir::Kernel], out: &TokenStream) {
+/// `KERNEL_DUMP=dir`: writes each variant's IR, the generated Rust and each entry's device plans
+/// (`<entry>.<target>.plan`), for inspection.
+fn dump(name: &str, variants: &[crate::ir::Kernel], entries: &[expand_device::DeviceEntry], out: &TokenStream) {
     let Some(dir) = std::env::var_os("KERNEL_DUMP") else { return };
     let dir = std::path::PathBuf::from(dir);
     if std::fs::create_dir_all(&dir).is_err() {
@@ -357,4 +371,7 @@ fn dump(name: &str, variants: &[crate::ir::Kernel], out: &TokenStream) {
     let ir: String = variants.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("\n");
     let _ = std::fs::write(dir.join(format!("{name}.ir")), ir);
     let _ = std::fs::write(dir.join(format!("{name}.host.rs")), out.to_string());
+    for (plan_name, plan) in entries.iter().flat_map(|e| &e.plans) {
+        let _ = std::fs::write(dir.join(format!("{plan_name}.plan")), plan);
+    }
 }

@@ -85,7 +85,8 @@ use kernel_formats::autotune::{CacheEntry, CacheFile, KeyComponents, Skipped, St
 use crate::cuda::CudaDevice;
 use crate::dtype::DTypeKind;
 use crate::error::LaunchError;
-use crate::launch::{KernelInfo, PtrArg};
+use crate::abi::KernelInfo;
+use crate::launch::PtrArg;
 use crate::split::{self, SplitChoice};
 
 /// Timed repetitions per config: at least this many...
@@ -774,7 +775,7 @@ fn decide(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::launch::{ModuleInfo, ParamInfo, ParamKind};
+    use crate::abi::{ModuleInfo, ParamInfo, ParamKind};
     use crate::{Config, MetaValue};
     use std::cell::{Cell, RefCell};
     use std::collections::BTreeMap as Sorted;

@@ -74,6 +74,7 @@
 
 #![warn(missing_docs)]
 
+mod abi;
 mod autotune;
 #[cfg(feature = "cuda")]
 pub mod baseline;
@@ -131,7 +132,8 @@ pub use cudarc;
 pub mod __private {
     pub use crate::cpu;
     pub use crate::autotune::Tuning;
-    pub use crate::launch::{autotune, launch, AssertInfo, launch_cpu, ptr_arg, EmbeddedModule, InstanceInfo, KernelInfo, ModuleInfo, ParamInfo, ParamKind, PtrArg, ScalarArg, TmaOperand};
+    pub use crate::abi::{AssertInfo, EmbeddedModule, Hidden, InstanceInfo, KernelInfo, ModuleInfo, ParamInfo, ParamKind, TmaOperand};
+    pub use crate::launch::{autotune, launch, launch_cpu, ptr_arg, PtrArg, ScalarArg};
     pub use crate::{
         with_split, Config, DType, DTypeKind, Device, Func, Grid, GridDims, LaunchError, MetaValue, Tensor,
     };

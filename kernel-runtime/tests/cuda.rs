@@ -214,6 +214,8 @@ fn axpy_info(crate_name: &'static str, dir: &Path, instances: &[(&'static str, u
             shared_bytes,
             tma: &[],
             split_bytes: 0,
+            hidden: &[],
+            split_hidden: &[],
         })
         .collect();
     leak(KernelInfo {

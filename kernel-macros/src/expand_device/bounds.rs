@@ -11,49 +11,6 @@ use proc_macro2::Span;
 use quote::quote_spanned;
 
 impl DevGen<'_> {
-    /// The pointer parameter each local's pointer values come from (`None` for other locals, or
-    /// when the values come from different parameters).
-    pub(super) fn pointer_roots(&self) -> Vec<Option<usize>> {
-        let k = self.k;
-        let values = assigned_values(k);
-        let mut roots: Vec<Option<usize>> = vec![None; k.locals.len()];
-        // Pointer locals are defined from parameters and earlier locals: a few rounds settle.
-        for _ in 0..4 {
-            for (l, vs) in &values {
-                if !matches!(k.locals[*l].ty.elem, Elem::Ptr(_)) {
-                    continue;
-                }
-                let found: Vec<Option<usize>> = vs.iter().map(|v| self.root_with(*v, &roots, *l)).collect();
-                roots[*l] = match found.iter().flatten().next() {
-                    Some(r) if found.iter().all(|f| f.is_none_or(|x| x == *r)) && found.iter().any(|f| f.is_some()) => Some(*r),
-                    _ => None,
-                };
-            }
-        }
-        roots
-    }
-
-    fn root_with(&self, e: ExprId, roots: &[Option<usize>], this: LocalId) -> Option<usize> {
-        let k = self.k;
-        match &k.exprs[e].kind {
-            ExprKind::Param(i) => matches!(k.params[*i].kind, ParamKind::Ptr(_)).then_some(*i),
-            ExprKind::PtrAdd(p, _) => self.root_with(*p, roots, this),
-            ExprKind::Local(l) if *l == this => None,
-            ExprKind::Local(l) => roots[*l],
-            ExprKind::ExpandDims(x, _) | ExprKind::Reshape(x) | ExprKind::BroadcastTo(x) | ExprKind::Trans(x) => self.root_with(*x, roots, this),
-            ExprKind::Where(_, a, b) => {
-                let (ra, rb) = (self.root_with(*a, roots, this), self.root_with(*b, roots, this));
-                if ra == rb { ra } else { None }
-            }
-            _ => None,
-        }
-    }
-
-    /// The pointer parameter the pointer block `ptr` is computed from.
-    pub(super) fn ptr_root(&self, ptr: ExprId) -> Option<usize> {
-        self.root_with(ptr, &self.ptr_roots, usize::MAX)
-    }
-
     /// The base and length identifiers of the buffer behind `ptr`.
     fn extent(&self, ptr: ExprId) -> Option<(Ident, Ident, u32)> {
         let i = self.ptr_root(ptr)?;

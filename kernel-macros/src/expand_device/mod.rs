@@ -1,5 +1,7 @@
 //! Device backend: one `extern "ptx-kernel"` entry per declared instance (concrete meta
-//! values), compiled for `nvptx64-nvidia-cuda` by `cargo xtask build-ptx`.
+//! values), compiled for `nvptx64-nvidia-cuda` by `cargo xtask build-ptx`. Each body of an
+//! entry is planned (`plan/`: value kinds, layouts, `dot` tilings, loop schedules, the split
+//! loop, hidden parameters) and then emitted by [`DevGen`], which translates the plan.
 //!
 //! Layout: a block of N elements is spread over the T threads of the program cyclically, in
 //! chunks of V consecutive elements (`vec_width`: 8 in kernels that access blocks of 16- or
@@ -37,62 +39,11 @@ mod operands;
 mod debug;
 mod pipeline;
 mod reduce;
+mod plan;
 mod split;
 mod vector;
 
-/// The most elements of a block per thread for which cyclic slot loops are unrolled (see
-/// `DevGen::slot_loop`): 64 values of 32 bits leave room for a second such block and the
-/// kernel's other values in 255 registers.
-const MAX_UNROLLED_SLOTS: usize = 64;
-
-#[derive(Clone, Debug)]
-enum LocalKind {
-    Scalar,
-    Pure(ExprId),
-    Affine(ExprId),
-    /// A load used once, right after it is defined: evaluated at its use (so a `dot`
-    /// operand goes from global memory straight to shared memory).
-    Inline(ExprId),
-    Materialized,
-}
-
-/// Which thread holds which element of a materialized block.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Layout {
-    /// Thread `t` owns flat indices `t, t + T, ...`.
-    Cyclic,
-    /// The accumulator layout of `mma.sync.m16n8k16` over a `wm x wn` grid of warps, each
-    /// warp owning `tm x tn` tiles of 16x8 of an `[M, n]` block.
-    ///
-    /// With `wg` (Hopper's `wgmma`), `wm x wn` is a grid of warpgroups (4 warps), each owning
-    /// `tm` tiles of 64 rows by `8 tn` columns; warp `w % 4` of a warpgroup holds rows
-    /// `16 (w % 4) ..` of each 64-row tile in the same per-16x8 register order.
-    Mma { wm: usize, wn: usize, tm: usize, tn: usize, n: usize, wg: bool },
-    /// The rows of a block in the `Mma` layout with these fields: element `r` of an `[M]` block
-    /// (the result of reducing the `[M, n]` block along its columns, and elementwise values of
-    /// such results) is held by every thread that holds row `r` of the parent, in register
-    /// slot `2 t + h` for the parent's row tile `t` and half `h` (see `reduce.rs`). The lanes
-    /// of a quad, and the warps of a row of the warp grid, hold the same values.
-    MmaRows { wm: usize, wn: usize, tm: usize, tn: usize, n: usize, wg: bool },
-}
-
-impl Layout {
-    /// The `[M]` row layout of an `[M, n]` block in the `mma` layout `self`.
-    fn rows(self) -> Option<Layout> {
-        match self {
-            Layout::Mma { wm, wn, tm, tn, n, wg } => Some(Layout::MmaRows { wm, wn, tm, tn, n, wg }),
-            _ => None,
-        }
-    }
-
-    /// The `[M, n]` layout whose rows `self` holds.
-    fn parent(self) -> Option<Layout> {
-        match self {
-            Layout::MmaRows { wm, wn, tm, tn, n, wg } => Some(Layout::Mma { wm, wn, tm, tn, n, wg }),
-            _ => None,
-        }
-    }
-}
+use plan::{DevicePlan, Layout, LocalKind, Schedule, SplitLoop, PipeOp, PipePlan};
 
 /// Where an expression is evaluated: at the iteration's own flat index (`__f`, register
 /// slot `__j`), at an arbitrary flat index, or at a flat index whose bits are known bits of the
@@ -174,6 +125,12 @@ pub struct DeviceEntry {
     /// `<entry>__split`, whose four more hidden parameters are the workspace, the counters, the
     /// whole programs and the parts per split program. Else 0.
     pub split_bytes: usize,
+    /// The plain entry's hidden parameters (`plan/abi.rs`).
+    pub(crate) hidden: Vec<plan::abi::Hidden>,
+    /// The split entry's, when it has one (else empty).
+    pub(crate) split_hidden: Vec<plan::abi::Hidden>,
+    /// Each body's plan as text, named `<entry>.<target>` (`KERNEL_DUMP`, snapshots).
+    pub plans: Vec<(String, String)>,
 }
 
 /// A 2-D tensor map the runtime builds at launch for one `dot` operand of a pipelined K loop:
@@ -207,6 +164,14 @@ impl Target {
         self == Target::Sm90a
     }
 
+    /// The architecture's name in file names and dumps.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Target::Sm80 => "sm_80",
+            Target::Sm90a => "sm_90a",
+        }
+    }
+
     /// The attribute that compiles a body of this target only where it runs (the device build
     /// passes `-C target-cpu=<arch>`, which sets the `sm_90a` target feature on Hopper).
     fn cfg(self) -> TokenStream {
@@ -217,13 +182,10 @@ impl Target {
     }
 }
 
+/// The emitter of one body: translates a [`DevicePlan`] (read through `Deref`) into thread-level
+/// Rust, allocating shared memory and tracking barriers as it goes.
 struct DevGen<'a> {
-    k: &'a Kernel,
-    vals: &'a HashMap<String, i64>,
-    threads: usize,
-    d: TokenStream,
-    shapes: Vec<Vec<usize>>,
-    kinds: Vec<LocalKind>,
+    p: &'a DevicePlan<'a>,
     /// Dot/reduce results of the statement being generated.
     temps: RefCell<HashMap<ExprId, MatVar>>,
     /// Materialized values the current phase reads at other threads' coordinates.
@@ -232,31 +194,18 @@ struct DevGen<'a> {
     /// Where each statement's shared memory starts: above the loop-invariant `dot` operands
     /// of the loops being generated (`resident`).
     floor: Cell<usize>,
-    /// `dot` operands staged in shared memory once before the loop they are used in (they do
-    /// not change in it), by operand expression: their offset.
+    /// `dot` operands staged in shared memory once before the loop they are used in (the plan's
+    /// `Schedule::AsWritten::resident`), by operand expression: their offset.
     resident: RefCell<HashMap<ExprId, usize>>,
     /// `dot` operands copied one iteration ahead in the loops being generated (`operands.rs`).
     ahead: RefCell<HashMap<ExprId, operands::Ahead>>,
-    /// `dot`s of those loops followed by another `dot` in the same iteration: one whose operands
-    /// are all resident, ahead or in registers needs no barrier after it (the next `dot`'s
-    /// barrier comes before the next iteration's copies overwrite what it read).
-    followed: RefCell<std::collections::HashSet<ExprId>>,
     smem_max: Cell<usize>,
     iter_numel: Cell<usize>,
     iter_layout: Cell<Layout>,
-    layouts: Vec<Layout>,
     counter: Cell<usize>,
-    /// Whether the kernel reads global memory anywhere (stores then keep program order).
-    has_loads: bool,
-    /// The instance's `num_stages`: shared-memory buffers of a software-pipelined K loop.
-    num_stages: usize,
     /// Loads of the phase being generated that were read ahead for the whole chunk (one vector
     /// access): their element is `ident[__v]`.
     prefetched: RefCell<HashMap<ExprId, Ident>>,
-    /// The pointer parameter behind each pointer local (`bounds.rs`).
-    ptr_roots: Vec<Option<usize>>,
-    /// The architecture the body is generated for.
-    target: Target,
     /// Tensor maps the generated code copies with, in the order of their hidden-parameter slots.
     tma: RefCell<Vec<TmaDesc>>,
     /// Whether every thread is past a block barrier with no global access since (a store
@@ -273,16 +222,14 @@ struct DevGen<'a> {
     /// then runs it itself, out of line, and returns (`pipeline.rs`).
     /// (The loop's variable: no loop inside it takes the code.)
     tail: RefCell<Option<(LocalId, TokenStream)>>,
-    /// The loop a launch may split over several blocks per program (`split.rs`).
-    split: Option<split::SplitLoop>,
-    /// Whether cyclic slot loops are unrolled (`slot_loop`).
-    unroll_slots: bool,
-    /// The longest chunk of the cyclic layout (`vec_width`): 8 when the kernel accesses blocks of
-    /// 16- or 8-bit elements in memory (16-byte accesses), else 4.
-    max_vec: usize,
-    /// Whether `mma.sync` tilings keep whole rows in one warp: the kernel has a `dot` and reduces
-    /// a 2-D block along its rows (flash attention's row maxima and sums).
-    rows_per_warp: bool,
+}
+
+impl<'a> std::ops::Deref for DevGen<'a> {
+    type Target = DevicePlan<'a>;
+
+    fn deref(&self) -> &DevicePlan<'a> {
+        self.p
+    }
 }
 
 fn elem_size(e: &Elem) -> usize {
@@ -313,340 +260,25 @@ pub fn dev_dtype(d: DType) -> TokenStream {
 }
 
 impl<'a> DevGen<'a> {
-    fn new(k: &'a Kernel, vals: &'a HashMap<String, i64>, threads: usize, num_stages: usize, target: Target) -> Self {
-        let shapes = k
-            .exprs
-            .iter()
-            .map(|e| e.ty.shape.iter().map(|d| d.eval(&|s| vals.get(s).copied()).unwrap_or(1).max(0) as usize).collect())
-            .collect();
-        let mut g = DevGen {
-            k,
-            vals,
-            threads,
-            d: quote!(::kernel_std::__private::device),
-            shapes,
-            kinds: vec![],
+    fn new(p: &'a DevicePlan<'a>) -> Self {
+        DevGen {
+            p,
             temps: RefCell::new(HashMap::new()),
             staged: RefCell::new(vec![]),
             cursor: Cell::new(0),
             floor: Cell::new(0),
             resident: RefCell::new(HashMap::new()),
             ahead: RefCell::new(HashMap::new()),
-            followed: RefCell::new(std::collections::HashSet::new()),
             smem_max: Cell::new(0),
             iter_numel: Cell::new(0),
             iter_layout: Cell::new(Layout::Cyclic),
-            layouts: vec![],
             counter: Cell::new(0),
-            has_loads: k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Load { .. } | ExprKind::Atomic { .. })),
-            num_stages: num_stages.max(1),
             prefetched: RefCell::new(HashMap::new()),
-            ptr_roots: vec![],
-            target,
             tma: RefCell::new(vec![]),
             synced: Cell::new(false),
             pipelined: Cell::new(false),
             last: Cell::new(false),
             tail: RefCell::new(None),
-            split: None,
-            unroll_slots: false,
-            max_vec: 4,
-            rows_per_warp: false,
-        };
-        g.rows_per_warp = k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Dot { .. }))
-            && k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Reduce { x, axis: 1, .. } if g.shapes[x].len() == 2));
-        g.max_vec = if k.exprs.iter().any(|e| !e.ty.shape.is_empty() && matches!(e.ty.elem, Elem::Ptr(d) if elem_size(&Elem::Val(d)) <= 2)) { 8 } else { 4 };
-        g.unroll_slots = g.shapes.iter().all(|s| g.per_thread(s.iter().product()) <= MAX_UNROLLED_SLOTS);
-        g.kinds = g.classify_locals();
-        g.layouts = g.assign_layouts();
-        g.ptr_roots = g.pointer_roots();
-        g
-    }
-
-    // ---------------------------------------------------------------- analysis
-
-    fn classify_locals(&self) -> Vec<LocalKind> {
-        let k = self.k;
-        let mut lets: HashMap<LocalId, ExprId> = HashMap::new();
-        let mut assigns: HashMap<LocalId, Vec<ExprId>> = HashMap::new();
-        fn walk(stmts: &[Stmt], lets: &mut HashMap<LocalId, ExprId>, assigns: &mut HashMap<LocalId, Vec<ExprId>>) {
-            for s in stmts {
-                match s {
-                    Stmt::Let { local, value } => {
-                        lets.insert(*local, *value);
-                    }
-                    Stmt::Assign { local, value } => assigns.entry(*local).or_default().push(*value),
-                    Stmt::For { body, .. } => walk(body, lets, assigns),
-                    Stmt::While { pre, body, .. } => {
-                        walk(pre, lets, assigns);
-                        walk(body, lets, assigns);
-                    }
-                    Stmt::If { then, els, .. } => {
-                        walk(then, lets, assigns);
-                        walk(els, lets, assigns);
-                    }
-                    _ => {}
-                }
-            }
-        }
-        walk(&k.body, &mut lets, &mut assigns);
-        let mut uses = vec![0usize; k.locals.len()];
-        for e in &k.exprs {
-            if let ExprKind::Local(l) = e.kind {
-                uses[l] += 1;
-            }
-        }
-        let inline = self.single_use_loads(&lets, &assigns, &uses);
-        let mut kinds: Vec<LocalKind> = Vec::with_capacity(k.locals.len());
-        for (id, l) in k.locals.iter().enumerate() {
-            let kind = if l.ty.is_scalar() {
-                LocalKind::Scalar
-            } else {
-                // A value with transcendental functions read more than once is computed once.
-                let costly = |v: ExprId| uses[id] > 1 && self.has_transcendental(v, &kinds);
-                match (lets.get(&id), assigns.get(&id)) {
-                    (Some(v), None) if self.is_pure(*v, &kinds) && !costly(*v) => LocalKind::Pure(*v),
-                    (Some(v), None) if inline.contains(&id) => LocalKind::Inline(*v),
-                    (Some(v), Some(asg)) if self.is_pure(*v, &kinds) && asg.iter().all(|a| self.is_affine_step(id, *a)) => {
-                        LocalKind::Affine(*v)
-                    }
-                    _ => LocalKind::Materialized,
-                }
-            };
-            kinds.push(kind);
-        }
-        kinds
-    }
-
-    /// Immutable block locals defined by a `load`, referenced exactly once, by a `let`,
-    /// assignment or store that follows their definition with only `let`s in between.
-    /// `uses`: how many expressions read each local.
-    fn single_use_loads(&self, lets: &HashMap<LocalId, ExprId>, assigns: &HashMap<LocalId, Vec<ExprId>>, uses: &[usize]) -> Vec<LocalId> {
-        let k = self.k;
-        let mut out = Vec::new();
-        fn scan(k: &Kernel, stmts: &[Stmt], uses: &[usize], lets: &HashMap<LocalId, ExprId>, assigns: &HashMap<LocalId, Vec<ExprId>>, out: &mut Vec<LocalId>) {
-            for (i, s) in stmts.iter().enumerate() {
-                match s {
-                    Stmt::For { body, .. } => scan(k, body, uses, lets, assigns, out),
-                    Stmt::While { pre, body, .. } => {
-                        scan(k, pre, uses, lets, assigns, out);
-                        scan(k, body, uses, lets, assigns, out);
-                    }
-                    Stmt::If { then, els, .. } => {
-                        scan(k, then, uses, lets, assigns, out);
-                        scan(k, els, uses, lets, assigns, out);
-                    }
-                    Stmt::Let { local, value } => {
-                        let l = *local;
-                        let is_load = matches!(k.exprs[*value].kind, ExprKind::Load { .. });
-                        if !is_load || uses[l] != 1 || assigns.contains_key(&l) || k.locals[l].ty.is_scalar() || !lets.contains_key(&l) {
-                            continue;
-                        }
-                        for later in &stmts[i + 1..] {
-                            let roots: Vec<ExprId> = match later {
-                                Stmt::Let { value, .. } | Stmt::Assign { value, .. } => vec![*value],
-                                Stmt::Store { ptr, value, mask, .. } => {
-                                    let mut v = vec![*ptr, *value];
-                                    v.extend(mask.iter().copied());
-                                    v
-                                }
-                                _ => break,
-                            };
-                            if roots.iter().any(|r| uses_local(k, *r, l)) {
-                                out.push(l);
-                                break;
-                            }
-                            if !matches!(later, Stmt::Let { .. }) {
-                                break;
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-            }
-        }
-        scan(k, &k.body, uses, lets, assigns, &mut out);
-        out
-    }
-
-    /// The register layout of each materialized local: the `mma` layout for accumulators of a
-    /// tensor-core `dot` and for elementwise values computed from them, else cyclic.
-    fn assign_layouts(&self) -> Vec<Layout> {
-        let k = self.k;
-        let values = assigned_values(k);
-        let mut layouts = vec![Layout::Cyclic; k.locals.len()];
-        for _ in 0..3 {
-            for (l, vs) in &values {
-                if !matches!(self.kinds[*l], LocalKind::Materialized) {
-                    continue;
-                }
-                for v in vs {
-                    let found = match &k.exprs[*v].kind {
-                        ExprKind::Dot { .. } => self.mma_tiling(*v),
-                        _ => self.elementwise_mma_source(*v, &self.shapes[*v], &layouts),
-                    };
-                    if let Some(lay) = found {
-                        layouts[*l] = lay;
-                    }
-                }
-            }
-        }
-        layouts
-    }
-
-    /// The `mma` layout of a same-shape materialized local that `e` reads elementwise.
-    fn elementwise_mma_source(&self, e: ExprId, shape: &[usize], layouts: &[Layout]) -> Option<Layout> {
-        let ex = &self.k.exprs[e];
-        if self.shapes[e] != shape {
-            return None;
-        }
-        match &ex.kind {
-            ExprKind::Local(l) => match (&self.kinds[*l], layouts[*l]) {
-                // A local evaluated at its uses is where its value is.
-                (LocalKind::Pure(v) | LocalKind::Inline(v), _) => self.elementwise_mma_source(*v, shape, layouts),
-                (_, Layout::Cyclic) => None,
-                (_, m) => Some(m),
-            },
-            ExprKind::Reduce { x, axis, .. } => {
-                let sx = &self.shapes[*x];
-                self.elementwise_mma_source(*x, sx, layouts).and_then(|l| self.reduce_result_layout(l, sx, *axis))
-            }
-            ExprKind::Unary(..) | ExprKind::Binary(..) | ExprKind::Cast(_) | ExprKind::Math(..) | ExprKind::Where(..) => {
-                ex.kind.operands().into_iter().find_map(|c| self.elementwise_mma_source(c, shape, layouts))
-            }
-            _ => None,
-        }
-    }
-
-    /// A tensor-core tiling for a `dot`: f16/bf16 operands, or 8-bit operands staged as f16
-    /// (`operands.rs`: exact), M % 16, N % 8, K % 16, and a warp grid that divides the output
-    /// with at most 128 accumulator registers per thread (64 for 8-bit integers, which also
-    /// keep their i32 sums). 8-bit integer products are exact in the f32 sums of one `dot`
-    /// while `K * max|a| * max|b| <= 2^24` (K up to 1024 for i8 x i8, 512 for i8 x u8, 256 for
-    /// u8 x u8); each `dot` then adds its f32 result, converted, to the i32 sums.
-    fn mma_tiling(&self, dot: ExprId) -> Option<Layout> {
-        let ExprKind::Dot { a, b, .. } = &self.k.exprs[dot].kind else { return None };
-        let (sa, sb) = (&self.shapes[*a], &self.shapes[*b]);
-        let (m, kk, n) = (sa[0], sa[1], sb[1]);
-        let (da, db) = (self.k.exprs[*a].ty.dtype(), self.k.exprs[*b].ty.dtype());
-        let fp8 = da.is_some_and(DType::is_fp8) && db.is_some_and(DType::is_fp8);
-        let magnitude = |d: Option<DType>| match d {
-            Some(DType::I8) => Some(128usize),
-            Some(DType::U8) => Some(255),
-            _ => None,
-        };
-        let int8 = magnitude(da).zip(magnitude(db)).is_some_and(|(x, y)| kk * x * y <= 1 << 24);
-        if !matches!(da, Some(DType::F16 | DType::BF16)) && !fp8 && !int8 {
-            return None;
-        }
-        if m % 16 != 0 || n % 8 != 0 || kk % 16 != 0 {
-            return None;
-        }
-        let budget = if int8 { self.accumulator_budget() / 2 } else { self.accumulator_budget() };
-        if let Some(l) = self.wgmma_tiling(m, kk, n, budget) {
-            return Some(l);
-        }
-        let warps = self.threads / 32;
-        let mut best: Option<(usize, Layout)> = None;
-        for wm in 1..=warps {
-            if !warps.is_multiple_of(wm) {
-                continue;
-            }
-            let wn = warps / wm;
-            if m % (16 * wm) != 0 || n % (8 * wn) != 0 {
-                continue;
-            }
-            let (tm, tn) = (m / (16 * wm), n / (8 * wn));
-            if tm * tn * 4 > budget {
-                continue;
-            }
-            // Square warp tiles read the fewest shared-memory bytes per multiply-add; in a
-            // kernel that reduces `dot` results along their rows, whole rows per warp (the row
-            // statistics stay in the warp's registers and line up between the kernel's `dot`s).
-            let score = if self.rows_per_warp && wn == 1 { 0 } else { (tm * 16).abs_diff(tn * 8) + 1 };
-            if best.as_ref().is_none_or(|(s, _)| score < *s) {
-                best = Some((score, Layout::Mma { wm, wn, tm, tn, n, wg: false }));
-            }
-        }
-        best.map(|(_, l)| l)
-    }
-
-    /// A `wgmma` tiling (sm_90a) of an `[m, kk] x [kk, n]` product: whole warpgroups, each owning
-    /// `tm` tiles of `m64 x n'` with `n'` one of 16, 32, 64, 128, 192, 256; A's rows are 32, 64 or
-    /// 128 bytes (one swizzle pattern wide) and B is stored in column blocks of `min(n, 64)`.
-    /// Prefers the widest `n'` (fewest shared-memory bytes read per multiply-add), then the
-    /// fewest tiles per warpgroup.
-    fn wgmma_tiling(&self, m: usize, kk: usize, n: usize, budget: usize) -> Option<Layout> {
-        let warps = self.threads / 32;
-        // K-major A rows of up to 64 elements (one 128-byte swizzle pattern); deeper tiles are
-        // staged in 64-column blocks like B.
-        if !self.target.has_wgmma() || !warps.is_multiple_of(4) || !([16, 32].contains(&kk) || (kk.is_multiple_of(64) && kk <= 256)) {
-            return None;
-        }
-        let groups = warps / 4;
-        let block = n.min(64);
-        let mut best: Option<((usize, usize), Layout)> = None;
-        for gm in (1..=groups).filter(|g| groups.is_multiple_of(*g)) {
-            let gn = groups / gm;
-            if !m.is_multiple_of(64 * gm) || !n.is_multiple_of(gn) {
-                continue;
-            }
-            let (tm, np) = (m / (64 * gm), n / gn);
-            if ![16, 32, 64, 128, 192, 256].contains(&np) || !np.is_multiple_of(block) || tm * np / 2 > budget {
-                continue;
-            }
-            let score = (usize::MAX - np, tm);
-            if best.as_ref().is_none_or(|(s, _)| score < *s) {
-                best = Some((score, Layout::Mma { wm: gm, wn: gn, tm, tn: np / 8, n, wg: true }));
-            }
-        }
-        best.map(|(_, l)| l)
-    }
-
-    /// Registers per thread an `mma` accumulator may take (of 255): half when the kernel also
-    /// evaluates transcendental functions (their temporaries need the rest), else 128.
-    fn accumulator_budget(&self) -> usize {
-        if self.k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Math(f, _) if f.is_transcendental())) {
-            64
-        } else {
-            128
-        }
-    }
-
-    fn is_pure(&self, e: ExprId, kinds: &[LocalKind]) -> bool {
-        let k = self.k;
-        let ex = &k.exprs[e];
-        match &ex.kind {
-            ExprKind::Load { .. } | ExprKind::Dot { .. } | ExprKind::Reduce { .. } | ExprKind::Scan { .. } | ExprKind::ReduceWith { .. } | ExprKind::Atomic { .. } => false,
-            // Immutable values never change, so an expression over them can be re-evaluated
-            // at any later use instead of being stored.
-            ExprKind::Local(l) => match kinds.get(*l) {
-                Some(LocalKind::Scalar) | Some(LocalKind::Materialized) => !k.locals[*l].mutable,
-                Some(LocalKind::Pure(_)) => true,
-                _ => false,
-            },
-            _ => ex.kind.operands().into_iter().all(|c| self.is_pure(c, kinds)),
-        }
-    }
-
-    /// Whether evaluating `e` (through the pure locals it reads) calls a transcendental function.
-    fn has_transcendental(&self, e: ExprId, kinds: &[LocalKind]) -> bool {
-        match &self.k.exprs[e].kind {
-            ExprKind::Math(f, _) if f.is_transcendental() => true,
-            ExprKind::Local(l) => matches!(kinds.get(*l), Some(LocalKind::Pure(v)) if self.has_transcendental(*v, kinds)),
-            kind => kind.operands().into_iter().any(|c| self.has_transcendental(c, kinds)),
-        }
-    }
-
-    /// `x = x + s`, `x = x - s` or `x = ptr_add(x, s)` with a uniform scalar `s`.
-    fn is_affine_step(&self, l: LocalId, v: ExprId) -> bool {
-        let k = self.k;
-        let refers_to_self = |e: ExprId| -> bool { uses_local(k, e, l) };
-        match &k.exprs[v].kind {
-            ExprKind::PtrAdd(a, s) | ExprKind::Binary(BinOp::Add | BinOp::Sub, a, s) => {
-                matches!(k.exprs[*a].kind, ExprKind::Local(x) if x == l) && k.exprs[*s].ty.is_scalar() && !refers_to_self(*s)
-            }
-            _ => false,
         }
     }
 
@@ -666,32 +298,6 @@ impl<'a> DevGen<'a> {
                 quote!(*mut #e)
             }
             Elem::Error => quote!(()),
-        }
-    }
-
-    fn numel(&self, e: ExprId) -> usize {
-        self.shapes[e].iter().product()
-    }
-
-    /// Register slots per thread of a cyclic block of `numel` elements.
-    fn per_thread(&self, numel: usize) -> usize {
-        let v = self.vec_width(numel);
-        numel.div_ceil(self.threads * v).max(1) * v
-    }
-
-    /// Elements per chunk of the cyclic layout of a block of `numel` elements: thread `t` owns
-    /// the chunks `t, t + T, ...` of `V` consecutive elements, so that loads and stores move
-    /// `V` elements at a time. The longest of 8 (up to `max_vec`), 4 and 2 that splits the block
-    /// into whole chunks for every thread, else 1.
-    fn vec_width(&self, numel: usize) -> usize {
-        [8, 4, 2].into_iter().filter(|v| *v <= self.max_vec).find(|v| numel >= self.threads * v && numel.is_multiple_of(self.threads * v)).unwrap_or(1)
-    }
-
-    fn slots(&self, numel: usize, layout: Layout) -> usize {
-        match layout {
-            Layout::Cyclic => self.per_thread(numel),
-            Layout::Mma { tm, tn, .. } => tm * tn * 4,
-            Layout::MmaRows { tm, .. } => tm * 2,
         }
     }
 
@@ -722,7 +328,7 @@ impl<'a> DevGen<'a> {
     }
 
     /// `body` for `var` in `0..n` over the register slots (or chunks) of a cyclic block: unrolled
-    /// ([`Self::unrolled`]) when every block of the kernel holds at most [`MAX_UNROLLED_SLOTS`]
+    /// ([`Self::unrolled`]) when every block of the kernel holds at most [`plan::MAX_UNROLLED_SLOTS`]
     /// elements per thread, so that the slot indices are constants and the per-thread arrays
     /// stay in registers; a loop otherwise (a block too large for registers lives in local
     /// memory, and unrolling the code around it only adds register pressure).
@@ -1186,7 +792,7 @@ impl<'a> DevGen<'a> {
     }
 
     fn gen_dot(&self, id: ExprId, a: ExprId, b: ExprId, acc: Option<ExprId>) -> TokenStream {
-        if let Some(layout) = self.mma_tiling(id) {
+        if let Some(layout) = self.tiling(id) {
             return self.gen_dot_mma(id, a, b, acc, layout);
         }
         let d = &self.d;
@@ -1306,7 +912,7 @@ impl<'a> DevGen<'a> {
         // Operands the statement staged may be overwritten by the next statement: a barrier
         // after the product, unless every operand lives across the loop's statements.
         let lasting = |x: ExprId| self.resident.borrow().contains_key(&x) || self.ahead.borrow().contains_key(&x);
-        let free = self.followed.borrow().contains(&id) && (reg_a.is_some() || lasting(a)) && lasting(b);
+        let free = self.followed.contains(&id) && (reg_a.is_some() || lasting(a)) && lasting(b);
         let after = (!free).then(|| quote!(#d::bar_sync();));
         quote! {
             let mut #out: [f32; #slots] = [0.0f32; #slots];
@@ -1633,18 +1239,6 @@ impl<'a> DevGen<'a> {
         }
     }
 
-    /// The `load` an operand comes from (directly or through a single-use local).
-    fn load_of(&self, e: ExprId) -> Option<ExprId> {
-        match &self.k.exprs[e].kind {
-            ExprKind::Load { .. } => Some(e),
-            ExprKind::Local(l) => match self.kinds[*l] {
-                LocalKind::Inline(v) => self.load_of(v),
-                _ => None,
-            },
-            _ => None,
-        }
-    }
-
     /// The value `id` computed into shared memory by `code` (which ends past a barrier), read
     /// into a cyclic temporary: element `f` is `value_at(f)`; a scalar result is uniform, and
     /// every thread reads element 0.
@@ -1822,7 +1416,7 @@ impl<'a> DevGen<'a> {
         for (i, s) in stmts.iter().enumerate() {
             // The last loop gets the code after it, for its fallback.
             if let Stmt::For { var, .. } = s {
-                if self.outlines_cold_code() && split::count_loops(&stmts[i + 1..]) == 0 {
+                if self.outlines_cold_code() && plan::split::count_loops(&stmts[i + 1..]) == 0 {
                     let rest = self.after_loop(&stmts[i + 1..]);
                     self.tail.replace(Some((*var, rest)));
                 }
@@ -2047,7 +1641,7 @@ impl<'a> DevGen<'a> {
             }
             Stmt::For { var, start, end, step, body, .. } => {
                 let reduce = self.split_of(*var).map(|sl| self.split_reduce_code(sl));
-                if let Some(code) = self.try_pipelined(*var, *start, *end, *step, body) {
+                if let Some(code) = self.try_pipelined(*var, *start, *end, *step) {
                     self.pipelined.set(true);
                     return quote!(#code #reduce);
                 }
@@ -2055,10 +1649,10 @@ impl<'a> DevGen<'a> {
                 let t = self.elem(&k.locals[*var].ty);
                 let (s, e, st) = (self.ev(*start, &At::Own), self.ev(*end, &At::Own), self.ev(*step, &At::Own));
                 let split = self.split_of(*var).map(|sl| self.split_range_code(sl, &t));
-                let (floor, resident) = (self.floor.get(), self.stage_resident(body));
+                let (floor, resident) = (self.floor.get(), self.stage_resident(*var));
                 // Copies one iteration ahead, counting the iterations' parity (not in split loops,
                 // whose parts start inside the loop).
-                let ahead = if split.is_none() { self.plan_ahead(body, *var, &t) } else { None };
+                let ahead = self.copy_ahead(*var, &t);
                 let body = self.stmts(body);
                 self.floor.set(floor);
                 let (resident, body) = match ahead {
@@ -2237,37 +1831,47 @@ fn entry_metadata(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num
 /// launches that split nothing). When a tensor-core `dot` can use Hopper's
 /// `wgmma`, each entry has two bodies: one for `sm_90a` (`wgmma`) and one for every other
 /// architecture (`mma.sync`); the instance asks for the largest shared memory of them all.
-pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps: usize, num_stages: usize) -> DeviceEntry {
-    let plain = entry_fn(k, entry_name, vals, num_warps, num_stages, false);
+pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps: usize, num_stages: usize) -> Result<DeviceEntry, plan::PlanError> {
+    let inst = |split: bool| plan::Instance { vals, num_warps, num_stages, split };
+    let plain = entry_fn(k, entry_name, &inst(false))?;
     if plain.split_bytes == 0 {
-        return plain;
+        return Ok(plain);
     }
-    let split = entry_fn(k, &format!("{entry_name}__split"), vals, num_warps, num_stages, true);
+    let split = entry_fn(k, &format!("{entry_name}__split"), &inst(true))?;
     debug_assert_eq!(plain.tma, split.tma);
     let tokens = [plain.tokens, split.tokens].into_iter().collect();
-    DeviceEntry { tokens, shared_bytes: plain.shared_bytes.max(split.shared_bytes), tma: plain.tma, split_bytes: split.split_bytes }
+    let plans = plain.plans.into_iter().chain(split.plans).collect();
+    Ok(DeviceEntry { tokens, shared_bytes: plain.shared_bytes.max(split.shared_bytes), tma: plain.tma, split_bytes: split.split_bytes, hidden: plain.hidden, split_hidden: split.hidden, plans })
 }
 
-/// One entry of an instance (see [`entry`]); with `split`, the version for split launches. The
-/// plain version reports in `split_bytes` whether a split one exists.
-fn entry_fn(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps: usize, num_stages: usize, split: bool) -> DeviceEntry {
-    let threads = 32 * num_warps;
-    // The loop launches may split is a property of the IR: found once, given to both bodies of
-    // the split entry.
-    let mut g = DevGen::new(k, vals, threads, num_stages, Target::Sm80);
-    let split_loop = g.split_loop();
-    let new = |target: Target| {
-        let mut g = DevGen::new(k, vals, threads, num_stages, target);
-        g.split = split_loop.clone().filter(|_| split);
-        g
-    };
-    g.split = split_loop.clone().filter(|_| split);
-    let body = g.body(&k.body);
-    // The sm_90a lowering, for kernels with a `dot` that `wgmma` can take.
-    let hopper = k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Dot { .. })).then(|| new(Target::Sm90a));
-    let hopper = hopper.filter(|h| (0..k.exprs.len()).any(|i| matches!(h.mma_tiling(i), Some(Layout::Mma { wg: true, .. }))));
-    let hopper_body = hopper.as_ref().map(|h| (h.body(&k.body), h.smem_max.get()));
-    let d = &g.d;
+/// The bodies of one entry: its plan and the code emitted from it, for each target it has a
+/// body for (Sm80 first).
+type Bodies<'a> = Vec<(DevicePlan<'a>, TokenStream, usize, Vec<TmaDesc>)>;
+
+/// Plans and emits the body of each target of one entry: the `mma.sync` body every architecture
+/// but sm_90a runs, and, when a `dot` can use `wgmma`, the sm_90a body (alone for a split entry
+/// with one: see [`entry_fn`]).
+fn bodies<'a>(k: &'a Kernel, inst: &plan::Instance<'a>) -> Result<Bodies<'a>, plan::PlanError> {
+    let mut out = Vec::new();
+    for target in [Target::Sm80, Target::Sm90a] {
+        let p = plan::plan(k, inst, target)?;
+        if target == Target::Sm90a && !p.uses_wgmma() {
+            break;
+        }
+        let g = DevGen::new(&p);
+        let body = g.body(&k.body);
+        let (smem, tma) = (g.smem_max.get(), g.tma.borrow().clone());
+        drop(g);
+        out.push((p, body, smem, tma));
+    }
+    Ok(out)
+}
+
+/// One entry of an instance (see [`entry`]); with `inst.split`, the version for split launches.
+/// The plain version reports in `split_bytes` whether a split one exists.
+fn entry_fn(k: &Kernel, entry_name: &str, inst: &plan::Instance<'_>) -> Result<DeviceEntry, plan::PlanError> {
+    let bodies = bodies(k, inst)?;
+    let d = &bodies[0].0.d;
     let params = k.params.iter().map(|p| {
         let id = param_ident(&p.name);
         match p.kind {
@@ -2281,18 +1885,12 @@ fn entry_fn(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps
             }
         }
     });
-    let lens = k.params.iter().filter(|p| matches!(p.kind, ParamKind::Ptr(_))).map(|p| {
-        let id = bounds::len_ident(&p.name);
-        quote!(#id: u64)
-    });
     let name = format_ident!("{}", entry_name);
-    let tma = hopper.as_ref().map(|h| h.tma.borrow().clone()).unwrap_or_default();
-    // Tensor maps (`kernel_runtime`'s `TmaOperand`s): their address and which are valid.
-    let tma_params = (!tma.is_empty()).then(|| quote!(__tma: *const u8, __tmask: u32,));
-    let params: Vec<TokenStream> = params.chain(lens).collect();
-    let split_bytes = split_loop.map_or(0, |sl| 4 * g.split_floats(&sl).max(hopper.as_ref().map_or(0, |h| h.split_floats(&sl))));
-    let split_params = split.then(|| quote!(__sk_ws: *mut f32, __sk_cnt: *mut u32, __sk_dp: u32, __sk_parts: u32,));
-    let split_block = split.then(|| quote!(let __sk: #d::SplitBlock = #d::split_block(__sk_dp, __sk_parts);));
+    let tma = bodies.get(1).map(|b| b.3.clone()).unwrap_or_default();
+    let hidden = plan::abi::hidden_params(k, !tma.is_empty(), inst.split);
+    let params: Vec<TokenStream> = params.chain(hidden.iter().map(|h| h.param(k))).collect();
+    let split_bytes = bodies[0].0.split_loop.as_ref().map_or(0, |sl| 4 * bodies.iter().map(|b| b.0.split_floats(sl)).max().unwrap_or(0));
+    let split_block = inst.split.then(|| quote!(let __sk: #d::SplitBlock = #d::split_block(__sk_dp, __sk_parts);));
     // Each tensor map's descriptor is fetched from global memory at the start (one lane per
     // valid map), while the block works out its tile: the first copies do not wait for it.
     let maps = tma.len();
@@ -2302,7 +1900,7 @@ fn entry_fn(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps
             #cfg
             #[no_mangle]
             #[allow(unused_mut, unused_variables, unused_assignments, unused_parens, unused_unsafe, non_snake_case, unreachable_code, clippy::all)]
-            pub unsafe extern "ptx-kernel" fn #name(#(#params,)* __fault: *mut u32, __tag: u32, #tma_params #split_params) {
+            pub unsafe extern "ptx-kernel" fn #name(#(#params,)*) {
                 unsafe {
                     #split_block
                     let __tid: usize = #d::thread_idx() as usize;
@@ -2319,17 +1917,18 @@ fn entry_fn(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps
     // launches were measured (on sm_80 the 128x256 tile's `mma.sync` body has no register to
     // spare for the split loop's start: ptxas spilled 4 bytes); elsewhere launches run the
     // plain entry.
-    let hopper_only = split && hopper_body.is_some();
-    let (tokens, shared) = match &hopper_body {
-        Some((hb, hopper_smem)) => {
+    let hopper_only = inst.split && bodies.len() > 1;
+    let shared = bodies.iter().map(|b| b.2).max().unwrap_or(0);
+    let tokens = match &bodies[..] {
+        [(_, body, ..), (_, hb, ..)] => {
             let hopper_fn = function(Target::Sm90a.cfg(), hb, prefetch.as_ref());
-            let other_fn = (!hopper_only).then(|| function(Target::Sm80.cfg(), &body, None));
-            (quote!(#hopper_fn #other_fn), g.smem_max.get().max(*hopper_smem))
+            let other_fn = (!hopper_only).then(|| function(Target::Sm80.cfg(), body, None));
+            quote!(#hopper_fn #other_fn)
         }
-        None => (function(quote!(), &body, None), g.smem_max.get()),
+        _ => function(quote!(), &bodies[0].1, None),
     };
     let meta_cfg = hopper_only.then(|| Target::Sm90a.cfg());
-    let meta = entry_metadata(k, entry_name, vals, num_warps, num_stages, shared);
+    let meta = entry_metadata(k, entry_name, inst.vals, inst.num_warps, inst.num_stages, shared);
     // The entry of a kernel named `r#type` is `r#type`: `__KERNEL_META_r#type` is no identifier.
     let meta_name = format_ident!("__KERNEL_META_{}", entry_name.trim_start_matches("r#"));
     let bytes = proc_macro2::Literal::byte_string(meta.as_bytes());
@@ -2342,7 +1941,8 @@ fn entry_fn(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps
         #[allow(non_upper_case_globals)]
         pub static #meta_name: [u8; #len] = *#bytes;
     };
-    DeviceEntry { tokens, shared_bytes: shared, tma, split_bytes }
+    let plans = bodies.iter().map(|b| (format!("{entry_name}.{}", b.0.target.name()), b.0.to_string())).collect();
+    Ok(DeviceEntry { tokens, shared_bytes: shared, tma, split_bytes, hidden, split_hidden: vec![], plans })
 }
 
 #[cfg(test)]

@@ -143,46 +143,17 @@ impl DevGen<'_> {
         (axis + nm).checked_sub(nl).is_some_and(|a| self.varies_along(m, a))
     }
 
-    /// The `dot`s of the top-level statements of a loop body.
-    fn body_dots(&self, body: &[Stmt]) -> Vec<ExprId> {
-        let mut dots = Vec::new();
-        for s in body {
-            for r in Self::stmt_roots(s) {
-                collect_dots(self.k, r, &mut dots);
-            }
-        }
-        dots
-    }
-
-    /// The operands of the tensor-core `dot`s among `dots`: each operand expression with its
-    /// `dot`'s layout and its `[rows, inner]` shape.
-    fn tensor_core_operands(&self, dots: &[ExprId]) -> Vec<(ExprId, Layout, usize, usize)> {
-        let mut out = Vec::new();
-        for &dot in dots {
-            let ExprKind::Dot { a, b, .. } = self.k.exprs[dot].kind else { continue };
-            let Some(layout) = self.mma_tiling(dot) else { continue };
-            let (m, kk, n) = (self.shapes[a][0], self.shapes[a][1], self.shapes[b][1]);
-            out.extend([(a, layout, m, kk), (b, layout, kk, n)]);
-        }
-        out
-    }
-
-    /// Stages in shared memory, before a loop with body `body`, the tensor-core `dot` operands of
-    /// its statements that the loop does not change (immutable locals defined before it, such
-    /// as flash attention's query tile), and reserves their tiles below `floor` for the loop's
+    /// Stages in shared memory, before the loop over `var`, the `dot` operands its plan keeps
+    /// resident (`Schedule::AsWritten`), and reserves their tiles below `floor` for the loop's
     /// statements (the caller restores `floor` after the body). The code ends with a barrier.
-    pub(super) fn stage_resident(&self, body: &[Stmt]) -> TokenStream {
-        let k = self.k;
-        let inside = assigned_values_in(body);
+    pub(super) fn stage_resident(&self, var: LocalId) -> TokenStream {
+        let Schedule::AsWritten { resident, .. } = self.schedule(var) else { return quote!() };
         let mut plans = Vec::new();
-        for (x, layout, rows, inner) in self.tensor_core_operands(&self.body_dots(body)) {
-            let invariant = matches!(k.exprs[x].kind, ExprKind::Local(l) if !k.locals[l].mutable && matches!(self.kinds[l], LocalKind::Materialized) && !inside.contains_key(&l));
-            if invariant && !self.resident.borrow().contains_key(&x) {
-                let (align, fence) = self.operand_staging(layout);
-                let off = self.alloc_aligned((rows * inner * 2).next_multiple_of(align), align);
-                self.resident.borrow_mut().insert(x, off);
-                plans.push((x, self.operand_tile(x, layout, rows, inner), off, fence));
-            }
+        for op in resident {
+            let (align, fence) = self.operand_staging(op.layout);
+            let off = self.alloc_aligned((op.rows * op.inner * 2).next_multiple_of(align), align);
+            self.resident.borrow_mut().insert(op.x, off);
+            plans.push((op.x, self.operand_tile(op.x, op.layout, op.rows, op.inner), off, fence));
         }
         if plans.is_empty() {
             return quote!();
@@ -198,43 +169,28 @@ impl DevGen<'_> {
         quote!(#(#code)* #d::bar_sync();)
     }
 
-    /// Plans the operands of the `dot`s of a loop body (loop variable `var`, of device type `t`)
-    /// to copy one iteration ahead, reserving their buffers below `floor`: loads (inline locals
-    /// of the body, or loads in place) whose pointers, masks and fill values depend only on
-    /// `var` and values the loop does not change, in a body that stores nothing (a copy moved
-    /// ahead of a store could read memory the store was to change). Returns the code before the
-    /// loop (the first iteration's copies) and at the top of each iteration (the next one's,
-    /// `__i` being the iteration's variable), each ending with a `cp.async` group, and the
-    /// variable the caller declares and counts the iterations' parity in. The body's `dot`s
-    /// before its last one are marked `followed` (see `DevGen::followed`).
-    pub(super) fn plan_ahead(&self, body: &[Stmt], var: LocalId, t: &TokenStream) -> Option<(TokenStream, TokenStream, Ident)> {
+    /// The copies one iteration ahead of the loop over `var` (of device type `t`) that its plan
+    /// asks for (`Schedule::AsWritten`), their two buffers each reserved below `floor`. Returns
+    /// the code before the loop (the first iteration's copies) and at the top of each iteration
+    /// (the next one's, `__i` being the iteration's variable), each ending with a `cp.async`
+    /// group, and the variable the caller declares and counts the iterations' parity in.
+    pub(super) fn copy_ahead(&self, var: LocalId, t: &TokenStream) -> Option<(TokenStream, TokenStream, Ident)> {
         let k = self.k;
-        if body_writes(k, body) {
+        let Schedule::AsWritten { ahead, .. } = self.schedule(var) else { return None };
+        if ahead.is_empty() {
             return None;
         }
-        let inside = assigned_values_in(body);
-        let dots = self.body_dots(body);
-        // Named when the first operand is planned (no name is used up otherwise).
-        let parity = std::cell::OnceCell::new();
+        let parity = self.fresh("it");
         let mut ops = Vec::new();
-        for (x, layout, rows, inner) in self.tensor_core_operands(&dots) {
-            let Some(load) = self.load_of(x) else { continue };
-            let ExprKind::Load { ptr, mask, other } = k.exprs[load].kind else { continue };
-            let steady = [Some(ptr), mask, other].into_iter().flatten().all(|e| self.loop_steady(e, var, &inside));
-            if steady && !self.ahead.borrow().contains_key(&x) && !self.resident.borrow().contains_key(&x) {
-                let (align, _) = self.operand_staging(layout);
-                let size = (rows * inner * 2).next_multiple_of(align);
-                let bufs = [self.alloc_aligned(size, align), self.alloc_aligned(size, align)];
-                let (tile, staging) = self.operand_tile(x, layout, rows, inner);
-                let parity = parity.get_or_init(|| self.fresh("it")).clone();
-                self.ahead.borrow_mut().insert(x, Ahead { bufs, staging, parity });
-                ops.push((x, tile, staging, bufs));
-            }
+        for op in ahead {
+            let (align, _) = self.operand_staging(op.layout);
+            let size = (op.rows * op.inner * 2).next_multiple_of(align);
+            let bufs = [self.alloc_aligned(size, align), self.alloc_aligned(size, align)];
+            let (tile, staging) = self.operand_tile(op.x, op.layout, op.rows, op.inner);
+            self.ahead.borrow_mut().insert(op.x, Ahead { bufs, staging, parity: parity.clone() });
+            ops.push((op.x, tile, staging, bufs));
         }
-        let parity = &parity.get()?.clone();
-        if let Some((_, before_last)) = dots.split_last() {
-            self.followed.borrow_mut().extend(before_last.iter().copied());
-        }
+        let parity = &parity;
         self.floor.set(self.cursor.get());
         let d = &self.d;
         let id = crate::expand_cpu::local_ident(k, var);
@@ -264,22 +220,6 @@ impl DevGen<'_> {
             },
             parity.clone(),
         ))
-    }
-
-    /// Whether `e` has the same value in every iteration of a loop over `var` once `var` is
-    /// fixed: it reads no local the loop body assigns (`inside`) other than `var` and locals
-    /// evaluated at their uses whose values are themselves steady.
-    fn loop_steady(&self, e: ExprId, var: LocalId, inside: &HashMap<LocalId, Vec<ExprId>>) -> bool {
-        let k = self.k;
-        match &k.exprs[e].kind {
-            ExprKind::Local(l) if *l == var || !inside.contains_key(l) => true,
-            ExprKind::Local(l) => match self.kinds[*l] {
-                LocalKind::Pure(v) | LocalKind::Inline(v) => self.loop_steady(v, var, inside),
-                _ => false,
-            },
-            ExprKind::Load { .. } | ExprKind::Atomic { .. } | ExprKind::Random { .. } => false,
-            kind => kind.operands().into_iter().all(|c| self.loop_steady(c, var, inside)),
-        }
     }
 
     /// Copies a `dot` operand of `numel` elements (rows of `inner`) into shared memory at `off`
@@ -431,22 +371,4 @@ impl DevGen<'_> {
         }
     }
 
-}
-
-/// Whether `stmts` may write memory (a store, an atomic, a debugging statement) or leave the
-/// loop early (`return`).
-fn body_writes(k: &Kernel, stmts: &[Stmt]) -> bool {
-    let atomic = |e: ExprId| -> bool {
-        fn walk(k: &Kernel, e: ExprId) -> bool {
-            matches!(k.exprs[e].kind, ExprKind::Atomic { .. }) || k.exprs[e].kind.operands().into_iter().any(|c| walk(k, c))
-        }
-        walk(k, e)
-    };
-    stmts.iter().any(|s| match s {
-        Stmt::Store { .. } | Stmt::Assert { .. } | Stmt::Print { .. } | Stmt::Return => true,
-        Stmt::For { body, .. } => body_writes(k, body),
-        Stmt::While { pre, body, test } => atomic(*test) || body_writes(k, pre) || body_writes(k, body),
-        Stmt::If { cond, then, els } => atomic(*cond) || body_writes(k, then) || body_writes(k, els),
-        _ => DevGen::stmt_roots(s).into_iter().any(atomic),
-    })
 }

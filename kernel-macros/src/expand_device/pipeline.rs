@@ -7,36 +7,6 @@ use super::*;
 mod tma;
 use tma::{TmaCtx, TmaOperand};
 
-/// One operand of a pipelined K loop (see `DevGen::pipeline_plan`).
-struct PipeOp {
-    /// The `dot` operand and the `load` it comes from.
-    x: ExprId,
-    load: ExprId,
-    /// The loop-invariant part of the pointer block: the initial value of an affine pointer
-    /// local (whose scalar offset is added per iteration), or an invariant pointer block.
-    base: ExprId,
-    affine: Option<LocalId>,
-    /// The scalar step of `affine` in this loop and whether it is subtracted.
-    step: Option<(ExprId, bool)>,
-    mask: Option<ExprId>,
-    other: Option<ExprId>,
-    numel: usize,
-    /// Elements per row.
-    inner: usize,
-}
-
-struct PipePlan {
-    acc: LocalId,
-    layout: Layout,
-    /// The A operand (its dtype picks the `mma` instruction) and the `[m, kk]` shape of A.
-    a: ExprId,
-    m: usize,
-    kk: usize,
-    ops: Vec<PipeOp>,
-    /// Affine pointer locals stepped by the loop: (local, scalar step, subtracted).
-    steps: Vec<(LocalId, ExprId, bool)>,
-}
-
 /// The buffer behind a scalar base pointer `p` of an operand (`p + offsets`): `p` is pointer
 /// parameter `param` itself or that parameter advanced by scalar offsets (a batch's matrix,
 /// `a_ptr + pid_b * stride_ab`); `offset` is the code of `p`'s distance from the parameter, in
@@ -58,49 +28,6 @@ struct TmaOp {
 }
 
 impl DevGen<'_> {
-    /// Whether the boolean block `e` is a conjunction of comparisons of integer expressions that
-    /// are linear in local `var` (sums and differences of loop-invariant terms and invariant
-    /// multiples of `var`, broadcast): on each element such a comparison holds on an interval of
-    /// `var`, so if it holds at the first and the last iteration it holds in between. (Wrap-around
-    /// of the kernel's integer arithmetic between the two ends is not considered: the masks of
-    /// K loops compare indices with sizes far from `i32::MAX`.)
-    fn linear_in(&self, e: ExprId, var: LocalId) -> bool {
-        let k = self.k;
-        let lin = |x: ExprId| self.linear_int(x, var);
-        match &k.exprs[e].kind {
-            _ if !uses_local(k, e, var) => true,
-            ExprKind::Binary(BinOp::And, a, b) => self.linear_in(*a, var) && self.linear_in(*b, var),
-            ExprKind::Binary(BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge, a, b) => lin(*a) && lin(*b),
-            ExprKind::ExpandDims(x, _) | ExprKind::BroadcastTo(x) => self.linear_in(*x, var),
-            ExprKind::Local(l) => match self.kinds[*l] {
-                LocalKind::Pure(init) => self.linear_in(init, var),
-                _ => false,
-            },
-            _ => false,
-        }
-    }
-
-    /// Whether the integer expression `e` is linear in local `var` (see [`Self::linear_in`]).
-    fn linear_int(&self, e: ExprId, var: LocalId) -> bool {
-        let k = self.k;
-        let uses = |x: ExprId| uses_local(k, x, var);
-        if !matches!(k.exprs[e].ty.dtype(), Some(DType::I32 | DType::I64)) {
-            return false;
-        }
-        match &k.exprs[e].kind {
-            _ if !uses(e) => true,
-            ExprKind::Local(l) if *l == var => true,
-            ExprKind::Local(l) => match self.kinds[*l] {
-                LocalKind::Pure(init) => self.linear_int(init, var),
-                _ => false,
-            },
-            ExprKind::Binary(BinOp::Add | BinOp::Sub, a, b) => self.linear_int(*a, var) && self.linear_int(*b, var),
-            ExprKind::Binary(BinOp::Mul, a, b) => (self.linear_int(*a, var) && !uses(*b)) || (!uses(*a) && self.linear_int(*b, var)),
-            ExprKind::ExpandDims(x, _) | ExprKind::BroadcastTo(x) => self.linear_int(*x, var),
-            _ => false,
-        }
-    }
-
     /// The scalar integer parameter `e` is, if it is one.
     fn int_param(&self, e: ExprId) -> Option<usize> {
         match self.k.exprs[e].kind {
@@ -128,81 +55,12 @@ impl DevGen<'_> {
         Some(ScalarBase { param, len, offset })
     }
 
-    /// The pipelined code of a `for` loop, or `None` when the loop does not have the shape the
-    /// pipeliner takes (it is then lowered as written).
-    pub(super) fn try_pipelined(&self, var: LocalId, start: ExprId, end: ExprId, step: ExprId, body: &[Stmt]) -> Option<TokenStream> {
-        let plan = self.pipeline_plan(var, body)?;
-        self.gen_pipelined(var, start, end, step, &plan)
-    }
-
-    /// Recognizes a K loop that the software pipeliner can take: a body made of exactly two
-    /// single-use `load`s feeding one tensor-core `acc = dot(a, b, acc)` and affine pointer
-    /// steps by loop-invariant scalars. Everything else takes the general path.
-    fn pipeline_plan(&self, var: LocalId, body: &[Stmt]) -> Option<PipePlan> {
-        let k = self.k;
-        if !matches!(k.locals[var].ty.dtype(), Some(DType::I32 | DType::U32)) {
-            return None;
+    /// The pipelined code of a `for` loop, or `None` when the plan runs the loop as written.
+    pub(super) fn try_pipelined(&self, var: LocalId, start: ExprId, end: ExprId, step: ExprId) -> Option<TokenStream> {
+        match self.schedule(var) {
+            Schedule::Pipelined(plan) => self.gen_pipelined(var, start, end, step, plan),
+            Schedule::AsWritten { .. } => None,
         }
-        let mut loads: Vec<LocalId> = Vec::new();
-        let mut steps: Vec<(LocalId, ExprId, bool)> = Vec::new();
-        let mut dot: Option<(LocalId, ExprId, ExprId, ExprId)> = None;
-        for s in body {
-            match s {
-                Stmt::Let { local, .. } if matches!(self.kinds[*local], LocalKind::Inline(_)) => loads.push(*local),
-                Stmt::Assign { local, value } => match (&self.kinds[*local], &k.exprs[*value].kind) {
-                    (LocalKind::Affine(_), ExprKind::PtrAdd(_, st)) => steps.push((*local, *st, false)),
-                    (LocalKind::Affine(_), ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), _, st)) => steps.push((*local, *st, *op == BinOp::Sub)),
-                    (LocalKind::Materialized, ExprKind::Dot { a, b, acc: Some(c) }) if dot.is_none() => {
-                        if !matches!(k.exprs[*c].kind, ExprKind::Local(l) if l == *local) {
-                            return None;
-                        }
-                        dot = Some((*local, *value, *a, *b));
-                    }
-                    _ => return None,
-                },
-                _ => return None,
-            }
-        }
-        let (acc, dot, a, b) = dot?;
-        let layout = self.mma_tiling(dot)?;
-        // 8-bit integer products are summed in f32 per `dot` and added to i32 sums (`gen_dot_mma`),
-        // which the pipelined loop's accumulation in place does not do.
-        if k.exprs[dot].ty.dtype() == Some(DType::I32) {
-            return None;
-        }
-        if self.layouts[acc] != layout || loads.len() != 2 {
-            return None;
-        }
-        // Locals whose value changes inside the loop: no invariant may read them.
-        let mut varying: Vec<LocalId> = vec![var, acc];
-        varying.extend(loads.iter().copied());
-        varying.extend(steps.iter().map(|s| s.0));
-        let invariant = |e: ExprId, except: &[LocalId]| varying.iter().all(|l| except.contains(l) || !uses_local(k, e, *l));
-        if !steps.iter().all(|(_, st, _)| invariant(*st, &[])) {
-            return None;
-        }
-        let mut ops = Vec::new();
-        for (x, inner) in [(a, self.shapes[a][1]), (b, self.shapes[b][1])] {
-            let ExprKind::Local(xl) = k.exprs[x].kind else { return None };
-            let load = self.load_of(x).filter(|_| loads.contains(&xl))?;
-            let ExprKind::Load { ptr, mask, other } = k.exprs[load].kind else { return None };
-            let (base, affine) = match (&k.exprs[ptr].kind, self.kinds.get(match k.exprs[ptr].kind {
-                ExprKind::Local(l) => l,
-                _ => usize::MAX,
-            })) {
-                (ExprKind::Local(l), Some(LocalKind::Affine(init))) => (*init, Some(*l)),
-                _ if invariant(ptr, &[]) => (ptr, None),
-                _ => return None,
-            };
-            // Masks and `other` may read the loop variable (bound per iteration), nothing else
-            // that changes in the loop.
-            if !mask.iter().chain(other.iter()).all(|e| invariant(*e, &[var])) || self.shapes[ptr] != self.shapes[load] {
-                return None;
-            }
-            let step = affine.and_then(|l| steps.iter().find(|s| s.0 == l).map(|s| (s.1, s.2)));
-            ops.push(PipeOp { x, load, base, affine, step, mask, other, numel: self.numel(x), inner });
-        }
-        Some(PipePlan { acc, layout, a, kk: self.shapes[a][1], m: self.shapes[a][0], ops, steps })
     }
 
     /// The software-pipelined K loop: `S = num_stages` shared-memory buffers (fewer when they

@@ -10,7 +10,7 @@
 //! reduced along its columns stay in registers ([`Layout::MmaRows`]). Other blocks go through
 //! shared memory (each warp reduces lines of the staged block).
 
-use super::bits::{BitLayout, RegReduce};
+use super::bits::RegReduce;
 use super::*;
 
 impl DevGen<'_> {
@@ -21,28 +21,6 @@ impl DevGen<'_> {
             return m.layout;
         }
         self.elementwise_mma_source(x, &self.shapes[x], &self.layouts).unwrap_or(Layout::Cyclic)
-    }
-
-    /// The [`BitLayout`] of a block of `numel` elements in `layout`, if it has one.
-    pub(super) fn bit_layout(&self, numel: usize, layout: Layout) -> Option<BitLayout> {
-        match layout {
-            Layout::Cyclic => BitLayout::cyclic(numel, self.threads, self.vec_width(numel), self.per_thread(numel)),
-            Layout::Mma { .. } => BitLayout::mma(layout),
-            Layout::MmaRows { n, .. } => {
-                let parent = BitLayout::mma(layout.parent()?)?;
-                Some(parent.sliced(&parent.reduce(&[numel, n], 1)?))
-            }
-        }
-    }
-
-    /// The layout a reduction along `axis` of a block of shape `shape` in `layout` gives, when
-    /// its result stays in registers: the rows of a 2-D `mma` block reduced along its columns.
-    pub(super) fn reduce_result_layout(&self, layout: Layout, shape: &[usize], axis: usize) -> Option<Layout> {
-        if shape.len() != 2 || axis != 1 {
-            return None;
-        }
-        let rows = layout.rows()?;
-        self.bit_layout(shape[0], rows).map(|_| rows)
     }
 
     /// Flat index (a `usize` expression) of this thread's register slot `j` in `layout`.

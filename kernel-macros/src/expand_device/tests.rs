@@ -8,6 +8,11 @@ use super::chunks::Along;
 use super::*;
 use crate::kernel::LOWERED;
 
+/// The plan of instance `(k, vals, warps, stages)`'s plain entry for `target`.
+fn plan_of<'a>(k: &'a Kernel, vals: &'a HashMap<String, i64>, warps: usize, stages: usize, target: Target) -> DevicePlan<'a> {
+    plan::plan(k, &plan::Instance { vals, num_warps: warps, num_stages: stages, split: false }, target).expect("a valid plan")
+}
+
 /// Runs `#[kernel(attr)]` on `src` and returns the expansion's text, without the entries of
 /// split launches (see `expand_all`), and its instances.
 fn expand(attr: &str, src: &str) -> (String, Vec<(Kernel, HashMap<String, i64>, usize, usize)>) {
@@ -132,7 +137,8 @@ fn swizzle_spreads_the_rows_of_an_ldmatrix_over_all_banks() {
 fn mask_analysis(src: &str) -> Vec<(Along, bool)> {
     let (_, inst) = expand("BLOCK = [64]", src);
     let (k, vals, warps, stages) = &inst[0];
-    let g = DevGen::new(k, vals, 32 * warps, *stages, Target::Sm80);
+    let p = plan_of(k, vals, *warps, *stages, Target::Sm80);
+    let g = DevGen::new(&p);
     k.exprs
         .iter()
         .enumerate()
@@ -184,7 +190,7 @@ fn wgmma_b_tiles_are_stored_in_swizzled_column_blocks() {
 fn tma_of(src: &str) -> (String, Vec<TmaDesc>) {
     let (out, inst) = expand("", src);
     let (k, vals, warps, stages) = &inst[0];
-    (out, entry(k, "mm", vals, *warps, *stages).tma)
+    (out, entry(k, "mm", vals, *warps, *stages).expect("a valid plan").tma)
 }
 
 /// K tiles of 128 (too large for the snapshots; two warpgroups take the same path in
@@ -286,7 +292,8 @@ fn hopper_k_loops_copy_tiles_with_tensor_maps() {
 fn store_steps(src: &str) -> Vec<bool> {
     let (_, inst) = expand("BLOCK = [64]", src);
     let (k, vals, warps, stages) = &inst[0];
-    let g = DevGen::new(k, vals, 32 * warps, *stages, Target::Sm80);
+    let p = plan_of(k, vals, *warps, *stages, Target::Sm80);
+    let g = DevGen::new(&p);
     k.body
         .iter()
         .filter_map(|s| match s {
@@ -339,14 +346,15 @@ fn k_tiles_deeper_than_64_use_wgmma_and_tensor_maps_in_64_column_blocks() {
     assert_eq!(Tile::of(lay, 64, 128).block, 64);
 }
 
-/// Which `dot`s `wgmma` takes (`DevGen::wgmma_tiling`); the code of each tiling is in the
+/// Which `dot`s `wgmma` takes (`DevicePlan::wgmma_tiling`); the code of each tiling is in the
 /// snapshots (`tensor_cores.rs`, `hopper.rs`).
 #[test]
 fn wgmma_tilings_need_warpgroups_and_a_swizzle_width() {
     let tiling = |src: &str| {
         let (_, inst) = expand("", src);
         let (k, vals, warps, stages) = &inst[0];
-        let g = DevGen::new(k, vals, 32 * warps, *stages, Target::Sm90a);
+        let p = plan_of(k, vals, *warps, *stages, Target::Sm90a);
+        let g = DevGen::new(&p);
         let dot = k.exprs.iter().position(|e| matches!(e.kind, ExprKind::Dot { .. })).expect("a dot");
         g.mma_tiling(dot)
     };
@@ -368,7 +376,7 @@ fn loops_that_cannot_be_split_are_not() {
     let split_bytes = |src: &str| {
         let (_, inst) = expand("", src);
         let (k, vals, warps, stages) = &inst[0];
-        entry(k, "mm", vals, *warps, *stages).split_bytes
+        entry(k, "mm", vals, *warps, *stages).expect("a valid plan").split_bytes
     };
     let seed = matmul(3, 32, "");
     // The seed: a 64x64 f32 accumulator per part.
@@ -420,7 +428,8 @@ fn instance_descriptions_parse_as_the_manifests_instances() {
 fn store_strides(src: &str) -> Vec<(Option<Vec<super::affine::Stride>>, bool, bool)> {
     let (_, inst) = expand("BLOCK = [64]", src);
     let (k, vals, warps, stages) = &inst[0];
-    let g = DevGen::new(k, vals, 32 * warps, *stages, Target::Sm80);
+    let p = plan_of(k, vals, *warps, *stages, Target::Sm80);
+    let g = DevGen::new(&p);
     k.body
         .iter()
         .filter_map(|s| match s {
@@ -490,7 +499,8 @@ fn flash_attention_statistics_stay_in_registers() {
     let (out, inst) = expand(attr, body);
     let (k, vals, warps, stages) = &inst[0];
     for target in [Target::Sm80, Target::Sm90a] {
-        let g = DevGen::new(k, vals, 32 * warps, *stages, target);
+        let p = plan_of(k, vals, *warps, *stages, target);
+        let g = DevGen::new(&p);
         let local = |name: &str| k.locals.iter().position(|l| l.name == name).unwrap();
         // The row statistics take the rows layout of the scores' `mma` layout; `p` (read twice,
         // with an exponential) is computed once, in the scores' layout.
@@ -509,4 +519,88 @@ fn flash_attention_statistics_stay_in_registers() {
     assert!(hopper.contains("wgmma_m64n64k16_f16_rs"), "A from registers");
     assert!(hopper.contains("cp_async_wait_group :: < 1 >"), "copies one iteration ahead");
     assert!(hopper.contains("checked_add (__step)"), "the next iteration's copies");
+}
+
+/// The schedule the plan gives the only loop of `src`'s first instance on `target`.
+fn only_loop<'a>(p: &'a DevicePlan<'_>) -> &'a Schedule {
+    assert_eq!(p.loops.len(), 1, "one loop");
+    p.loops.values().next().unwrap()
+}
+
+#[test]
+fn plans_schedule_each_loop() {
+    // The seeds' K loop is software-pipelined, with both operands and both pointer steps.
+    let (_, inst) = expand("", &matmul(3, 32, ""));
+    let (k, vals, warps, stages) = &inst[0];
+    for target in [Target::Sm80, Target::Sm90a] {
+        let p = plan_of(k, vals, *warps, *stages, target);
+        let Schedule::Pipelined(pp) = only_loop(&p) else { panic!("{target:?}: not pipelined:\n{p}") };
+        assert_eq!((pp.ops.len(), pp.steps.len(), pp.m, pp.kk), (2, 2, 64, 32));
+        assert_eq!(p.layouts[pp.acc], pp.layout);
+        assert_eq!(matches!(pp.layout, Layout::Mma { wg: true, .. }), target == Target::Sm90a, "{target:?}");
+        assert!(p.split_loop.is_some() && p.split.is_none(), "a plain entry of a splittable loop");
+    }
+    // A store in the body: the loop runs as written, nothing copied ahead of the store.
+    let (_, inst) = expand("", &matmul(3, 32, "store(c_ptr + offs_m, offs_m.to::<f16>());"));
+    let (k, vals, warps, stages) = &inst[0];
+    let p = plan_of(k, vals, *warps, *stages, Target::Sm80);
+    let Schedule::AsWritten { resident, ahead } = only_loop(&p) else { panic!("pipelined:\n{p}") };
+    assert!(resident.is_empty() && ahead.is_empty(), "{p}");
+    // Flash attention: `q` stays in shared memory for the whole loop, `k` and `v` are copied one
+    // iteration ahead, and the first `dot` is followed by the second.
+    let src = attention(4);
+    let (attr, body) = src.split_once('\n').unwrap();
+    let (_, inst) = expand(attr.trim().trim_start_matches("#[kernel(").trim_end_matches(")]"), body);
+    let (k, vals, warps, stages) = &inst[0];
+    let p = plan_of(k, vals, *warps, *stages, Target::Sm80);
+    let Schedule::AsWritten { resident, ahead } = only_loop(&p) else { panic!("pipelined:\n{p}") };
+    let names = |ops: &[plan::StagedOperand]| ops.iter().map(|o| k.expr_text(o.x)).collect::<Vec<_>>();
+    assert_eq!(names(resident), ["%q.3"]);
+    assert_eq!(names(ahead), ["%k.9", "%v.14"]);
+    let first_dot = p.dots[0].0;
+    assert!(p.followed.contains(&first_dot) && p.followed.len() == 1);
+    // The plan's text names each decision.
+    let text = p.to_string();
+    for want in ["device plan of `attn` for sm_80", "%qk.10: materialized, mma.sync m16n8k16 layout", "staged once before it: %q.3", "copied one iteration ahead: %k.9, %v.14"] {
+        assert!(text.contains(want), "{want:?} in:\n{text}");
+    }
+}
+
+#[test]
+fn plan_validation_rejects_broken_invariants() {
+    let (_, inst) = expand("", &matmul(3, 32, ""));
+    let (k, vals, warps, stages) = &inst[0];
+    let mut p = plan_of(k, vals, *warps, *stages, Target::Sm80);
+    assert!(p.validate().is_ok());
+    let acc = k.locals.iter().position(|l| l.name == "acc").unwrap();
+    let Layout::Mma { wm, wn, tm, tn, n, wg } = p.layouts[acc] else { panic!("acc is in an mma layout") };
+    // An accumulator tiling that covers other rows than the block's.
+    p.layouts[acc] = Layout::Mma { wm, wn, tm: tm * 2, tn, n, wg };
+    let e = p.validate().unwrap_err().to_string();
+    assert!(e.contains("local `acc`") && e.contains("covers"), "{e}");
+    // A pipelined loop whose accumulator lost its `dot`'s layout.
+    p.layouts[acc] = Layout::Cyclic;
+    let e = p.validate().unwrap_err().to_string();
+    assert!(e.contains("pipelined loop over `k`"), "{e}");
+}
+
+#[test]
+fn hidden_parameters_follow_the_declared_ones_in_one_order() {
+    use plan::abi::{hidden_params, Hidden};
+    let (_, inst) = expand("", &matmul(3, 32, ""));
+    let k = &inst[0].0;
+    let lens = [Hidden::Len(0), Hidden::Len(1), Hidden::Len(2)];
+    let plain: Vec<Hidden> = lens.into_iter().chain([Hidden::Fault, Hidden::Tag]).collect();
+    assert_eq!(hidden_params(k, false, false), plain);
+    let maps = [Hidden::TensorMaps, Hidden::TensorMapMask];
+    let split = [Hidden::SplitWorkspace, Hidden::SplitCounters, Hidden::SplitWholePrograms, Hidden::SplitParts];
+    let all: Vec<Hidden> = plain.iter().copied().chain(maps).chain(split).collect();
+    assert_eq!(hidden_params(k, true, true), all);
+    // The entry's signature lists them in that order, after the declared parameters.
+    let params: Vec<String> = all.iter().map(|h| h.param(k).to_string()).collect();
+    assert_eq!(params[..4], ["__len_a_ptr : u64", "__len_b_ptr : u64", "__len_c_ptr : u64", "__fault : * mut u32"]);
+    // The expansion: the sm_90a entry takes the tensor maps, and `INFO` lists the same.
+    let (out, _) = expand_all("", &matmul(3, 32, ""));
+    assert!(out.contains("__fault : * mut u32 , __tag : u32 , __tma : * const u8 , __tmask : u32 ,"), "{out}");
+    assert!(out.contains("Hidden :: Tag , :: kernel_runtime :: __private :: Hidden :: TensorMaps"), "INFO lists the maps");
 }

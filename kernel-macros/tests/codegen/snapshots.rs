@@ -23,8 +23,9 @@
 //! Rust is formatted by `prettyplease`, then indented by 2 spaces per level instead of 4 (the
 //! generated code nests deeply: 4-space indentation would be over half of the bytes).
 //!
-//! A per-instance device plan (issue 21) is meant to become one more file per instance
-//! (`<instance>.plan`), from a field of `kernel::LoweredInstance`.
+//! - `<instance>.sm_80.plan` and `<instance>.sm_90a.plan` (or one `<instance>.plan` for an entry
+//!   with one body): the device plan of each body of the entries written (`DevicePlan`'s
+//!   `Display`, as `KERNEL_DUMP` writes it).
 //!
 //! `KERNEL_BLESS=1 cargo test -p kernel-macros snapshots` (`./x bless`) rewrites the files and
 //! removes those no kernel produces any more; without it, a difference, a missing or a stale file
@@ -346,6 +347,16 @@ fn kernel_snapshots(src: &Source, expansion: &TokenStream, l: &Lowered, files: &
             format!("{h}\n// Snapshot: {BLESS}.\n\n")
         };
         let short = entry.strip_prefix(&format!("{name}__")).unwrap_or("entry");
+        let plans: Vec<&(String, String)> = l.instances.iter().flat_map(|i| &i.plans).filter(|(n, _)| n.rsplit_once('.').is_some_and(|(e, _)| e == entry)).collect();
+        assert!(!plans.is_empty(), "no device plan of entry `{entry}`");
+        for (plan_name, plan) in &plans {
+            let target = plan_name.rsplit_once('.').map_or("", |(_, t)| t);
+            if target != "sm_90a" && !policy.sm_80 && plans.len() > 1 {
+                continue;
+            }
+            let file = if plans.len() == 1 { format!("{short}.plan") } else { format!("{short}.{target}.plan") };
+            files.insert(dir.join(file), format!("// The device plan of `{entry}` ({origin}). Snapshot: {BLESS}.\n\n{plan}"));
+        }
         if same {
             files.insert(dir.join(format!("{short}.device.rs")), header("every target") + &per_target[0]);
             continue;

@@ -6,7 +6,8 @@ use cudarc::driver::result;
 
 use super::{ptx, CudaDevice};
 use crate::error::{DeviceError, LaunchError};
-use crate::launch::{ArgMem, InstanceInfo, KernelInfo, ParamKind, PtrArg, ScalarArg};
+use crate::abi::{Hidden, InstanceInfo, KernelInfo, ParamKind};
+use crate::launch::{ArgMem, PtrArg, ScalarArg};
 
 /// Whether [`Settings::sync`](crate::Settings::sync) (`KERNEL_SYNC=1`): synchronize after
 /// every launch so that a failing kernel is reported by its own launch.
@@ -31,15 +32,49 @@ fn scalar_slot(s: ScalarArg) -> u64 {
     }
 }
 
-/// The values of the hidden parameters that follow the declared ones: for each pointer
-/// argument, the elements addressable from it (its allocation's length minus its offset),
-/// then the fault record's address and the launch tag (see `DeviceError::OutOfBounds`).
-pub(crate) fn bounds_slots(args: &[PtrArg<'_>], record: u64, tag: u32) -> Vec<u64> {
-    let lens = args.iter().map(|a| match a.mem {
-        ArgMem::Cuda { len, .. } => len.saturating_sub(a.offset) as u64,
-        ArgMem::Host(_) => 0,
-    });
-    lens.chain([record, u64::from(tag)]).collect()
+/// What a launch passes in its entry's hidden parameters: the pointer arguments (for their
+/// lengths), the fault record's address and the launch tag, the tensor maps' address and mask
+/// (when the entry takes them) and a split launch's four values.
+pub(crate) struct HiddenValues<'a, 'b> {
+    pub(crate) args: &'a [PtrArg<'b>],
+    pub(crate) record: u64,
+    pub(crate) tag: u32,
+    pub(crate) maps: [u64; 2],
+    pub(crate) split: [u64; 4],
+}
+
+/// The values of the hidden parameters that follow the declared ones, in the order the entry
+/// lists them (`hidden`, from its [`InstanceInfo`]): for `Len(i)`, the elements addressable
+/// from pointer parameter `i`'s argument (its allocation's length minus its offset), then the
+/// fault record and tag (see `DeviceError::OutOfBounds`), the tensor maps, the split values.
+pub(crate) fn hidden_slots(info: &KernelInfo, hidden: &[Hidden], v: &HiddenValues<'_, '_>) -> Result<Vec<u64>, LaunchError> {
+    hidden
+        .iter()
+        .map(|h| match *h {
+            Hidden::Len(i) => {
+                // The argument of pointer parameter `i` is the one after the pointers before it.
+                let pos = info.params.get(..i).map(|ps| ps.iter().filter(|p| p.kind.is_ptr()).count());
+                let arg = pos.filter(|_| info.params.get(i).is_some_and(|p| p.kind.is_ptr())).and_then(|p| v.args.get(p));
+                let arg = arg.ok_or_else(|| LaunchError::InvalidArgument {
+                    arg: info.name,
+                    expected: format!("a pointer parameter #{i} for a hidden length"),
+                    found: "none (the instance's hidden parameters do not match its kernel: a bug in the generated launcher)".into(),
+                })?;
+                Ok(match arg.mem {
+                    ArgMem::Cuda { len, .. } => len.saturating_sub(arg.offset) as u64,
+                    ArgMem::Host(_) => 0,
+                })
+            }
+            Hidden::Fault => Ok(v.record),
+            Hidden::Tag => Ok(u64::from(v.tag)),
+            Hidden::TensorMaps => Ok(v.maps[0]),
+            Hidden::TensorMapMask => Ok(v.maps[1]),
+            Hidden::SplitWorkspace => Ok(v.split[0]),
+            Hidden::SplitCounters => Ok(v.split[1]),
+            Hidden::SplitWholePrograms => Ok(v.split[2]),
+            Hidden::SplitParts => Ok(v.split[3]),
+        })
+        .collect()
 }
 
 /// The kernel parameter values in declaration order: pointer parameters take
@@ -144,20 +179,22 @@ pub(crate) fn launch_cuda(
     // No other launch may use the per-device workspaces until this one is queued and joined.
     let launching = dev.launching.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let (record, tag) = dev.fault_args(info, index).map_err(LaunchError::Device)?;
-    slots.extend(bounds_slots(args, record, tag));
-    if !inst.tma.is_empty() {
-        let maps = super::tma::tma_slots(dev, info, inst.tma, args, scalars).map_err(LaunchError::Device)?;
-        slots.extend(maps);
-    }
     // The last wave's programs may run on several blocks each (`crate::split`): the instance's
-    // split entry then runs, over more blocks, with four more parameters.
+    // split entry then runs, over more blocks, with its own hidden parameters.
     let split = super::split::split_launch(dev, info, index, inst, grid);
+    let hidden = if split.is_some() { inst.split_hidden } else { inst.hidden };
+    let maps = if hidden.contains(&Hidden::TensorMaps) {
+        super::tma::tma_slots(dev, info, inst.tma, args, scalars).map_err(LaunchError::Device)?
+    } else {
+        [0, 0]
+    };
     let (mut grid, mut function) = (grid, f.function);
     if let Some(s) = &split {
-        slots.extend(s.slots);
         grid[0] = s.blocks;
         function = s.function.function;
     }
+    let values = HiddenValues { args, record, tag, maps, split: split.as_ref().map_or([0; 4], |s| s.slots) };
+    slots.extend(hidden_slots(info, hidden, &values)?);
     let mut params: Vec<*mut c_void> = slots.iter_mut().map(|s| std::ptr::from_mut(s).cast::<c_void>()).collect();
     // The stream of `crate::with_stream`, after it waits for everything queued on the device's
     // (the tensor maps and split counters above included), or the device's own.
@@ -197,10 +234,10 @@ pub(crate) fn launch_cuda(
 mod tests {
     use super::*;
     use crate::dtype::DTypeKind;
-    use crate::launch::{ModuleInfo, ParamInfo};
+    use crate::abi::{ModuleInfo, ParamInfo};
 
     static INST: InstanceInfo =
-        InstanceInfo { entry: "k__c0", config: 0, variant: 0, launch_metas: &[], threads: 256, shared_bytes: 0, tma: &[], split_bytes: 0 };
+        InstanceInfo { entry: "k__c0", config: 0, variant: 0, launch_metas: &[], threads: 256, shared_bytes: 0, tma: &[], split_bytes: 0, hidden: &[], split_hidden: &[] };
     static INFO: KernelInfo = KernelInfo {
         name: "k",
         params: &[
@@ -223,9 +260,30 @@ mod tests {
         let slots = param_slots(&INFO, &[x, y], &[ScalarArg::I32(-1), ScalarArg::F32(1.5)]).unwrap();
         assert_eq!(slots, [0x1000 + 12, 0xffff_ffff, 0x9000 + 10, u64::from(1.5f32.to_bits())]);
         assert_eq!(scalar_slot(ScalarArg::Bool(true)), 1);
-        // Hidden parameters: elements addressable from each pointer, the record, the tag.
-        assert_eq!(bounds_slots(&[x, y], 0xdead, 7), [61, 59, 0xdead, 7]);
         assert_eq!(scalar_slot(ScalarArg::I64(-1)), u64::MAX);
+    }
+
+    #[test]
+    fn hidden_params_in_the_order_the_entry_lists_them() {
+        let dev = crate::Device::cpu();
+        let x = PtrArg { name: "x", kind: DTypeKind::F32, device: &dev, mem: ArgMem::Cuda { ptr: 0x1000, len: 64 }, offset: 3 };
+        let y = PtrArg { name: "y", kind: DTypeKind::F16, device: &dev, mem: ArgMem::Cuda { ptr: 0x9000, len: 64 }, offset: 5 };
+        let v = HiddenValues { args: &[x, y], record: 0xdead, tag: 7, maps: [0x7000, 0b11], split: [0x100, 0x200, 3, 4] };
+        // Elements addressable from each pointer (parameters 0 and 2 are the pointers), the
+        // record, the tag.
+        let plain = [Hidden::Len(0), Hidden::Len(2), Hidden::Fault, Hidden::Tag];
+        assert_eq!(hidden_slots(&INFO, &plain, &v).unwrap(), [61, 59, 0xdead, 7]);
+        // Tensor maps and a split launch's values follow, as listed.
+        let all = [Hidden::Len(2), Hidden::Len(0), Hidden::Fault, Hidden::Tag, Hidden::TensorMaps, Hidden::TensorMapMask]
+            .into_iter()
+            .chain([Hidden::SplitWorkspace, Hidden::SplitCounters, Hidden::SplitWholePrograms, Hidden::SplitParts]);
+        let all: Vec<Hidden> = all.collect();
+        assert_eq!(hidden_slots(&INFO, &all, &v).unwrap(), [59, 61, 0xdead, 7, 0x7000, 3, 0x100, 0x200, 3, 4]);
+        // A length of a parameter that is no pointer is a typed error, not a wrong argument.
+        for bad in [Hidden::Len(1), Hidden::Len(9)] {
+            let e = hidden_slots(&INFO, &[bad], &v).unwrap_err();
+            assert!(matches!(e, LaunchError::InvalidArgument { .. }), "{e}");
+        }
     }
 
     #[test]

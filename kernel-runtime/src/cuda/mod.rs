@@ -79,7 +79,7 @@ pub(crate) struct CudaDevice {
 #[derive(Default)]
 pub(crate) struct FaultState {
     record: Option<u64>,
-    tags: Vec<(&'static crate::launch::KernelInfo, usize)>,
+    tags: Vec<(&'static crate::abi::KernelInfo, usize)>,
 }
 
 /// Words of the fault record: set flag, tag, parameter, line, index (2), then for an
@@ -94,7 +94,7 @@ const ASSERT_PARAM: u32 = u32::MAX - 1;
 /// The failed `device_assert` of a fault record `w` of a kernel of `info` (see [`FAULT_WORDS`]):
 /// the record gives the position, element, program and operand values, `info`'s table the
 /// condition, message and operand texts.
-fn assertion_failure(info: Option<&'static crate::launch::KernelInfo>, w: &[u32; FAULT_WORDS]) -> AssertionFailure {
+fn assertion_failure(info: Option<&'static crate::abi::KernelInfo>, w: &[u32; FAULT_WORDS]) -> AssertionFailure {
     let (line, column) = (w[3], w[6]);
     let site = info.and_then(|i| i.assert_at(line, column));
     let count = (w[7] & 0xff) as usize;
@@ -330,7 +330,7 @@ impl CudaDevice {
     }
 
     /// The fault record's address and the tag of instance `index` of `info`, for a launch.
-    pub(crate) fn fault_args(&self, info: &'static crate::launch::KernelInfo, index: usize) -> Result<(u64, u32), DeviceError> {
+    pub(crate) fn fault_args(&self, info: &'static crate::abi::KernelInfo, index: usize) -> Result<(u64, u32), DeviceError> {
         let mut st = self.faults.lock().unwrap_or_else(PoisonError::into_inner);
         let record = match st.record {
             Some(r) => r,
@@ -421,7 +421,7 @@ impl CudaDevice {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::launch::{AssertInfo, KernelInfo, ModuleInfo};
+    use crate::abi::{AssertInfo, KernelInfo, ModuleInfo};
 
     static INFO: KernelInfo = KernelInfo {
         name: "k",

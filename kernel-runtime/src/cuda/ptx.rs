@@ -35,7 +35,7 @@ use kernel_formats::manifest::{Manifest, ManifestError};
 
 use super::{error_parts, guarded, panic_text, CudaDevice};
 use crate::error::{DeviceError, LaunchError};
-use crate::launch::{EmbeddedModule, InstanceInfo, KernelInfo, ModuleInfo};
+use crate::abi::{EmbeddedModule, InstanceInfo, KernelInfo, ModuleInfo};
 
 /// Shared memory a block may use without opting in.
 pub(crate) const DEFAULT_SHARED_LIMIT: u64 = 48 * 1024;
@@ -662,6 +662,8 @@ mod tests {
             shared_bytes: 300_000,
             tma: &[],
             split_bytes: 0,
+            hidden: &[],
+            split_hidden: &[],
         };
         static INFO: KernelInfo = KernelInfo {
             name: "mm",
@@ -669,7 +671,7 @@ mod tests {
             configs: &[],
             key: &[],
             instances: std::slice::from_ref(&INST),
-            module: crate::launch::ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] }, asserts: &[],
+            module: crate::abi::ModuleInfo { crate_name: "t", manifest_dir: ".", embedded: &[] }, asserts: &[],
         };
         assert!(check_shared(&INFO, &INST, 232_448, 232_448).is_ok());
         let e = check_shared(&INFO, &INST, 300_000, 232_448).unwrap_err();

@@ -10,7 +10,7 @@ use cudarc::driver::result;
 use super::ptx::{self, LoadedFunction};
 use super::CudaDevice;
 use crate::error::DeviceError;
-use crate::launch::{InstanceInfo, KernelInfo};
+use crate::abi::{InstanceInfo, KernelInfo};
 use crate::split::{self, SplitChoice, SplitPlan, SplitPolicy};
 
 /// Split programs one launch may have (the counters' region is fixed, so that growing the

@@ -13,7 +13,8 @@ use cudarc::driver::{result, sys};
 use super::CudaDevice;
 use crate::dtype::DTypeKind;
 use crate::error::DeviceError;
-use crate::launch::{ArgMem, KernelInfo, ParamKind, PtrArg, ScalarArg, TmaOperand};
+use crate::abi::{KernelInfo, ParamKind, TmaOperand};
+use crate::launch::{ArgMem, PtrArg, ScalarArg};
 
 /// Bytes of one encoded map (`CUtensorMap`).
 const MAP_BYTES: usize = 128;
@@ -225,7 +226,7 @@ pub(crate) fn tma_slots(dev: &CudaDevice, info: &KernelInfo, ops: &[TmaOperand],
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::launch::{ModuleInfo, ParamInfo};
+    use crate::abi::{ModuleInfo, ParamInfo};
 
     static INFO: KernelInfo = KernelInfo {
         name: "mm",

@@ -130,6 +130,14 @@ pub mod matmul_i8_kernel {
         shared_bytes: 32768u32,
         tma: &[],
         split_bytes: 0u32,
+        hidden: &[
+          ::kernel_runtime::__private::Hidden::Len(0usize),
+          ::kernel_runtime::__private::Hidden::Len(1usize),
+          ::kernel_runtime::__private::Hidden::Len(2usize),
+          ::kernel_runtime::__private::Hidden::Fault,
+          ::kernel_runtime::__private::Hidden::Tag,
+        ],
+        split_hidden: &[],
       },
       ::kernel_runtime::__private::InstanceInfo {
         entry: "matmul_i8_kernel__c1",
@@ -140,6 +148,14 @@ pub mod matmul_i8_kernel {
         shared_bytes: 24576u32,
         tma: &[],
         split_bytes: 0u32,
+        hidden: &[
+          ::kernel_runtime::__private::Hidden::Len(0usize),
+          ::kernel_runtime::__private::Hidden::Len(1usize),
+          ::kernel_runtime::__private::Hidden::Len(2usize),
+          ::kernel_runtime::__private::Hidden::Fault,
+          ::kernel_runtime::__private::Hidden::Tag,
+        ],
+        split_hidden: &[],
       },
     ],
     module: ::kernel_runtime::__private::ModuleInfo {

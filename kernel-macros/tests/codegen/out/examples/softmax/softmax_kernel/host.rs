@@ -124,6 +124,13 @@ pub mod softmax_kernel {
         shared_bytes: 16u32,
         tma: &[],
         split_bytes: 0u32,
+        hidden: &[
+          ::kernel_runtime::__private::Hidden::Len(0usize),
+          ::kernel_runtime::__private::Hidden::Len(1usize),
+          ::kernel_runtime::__private::Hidden::Fault,
+          ::kernel_runtime::__private::Hidden::Tag,
+        ],
+        split_hidden: &[],
       },
       ::kernel_runtime::__private::InstanceInfo {
         entry: "softmax_kernel__c1",
@@ -134,6 +141,13 @@ pub mod softmax_kernel {
         shared_bytes: 16u32,
         tma: &[],
         split_bytes: 0u32,
+        hidden: &[
+          ::kernel_runtime::__private::Hidden::Len(0usize),
+          ::kernel_runtime::__private::Hidden::Len(1usize),
+          ::kernel_runtime::__private::Hidden::Fault,
+          ::kernel_runtime::__private::Hidden::Tag,
+        ],
+        split_hidden: &[],
       },
       ::kernel_runtime::__private::InstanceInfo {
         entry: "softmax_kernel__c2",
@@ -144,6 +158,13 @@ pub mod softmax_kernel {
         shared_bytes: 16u32,
         tma: &[],
         split_bytes: 0u32,
+        hidden: &[
+          ::kernel_runtime::__private::Hidden::Len(0usize),
+          ::kernel_runtime::__private::Hidden::Len(1usize),
+          ::kernel_runtime::__private::Hidden::Fault,
+          ::kernel_runtime::__private::Hidden::Tag,
+        ],
+        split_hidden: &[],
       },
       ::kernel_runtime::__private::InstanceInfo {
         entry: "softmax_kernel__c3",
@@ -154,6 +175,13 @@ pub mod softmax_kernel {
         shared_bytes: 16u32,
         tma: &[],
         split_bytes: 0u32,
+        hidden: &[
+          ::kernel_runtime::__private::Hidden::Len(0usize),
+          ::kernel_runtime::__private::Hidden::Len(1usize),
+          ::kernel_runtime::__private::Hidden::Fault,
+          ::kernel_runtime::__private::Hidden::Tag,
+        ],
+        split_hidden: &[],
       },
       ::kernel_runtime::__private::InstanceInfo {
         entry: "softmax_kernel__c4",
@@ -164,6 +192,13 @@ pub mod softmax_kernel {
         shared_bytes: 32u32,
         tma: &[],
         split_bytes: 0u32,
+        hidden: &[
+          ::kernel_runtime::__private::Hidden::Len(0usize),
+          ::kernel_runtime::__private::Hidden::Len(1usize),
+          ::kernel_runtime::__private::Hidden::Fault,
+          ::kernel_runtime::__private::Hidden::Tag,
+        ],
+        split_hidden: &[],
       },
       ::kernel_runtime::__private::InstanceInfo {
         entry: "softmax_kernel__c5",
@@ -174,6 +209,13 @@ pub mod softmax_kernel {
         shared_bytes: 64u32,
         tma: &[],
         split_bytes: 0u32,
+        hidden: &[
+          ::kernel_runtime::__private::Hidden::Len(0usize),
+          ::kernel_runtime::__private::Hidden::Len(1usize),
+          ::kernel_runtime::__private::Hidden::Fault,
+          ::kernel_runtime::__private::Hidden::Tag,
+        ],
+        split_hidden: &[],
       },
       ::kernel_runtime::__private::InstanceInfo {
         entry: "softmax_kernel__c6",
@@ -184,6 +226,13 @@ pub mod softmax_kernel {
         shared_bytes: 64u32,
         tma: &[],
         split_bytes: 0u32,
+        hidden: &[
+          ::kernel_runtime::__private::Hidden::Len(0usize),
+          ::kernel_runtime::__private::Hidden::Len(1usize),
+          ::kernel_runtime::__private::Hidden::Fault,
+          ::kernel_runtime::__private::Hidden::Tag,
+        ],
+        split_hidden: &[],
       },
       ::kernel_runtime::__private::InstanceInfo {
         entry: "softmax_kernel__c7",
@@ -194,6 +243,13 @@ pub mod softmax_kernel {
         shared_bytes: 64u32,
         tma: &[],
         split_bytes: 0u32,
+        hidden: &[
+          ::kernel_runtime::__private::Hidden::Len(0usize),
+          ::kernel_runtime::__private::Hidden::Len(1usize),
+          ::kernel_runtime::__private::Hidden::Fault,
+          ::kernel_runtime::__private::Hidden::Tag,
+        ],
+        split_hidden: &[],
       },
     ],
     module: ::kernel_runtime::__private::ModuleInfo {

@@ -64,6 +64,14 @@ pub mod add_kernel {
         shared_bytes: 0u32,
         tma: &[],
         split_bytes: 0u32,
+        hidden: &[
+          ::kernel_runtime::__private::Hidden::Len(0usize),
+          ::kernel_runtime::__private::Hidden::Len(1usize),
+          ::kernel_runtime::__private::Hidden::Len(2usize),
+          ::kernel_runtime::__private::Hidden::Fault,
+          ::kernel_runtime::__private::Hidden::Tag,
+        ],
+        split_hidden: &[],
       },
       ::kernel_runtime::__private::InstanceInfo {
         entry: "add_kernel__BLOCK_SIZE_1024",
@@ -74,6 +82,14 @@ pub mod add_kernel {
         shared_bytes: 0u32,
         tma: &[],
         split_bytes: 0u32,
+        hidden: &[
+          ::kernel_runtime::__private::Hidden::Len(0usize),
+          ::kernel_runtime::__private::Hidden::Len(1usize),
+          ::kernel_runtime::__private::Hidden::Len(2usize),
+          ::kernel_runtime::__private::Hidden::Fault,
+          ::kernel_runtime::__private::Hidden::Tag,
+        ],
+        split_hidden: &[],
       },
     ],
     module: ::kernel_runtime::__private::ModuleInfo {

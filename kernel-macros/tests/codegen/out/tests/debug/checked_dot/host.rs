@@ -63,6 +63,14 @@ pub mod checked_dot {
         shared_bytes: 1024u32,
         tma: &[],
         split_bytes: 0u32,
+        hidden: &[
+          ::kernel_runtime::__private::Hidden::Len(0usize),
+          ::kernel_runtime::__private::Hidden::Len(1usize),
+          ::kernel_runtime::__private::Hidden::Len(2usize),
+          ::kernel_runtime::__private::Hidden::Fault,
+          ::kernel_runtime::__private::Hidden::Tag,
+        ],
+        split_hidden: &[],
       },
     ],
     module: ::kernel_runtime::__private::ModuleInfo {

@@ -59,6 +59,12 @@ pub mod countdown {
         shared_bytes: 0u32,
         tma: &[],
         split_bytes: 0u32,
+        hidden: &[
+          ::kernel_runtime::__private::Hidden::Len(0usize),
+          ::kernel_runtime::__private::Hidden::Fault,
+          ::kernel_runtime::__private::Hidden::Tag,
+        ],
+        split_hidden: &[],
       },
       ::kernel_runtime::__private::InstanceInfo {
         entry: "countdown__B_64__DOUBLE_true",
@@ -69,6 +75,12 @@ pub mod countdown {
         shared_bytes: 0u32,
         tma: &[],
         split_bytes: 0u32,
+        hidden: &[
+          ::kernel_runtime::__private::Hidden::Len(0usize),
+          ::kernel_runtime::__private::Hidden::Fault,
+          ::kernel_runtime::__private::Hidden::Tag,
+        ],
+        split_hidden: &[],
       },
     ],
     module: ::kernel_runtime::__private::ModuleInfo {

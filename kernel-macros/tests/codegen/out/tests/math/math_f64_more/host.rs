@@ -76,6 +76,16 @@ pub mod math_f64_more {
         shared_bytes: 0u32,
         tma: &[],
         split_bytes: 0u32,
+        hidden: &[
+          ::kernel_runtime::__private::Hidden::Len(0usize),
+          ::kernel_runtime::__private::Hidden::Len(1usize),
+          ::kernel_runtime::__private::Hidden::Len(2usize),
+          ::kernel_runtime::__private::Hidden::Len(3usize),
+          ::kernel_runtime::__private::Hidden::Len(4usize),
+          ::kernel_runtime::__private::Hidden::Fault,
+          ::kernel_runtime::__private::Hidden::Tag,
+        ],
+        split_hidden: &[],
       },
     ],
     module: ::kernel_runtime::__private::ModuleInfo {

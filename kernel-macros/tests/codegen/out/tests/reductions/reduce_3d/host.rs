@@ -54,6 +54,13 @@ pub mod reduce_3d {
         shared_bytes: 128u32,
         tma: &[],
         split_bytes: 0u32,
+        hidden: &[
+          ::kernel_runtime::__private::Hidden::Len(0usize),
+          ::kernel_runtime::__private::Hidden::Len(1usize),
+          ::kernel_runtime::__private::Hidden::Fault,
+          ::kernel_runtime::__private::Hidden::Tag,
+        ],
+        split_hidden: &[],
       },
       ::kernel_runtime::__private::InstanceInfo {
         entry: "reduce_3d__B_32",
@@ -64,6 +71,13 @@ pub mod reduce_3d {
         shared_bytes: 4096u32,
         tma: &[],
         split_bytes: 0u32,
+        hidden: &[
+          ::kernel_runtime::__private::Hidden::Len(0usize),
+          ::kernel_runtime::__private::Hidden::Len(1usize),
+          ::kernel_runtime::__private::Hidden::Fault,
+          ::kernel_runtime::__private::Hidden::Tag,
+        ],
+        split_hidden: &[],
       },
     ],
     module: ::kernel_runtime::__private::ModuleInfo {

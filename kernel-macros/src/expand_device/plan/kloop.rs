@@ -1,0 +1,266 @@
+//! Loop schedules: which `for` loops are software-pipelined K loops (`PipePlan`, emitted by
+//! `pipeline.rs`), and, for the others, which tensor-core `dot` operands are staged once before
+//! the loop (resident) or copied one iteration ahead.
+
+use super::*;
+
+/// One operand of a pipelined K loop (see `DevicePlan::pipeline_plan`).
+pub(crate) struct PipeOp {
+    /// The `dot` operand and the `load` it comes from.
+    pub(crate) x: ExprId,
+    pub(crate) load: ExprId,
+    /// The loop-invariant part of the pointer block: the initial value of an affine pointer
+    /// local (whose scalar offset is added per iteration), or an invariant pointer block.
+    pub(crate) base: ExprId,
+    pub(crate) affine: Option<LocalId>,
+    /// The scalar step of `affine` in this loop and whether it is subtracted.
+    pub(crate) step: Option<(ExprId, bool)>,
+    pub(crate) mask: Option<ExprId>,
+    pub(crate) other: Option<ExprId>,
+    pub(crate) numel: usize,
+    /// Elements per row.
+    pub(crate) inner: usize,
+}
+
+/// A software-pipelined K loop: a body of two single-use `load`s feeding one tensor-core
+/// `acc = dot(a, b, acc)` and affine pointer steps (see `DevicePlan::pipeline_plan`).
+pub(crate) struct PipePlan {
+    pub(crate) acc: LocalId,
+    pub(crate) layout: Layout,
+    /// The A operand (its dtype picks the `mma` instruction) and the `[m, kk]` shape of A.
+    pub(crate) a: ExprId,
+    pub(crate) m: usize,
+    pub(crate) kk: usize,
+    pub(crate) ops: Vec<PipeOp>,
+    /// Affine pointer locals stepped by the loop: (local, scalar step, subtracted).
+    pub(crate) steps: Vec<(LocalId, ExprId, bool)>,
+}
+
+impl PipePlan {
+    /// One line for the plan's `Display`.
+    pub(crate) fn describe(&self, k: &Kernel, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let acc = &k.locals[self.acc].name;
+        write!(f, "software-pipelined K loop into %{acc}.{} ({}x{} A tiles, {})", self.acc, self.m, self.kk, self.layout)?;
+        for (op, name) in self.ops.iter().zip(["A", "B"]) {
+            write!(f, "; {name} {} ({} elements, rows of {})", k.expr_text(op.load), op.numel, op.inner)?;
+        }
+        for (l, step, sub) in &self.steps {
+            write!(f, "; %{}.{l} {} {}", k.locals[*l].name, if *sub { "-=" } else { "+=" }, k.expr_text(*step))?;
+        }
+        writeln!(f)
+    }
+}
+
+impl DevicePlan<'_> {
+    /// The schedule of a loop over `var` that is not software-pipelined: which tensor-core `dot`
+    /// operands of its body's top-level statements are staged once before it (immutable
+    /// materialized locals defined before the loop, such as flash attention's query tile) and
+    /// which are copied one iteration ahead (loads whose pointers, masks and fill values depend
+    /// only on `var` and values the loop does not change, in a body that stores nothing: a copy
+    /// moved ahead of a store could read memory the store was to change; not in a split loop,
+    /// whose parts start inside it). The body's `dot`s before its last one are then `followed`.
+    pub(crate) fn as_written(&mut self, var: LocalId, body: &[Stmt]) -> Schedule {
+        let k = self.k;
+        let inside = assigned_values_in(body);
+        let dots = self.body_dots(body);
+        let operands = self.tensor_core_operands(&dots);
+        let staged = |(x, layout, rows, inner): (ExprId, Layout, usize, usize)| StagedOperand { x, layout, rows, inner };
+        let mut resident: Vec<StagedOperand> = Vec::new();
+        for &op in &operands {
+            let x = op.0;
+            let invariant = matches!(k.exprs[x].kind, ExprKind::Local(l) if !k.locals[l].mutable && matches!(self.kinds[l], LocalKind::Materialized) && !inside.contains_key(&l));
+            if invariant && !resident.iter().any(|o| o.x == x) {
+                resident.push(staged(op));
+            }
+        }
+        let mut ahead: Vec<StagedOperand> = Vec::new();
+        if !body_writes(k, body) && self.split_of(var).is_none() {
+            for &op in &operands {
+                let x = op.0;
+                let Some(load) = self.load_of(x) else { continue };
+                let ExprKind::Load { ptr, mask, other } = k.exprs[load].kind else { continue };
+                let steady = [Some(ptr), mask, other].into_iter().flatten().all(|e| self.loop_steady(e, var, &inside));
+                if steady && !ahead.iter().chain(&resident).any(|o| o.x == x) {
+                    ahead.push(staged(op));
+                }
+            }
+        }
+        if !ahead.is_empty() {
+            if let Some((_, before_last)) = dots.split_last() {
+                self.followed.extend(before_last.iter().copied());
+            }
+        }
+        Schedule::AsWritten { resident, ahead }
+    }
+
+    /// Whether the boolean block `e` is a conjunction of comparisons of integer expressions that
+    /// are linear in local `var` (sums and differences of loop-invariant terms and invariant
+    /// multiples of `var`, broadcast): on each element such a comparison holds on an interval of
+    /// `var`, so if it holds at the first and the last iteration it holds in between. (Wrap-around
+    /// of the kernel's integer arithmetic between the two ends is not considered: the masks of
+    /// K loops compare indices with sizes far from `i32::MAX`.)
+    pub(crate) fn linear_in(&self, e: ExprId, var: LocalId) -> bool {
+        let k = self.k;
+        let lin = |x: ExprId| self.linear_int(x, var);
+        match &k.exprs[e].kind {
+            _ if !uses_local(k, e, var) => true,
+            ExprKind::Binary(BinOp::And, a, b) => self.linear_in(*a, var) && self.linear_in(*b, var),
+            ExprKind::Binary(BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge, a, b) => lin(*a) && lin(*b),
+            ExprKind::ExpandDims(x, _) | ExprKind::BroadcastTo(x) => self.linear_in(*x, var),
+            ExprKind::Local(l) => match self.kinds[*l] {
+                LocalKind::Pure(init) => self.linear_in(init, var),
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
+    /// Whether the integer expression `e` is linear in local `var` (see [`Self::linear_in`]).
+    pub(crate) fn linear_int(&self, e: ExprId, var: LocalId) -> bool {
+        let k = self.k;
+        let uses = |x: ExprId| uses_local(k, x, var);
+        if !matches!(k.exprs[e].ty.dtype(), Some(DType::I32 | DType::I64)) {
+            return false;
+        }
+        match &k.exprs[e].kind {
+            _ if !uses(e) => true,
+            ExprKind::Local(l) if *l == var => true,
+            ExprKind::Local(l) => match self.kinds[*l] {
+                LocalKind::Pure(init) => self.linear_int(init, var),
+                _ => false,
+            },
+            ExprKind::Binary(BinOp::Add | BinOp::Sub, a, b) => self.linear_int(*a, var) && self.linear_int(*b, var),
+            ExprKind::Binary(BinOp::Mul, a, b) => (self.linear_int(*a, var) && !uses(*b)) || (!uses(*a) && self.linear_int(*b, var)),
+            ExprKind::ExpandDims(x, _) | ExprKind::BroadcastTo(x) => self.linear_int(*x, var),
+            _ => false,
+        }
+    }
+
+    /// Recognizes a K loop that the software pipeliner can take: a body made of exactly two
+    /// single-use `load`s feeding one tensor-core `acc = dot(a, b, acc)` and affine pointer
+    /// steps by loop-invariant scalars. Everything else takes the general path.
+    pub(crate) fn pipeline_plan(&self, var: LocalId, body: &[Stmt]) -> Option<PipePlan> {
+        let k = self.k;
+        if !matches!(k.locals[var].ty.dtype(), Some(DType::I32 | DType::U32)) {
+            return None;
+        }
+        let mut loads: Vec<LocalId> = Vec::new();
+        let mut steps: Vec<(LocalId, ExprId, bool)> = Vec::new();
+        let mut dot: Option<(LocalId, ExprId, ExprId, ExprId)> = None;
+        for s in body {
+            match s {
+                Stmt::Let { local, .. } if matches!(self.kinds[*local], LocalKind::Inline(_)) => loads.push(*local),
+                Stmt::Assign { local, value } => match (&self.kinds[*local], &k.exprs[*value].kind) {
+                    (LocalKind::Affine(_), ExprKind::PtrAdd(_, st)) => steps.push((*local, *st, false)),
+                    (LocalKind::Affine(_), ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), _, st)) => steps.push((*local, *st, *op == BinOp::Sub)),
+                    (LocalKind::Materialized, ExprKind::Dot { a, b, acc: Some(c) }) if dot.is_none() => {
+                        if !matches!(k.exprs[*c].kind, ExprKind::Local(l) if l == *local) {
+                            return None;
+                        }
+                        dot = Some((*local, *value, *a, *b));
+                    }
+                    _ => return None,
+                },
+                _ => return None,
+            }
+        }
+        let (acc, dot, a, b) = dot?;
+        let layout = self.mma_tiling(dot)?;
+        // 8-bit integer products are summed in f32 per `dot` and added to i32 sums (`gen_dot_mma`),
+        // which the pipelined loop's accumulation in place does not do.
+        if k.exprs[dot].ty.dtype() == Some(DType::I32) {
+            return None;
+        }
+        if self.layouts[acc] != layout || loads.len() != 2 {
+            return None;
+        }
+        // Locals whose value changes inside the loop: no invariant may read them.
+        let mut varying: Vec<LocalId> = vec![var, acc];
+        varying.extend(loads.iter().copied());
+        varying.extend(steps.iter().map(|s| s.0));
+        let invariant = |e: ExprId, except: &[LocalId]| varying.iter().all(|l| except.contains(l) || !uses_local(k, e, *l));
+        if !steps.iter().all(|(_, st, _)| invariant(*st, &[])) {
+            return None;
+        }
+        let mut ops = Vec::new();
+        for (x, inner) in [(a, self.shapes[a][1]), (b, self.shapes[b][1])] {
+            let ExprKind::Local(xl) = k.exprs[x].kind else { return None };
+            let load = self.load_of(x).filter(|_| loads.contains(&xl))?;
+            let ExprKind::Load { ptr, mask, other } = k.exprs[load].kind else { return None };
+            let (base, affine) = match (&k.exprs[ptr].kind, self.kinds.get(match k.exprs[ptr].kind {
+                ExprKind::Local(l) => l,
+                _ => usize::MAX,
+            })) {
+                (ExprKind::Local(l), Some(LocalKind::Affine(init))) => (*init, Some(*l)),
+                _ if invariant(ptr, &[]) => (ptr, None),
+                _ => return None,
+            };
+            // Masks and `other` may read the loop variable (bound per iteration), nothing else
+            // that changes in the loop.
+            if !mask.iter().chain(other.iter()).all(|e| invariant(*e, &[var])) || self.shapes[ptr] != self.shapes[load] {
+                return None;
+            }
+            let step = affine.and_then(|l| steps.iter().find(|s| s.0 == l).map(|s| (s.1, s.2)));
+            ops.push(PipeOp { x, load, base, affine, step, mask, other, numel: self.numel(x), inner });
+        }
+        Some(PipePlan { acc, layout, a, kk: self.shapes[a][1], m: self.shapes[a][0], ops, steps })
+    }
+
+    /// The `dot`s of the top-level statements of a loop body.
+    pub(crate) fn body_dots(&self, body: &[Stmt]) -> Vec<ExprId> {
+        let mut dots = Vec::new();
+        for s in body {
+            for r in DevGen::stmt_roots(s) {
+                collect_dots(self.k, r, &mut dots);
+            }
+        }
+        dots
+    }
+
+    /// The operands of the tensor-core `dot`s among `dots`: each operand expression with its
+    /// `dot`'s layout and its `[rows, inner]` shape.
+    pub(crate) fn tensor_core_operands(&self, dots: &[ExprId]) -> Vec<(ExprId, Layout, usize, usize)> {
+        let mut out = Vec::new();
+        for &dot in dots {
+            let ExprKind::Dot { a, b, .. } = self.k.exprs[dot].kind else { continue };
+            let Some(layout) = self.mma_tiling(dot) else { continue };
+            let (m, kk, n) = (self.shapes[a][0], self.shapes[a][1], self.shapes[b][1]);
+            out.extend([(a, layout, m, kk), (b, layout, kk, n)]);
+        }
+        out
+    }
+
+    /// Whether `e` has the same value in every iteration of a loop over `var` once `var` is
+    /// fixed: it reads no local the loop body assigns (`inside`) other than `var` and locals
+    /// evaluated at their uses whose values are themselves steady.
+    pub(crate) fn loop_steady(&self, e: ExprId, var: LocalId, inside: &HashMap<LocalId, Vec<ExprId>>) -> bool {
+        let k = self.k;
+        match &k.exprs[e].kind {
+            ExprKind::Local(l) if *l == var || !inside.contains_key(l) => true,
+            ExprKind::Local(l) => match self.kinds[*l] {
+                LocalKind::Pure(v) | LocalKind::Inline(v) => self.loop_steady(v, var, inside),
+                _ => false,
+            },
+            ExprKind::Load { .. } | ExprKind::Atomic { .. } | ExprKind::Random { .. } => false,
+            kind => kind.operands().into_iter().all(|c| self.loop_steady(c, var, inside)),
+        }
+    }
+}
+
+/// Whether `stmts` may write memory (a store, an atomic, a debugging statement) or leave the
+/// loop early (`return`).
+fn body_writes(k: &Kernel, stmts: &[Stmt]) -> bool {
+    let atomic = |e: ExprId| -> bool {
+        fn walk(k: &Kernel, e: ExprId) -> bool {
+            matches!(k.exprs[e].kind, ExprKind::Atomic { .. }) || k.exprs[e].kind.operands().into_iter().any(|c| walk(k, c))
+        }
+        walk(k, e)
+    };
+    stmts.iter().any(|s| match s {
+        Stmt::Store { .. } | Stmt::Assert { .. } | Stmt::Print { .. } | Stmt::Return => true,
+        Stmt::For { body, .. } => body_writes(k, body),
+        Stmt::While { pre, body, test } => atomic(*test) || body_writes(k, pre) || body_writes(k, body),
+        Stmt::If { cond, then, els } => atomic(*cond) || body_writes(k, then) || body_writes(k, els),
+        _ => DevGen::stmt_roots(s).into_iter().any(atomic),
+    })
+}

@@ -1,0 +1,326 @@
+//! The device plan of one body of an entry: what the device code generator decides about it
+//! before it emits any code, as data. [`plan`] computes it from the block IR, the instance and
+//! the [`Target`], validates it once and the emitter (`DevGen`, which reads it through `Deref`)
+//! translates it:
+//!
+//! - how each local is produced (`values.rs`: [`LocalKind`]) and which pointer parameter each
+//!   pointer local comes from;
+//! - each materialized local's register layout and each `dot`'s tensor-core tiling
+//!   (`layout.rs`: [`Layout`]), the cyclic layout's chunk width, whether slot loops unroll;
+//! - each `for` loop's schedule (`kloop.rs`: a software-pipelined K loop with its operands and
+//!   pointer steps, or the loop as written with the `dot` operands staged once before it or
+//!   copied one iteration ahead) and the loop a launch may split (`split.rs`);
+//! - the entry's hidden parameters (`abi.rs`), the kernel ABI the runtime builds its argument
+//!   list from.
+//!
+//! Still decided while emitting: the shared-memory offsets (the emitter's allocation cursor),
+//! hence a pipelined loop's stage count when its buffers do not all fit and, on sm_90a, its
+//! tensor maps (which need two stages or more); where barriers go; which cold paths run out of
+//! line.
+//!
+//! `KERNEL_DUMP=dir` writes each entry's plans (`<entry>.<target>.plan`), and the codegen
+//! snapshots (`kernel-macros/tests/codegen`) keep one per instance.
+
+use super::*;
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+
+pub(crate) mod abi;
+mod kloop;
+mod layout;
+pub(crate) mod split;
+mod values;
+
+pub(crate) use kloop::{PipeOp, PipePlan};
+pub(crate) use layout::Layout;
+pub(crate) use split::SplitLoop;
+pub(crate) use values::LocalKind;
+
+/// The most elements of a block per thread for which cyclic slot loops are unrolled (see
+/// `DevGen::slot_loop`): 64 values of 32 bits leave room for a second such block and the
+/// kernel's other values in 255 registers.
+pub(crate) const MAX_UNROLLED_SLOTS: usize = 64;
+
+/// What a plan is computed for besides the kernel: one declared instance (its concrete
+/// meta-parameter values, warps and stages) and which of its entries (`split`: the entry of
+/// split launches, `<entry>__split`).
+pub(crate) struct Instance<'a> {
+    pub(crate) vals: &'a HashMap<String, i64>,
+    pub(crate) num_warps: usize,
+    pub(crate) num_stages: usize,
+    pub(crate) split: bool,
+}
+
+/// A `dot` operand staged in shared memory by a loop that is not software-pipelined, with its
+/// `dot`'s layout and its `[rows, inner]` shape.
+#[derive(Clone, Debug)]
+pub(crate) struct StagedOperand {
+    pub(crate) x: ExprId,
+    pub(crate) layout: Layout,
+    pub(crate) rows: usize,
+    pub(crate) inner: usize,
+}
+
+/// How a `for` loop runs.
+pub(crate) enum Schedule {
+    /// A software-pipelined K loop (`pipeline.rs`).
+    Pipelined(PipePlan),
+    /// The body as written, each iteration after the other. `resident`: tensor-core `dot`
+    /// operands the loop does not change, staged in shared memory once before it; `ahead`:
+    /// operands loaded from addresses that depend only on the loop variable, copied one
+    /// iteration ahead into one of two buffers (never in a body that stores, nor in a split
+    /// loop).
+    AsWritten { resident: Vec<StagedOperand>, ahead: Vec<StagedOperand> },
+}
+
+/// Why a plan is invalid: a broken invariant of the planner (a bug), reported as a compile error
+/// at the kernel.
+#[derive(Debug)]
+pub(crate) struct PlanError(pub(crate) String);
+
+impl fmt::Display for PlanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// See the module documentation.
+pub(crate) struct DevicePlan<'a> {
+    pub(crate) k: &'a Kernel,
+    pub(crate) vals: &'a HashMap<String, i64>,
+    pub(crate) target: Target,
+    pub(crate) threads: usize,
+    /// The instance's `num_stages`: shared-memory buffers of a software-pipelined K loop.
+    pub(crate) num_stages: usize,
+    /// The path of the device support module in generated code.
+    pub(crate) d: TokenStream,
+    /// Each expression's concrete shape.
+    pub(crate) shapes: Vec<Vec<usize>>,
+    pub(crate) kinds: Vec<LocalKind>,
+    /// The register layout of each local (cyclic unless materialized in an `mma` layout).
+    pub(crate) layouts: Vec<Layout>,
+    /// The pointer parameter behind each pointer local (`bounds.rs`).
+    pub(crate) ptr_roots: Vec<Option<usize>>,
+    /// Whether the kernel reads global memory anywhere (stores then keep program order).
+    pub(crate) has_loads: bool,
+    /// Whether cyclic slot loops are unrolled (`slot_loop`).
+    pub(crate) unroll_slots: bool,
+    /// The longest chunk of the cyclic layout (`vec_width`): 8 when the kernel accesses blocks of
+    /// 16- or 8-bit elements in memory (16-byte accesses), else 4.
+    pub(crate) max_vec: usize,
+    /// Whether `mma.sync` tilings keep whole rows in one warp: the kernel has a `dot` and reduces
+    /// a 2-D block along its rows (flash attention's row maxima and sums).
+    pub(crate) rows_per_warp: bool,
+    /// Each `dot` with its tensor-core tiling (`None`: f32 FMAs over operands in shared memory).
+    pub(crate) dots: Vec<(ExprId, Option<Layout>)>,
+    /// Each `for` loop's schedule, by loop variable.
+    pub(crate) loops: BTreeMap<LocalId, Schedule>,
+    /// `dot`s of loops with operands copied ahead that another `dot` follows in the same
+    /// iteration: one whose operands are all resident, ahead or in registers needs no barrier
+    /// after it (the next `dot`'s barrier comes before the next iteration's copies overwrite
+    /// what it read).
+    pub(crate) followed: HashSet<ExprId>,
+    /// The loop launches may split over several blocks per program (`split.rs`), if any.
+    pub(crate) split_loop: Option<SplitLoop>,
+    /// That loop, in the entry of split launches (whose body splits it); `None` in plain entries.
+    pub(crate) split: Option<SplitLoop>,
+}
+
+/// The plan of the body of `inst`'s entry that runs on `target`.
+pub(crate) fn plan<'a>(k: &'a Kernel, inst: &Instance<'a>, target: Target) -> Result<DevicePlan<'a>, PlanError> {
+    let vals = inst.vals;
+    let shapes = k
+        .exprs
+        .iter()
+        .map(|e| e.ty.shape.iter().map(|d| d.eval(&|s| vals.get(s).copied()).unwrap_or(1).max(0) as usize).collect())
+        .collect();
+    let has_dot = k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Dot { .. }));
+    let mut p = DevicePlan {
+        k,
+        vals,
+        target,
+        threads: 32 * inst.num_warps,
+        num_stages: inst.num_stages.max(1),
+        d: quote!(::kernel_std::__private::device),
+        shapes,
+        kinds: vec![],
+        layouts: vec![],
+        ptr_roots: vec![],
+        has_loads: k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Load { .. } | ExprKind::Atomic { .. })),
+        unroll_slots: false,
+        max_vec: 4,
+        rows_per_warp: false,
+        dots: vec![],
+        loops: BTreeMap::new(),
+        followed: HashSet::new(),
+        split_loop: None,
+        split: None,
+    };
+    p.rows_per_warp = has_dot && k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Reduce { x, axis: 1, .. } if p.shapes[x].len() == 2));
+    p.max_vec = if k.exprs.iter().any(|e| !e.ty.shape.is_empty() && matches!(e.ty.elem, Elem::Ptr(d) if elem_size(&Elem::Val(d)) <= 2)) { 8 } else { 4 };
+    p.unroll_slots = p.shapes.iter().all(|s| p.per_thread(s.iter().product()) <= MAX_UNROLLED_SLOTS);
+    p.kinds = p.classify_locals();
+    p.layouts = p.assign_layouts();
+    p.ptr_roots = p.pointer_roots();
+    p.dots = (0..k.exprs.len()).filter(|&e| matches!(k.exprs[e].kind, ExprKind::Dot { .. })).map(|e| (e, p.mma_tiling(e))).collect();
+    p.split_loop = p.split_loop();
+    p.split = p.split_loop.clone().filter(|_| inst.split);
+    p.plan_loops(&k.body);
+    p.validate()?;
+    Ok(p)
+}
+
+impl DevicePlan<'_> {
+    /// The tensor-core tiling of `dot` (planned: see `mma_tiling`).
+    pub(crate) fn tiling(&self, dot: ExprId) -> Option<Layout> {
+        self.dots.iter().find(|(e, _)| *e == dot).and_then(|(_, l)| *l)
+    }
+
+    /// Whether some `dot` of the body runs on `wgmma`.
+    pub(crate) fn uses_wgmma(&self) -> bool {
+        self.dots.iter().any(|(_, l)| matches!(l, Some(Layout::Mma { wg: true, .. })))
+    }
+
+    /// The split loop, when `var` is its variable and this entry splits it.
+    pub(crate) fn split_of(&self, var: LocalId) -> Option<&SplitLoop> {
+        self.split.as_ref().filter(|s| s.var == var)
+    }
+
+    /// The schedule of the loop over `var`.
+    pub(crate) fn schedule(&self, var: LocalId) -> &Schedule {
+        &self.loops[&var]
+    }
+
+    /// Checks the plan's invariants once, so the emitter can rely on them: every `mma` layout
+    /// tiles its block exactly, a pipelined loop's accumulator has its `dot`'s tiling, a staged
+    /// operand has a tensor-core `dot`, the split loop is a loop of the body and its accumulator
+    /// is a materialized f32 block.
+    pub(crate) fn validate(&self) -> Result<(), PlanError> {
+        let k = self.k;
+        let err = |m: String| Err(PlanError(m));
+        if self.threads == 0 || self.threads > 1024 {
+            return err(format!("{} threads per program", self.threads));
+        }
+        for (l, layout) in self.layouts.iter().enumerate() {
+            let shape = &self.shapes_of_local(l);
+            if let Err(m) = layout.check_tiles(shape, self.threads) {
+                return err(format!("local `{}`: {m}", k.locals[l].name));
+            }
+        }
+        for (var, s) in &self.loops {
+            let name = &k.locals[*var].name;
+            match s {
+                Schedule::Pipelined(p) if self.layouts[p.acc] != p.layout || !self.dots.iter().any(|(_, l)| *l == Some(p.layout)) => {
+                    return err(format!("the pipelined loop over `{name}` accumulates in a layout its `dot` does not have"));
+                }
+                Schedule::AsWritten { resident, ahead } => {
+                    if let Some(o) = resident.iter().chain(ahead).find(|o| !matches!(o.layout, Layout::Mma { .. })) {
+                        return err(format!("the loop over `{name}` stages operand {} for a `dot` without tensor cores", k.expr_text(o.x)));
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(sl) = &self.split_loop {
+            if !self.loops.contains_key(&sl.var) || !matches!(self.kinds[sl.acc], LocalKind::Materialized) {
+                return err(format!("the split loop over `{}` is no loop with a materialized accumulator", k.locals[sl.var].name));
+            }
+        }
+        Ok(())
+    }
+
+    /// The concrete shape of local `l`.
+    fn shapes_of_local(&self, l: LocalId) -> Vec<usize> {
+        self.k.locals[l].ty.shape.iter().map(|d| d.eval(&|s| self.vals.get(s).copied()).unwrap_or(1).max(0) as usize).collect()
+    }
+
+    /// Plans every `for` loop of `stmts`, nested ones included.
+    fn plan_loops(&mut self, stmts: &[Stmt]) {
+        for s in stmts {
+            match s {
+                Stmt::For { var, body, .. } => {
+                    let schedule = match self.pipeline_plan(*var, body) {
+                        Some(p) => Schedule::Pipelined(p),
+                        None => self.as_written(*var, body),
+                    };
+                    self.loops.insert(*var, schedule);
+                    self.plan_loops(body);
+                }
+                Stmt::While { pre, body, .. } => {
+                    self.plan_loops(pre);
+                    self.plan_loops(body);
+                }
+                Stmt::If { then, els, .. } => {
+                    self.plan_loops(then);
+                    self.plan_loops(els);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+impl fmt::Display for DevicePlan<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let k = self.k;
+        let target = match self.target {
+            Target::Sm80 => "sm_80 (every target but sm_90a)",
+            Target::Sm90a => "sm_90a",
+        };
+        writeln!(f, "device plan of `{}` for {target}", k.name)?;
+        let mut metas: Vec<String> = self.vals.iter().map(|(n, v)| format!("{n} = {v}")).collect();
+        metas.sort();
+        if !metas.is_empty() {
+            writeln!(f, "  {}", metas.join(", "))?;
+        }
+        writeln!(f, "  {} threads ({} warps), num_stages {}", self.threads, self.threads / 32, self.num_stages)?;
+        let unrolled = if self.unroll_slots { "unrolled" } else { "rolled" };
+        writeln!(f, "  cyclic chunks of up to {} elements, slot loops {unrolled}", self.max_vec)?;
+        writeln!(f, "values:")?;
+        for (l, local) in k.locals.iter().enumerate() {
+            let kind = match self.kinds[l] {
+                LocalKind::Scalar => "scalar".to_string(),
+                LocalKind::Pure(_) => "pure (evaluated at each use)".into(),
+                LocalKind::Affine(_) => "affine (initial value plus a scalar offset)".into(),
+                LocalKind::Inline(_) => "inline load (evaluated at its use)".into(),
+                LocalKind::Materialized => format!("materialized, {}", self.layouts[l]),
+            };
+            let root = self.ptr_roots[l].map(|p| format!(", from pointer parameter `{}`", k.params[p].name)).unwrap_or_default();
+            writeln!(f, "  %{}.{l}: {kind}{root}", local.name)?;
+        }
+        if !self.dots.is_empty() {
+            writeln!(f, "dots:")?;
+        }
+        for (e, tiling) in &self.dots {
+            match tiling {
+                Some(l) => writeln!(f, "  {}: {l}", k.expr_text(*e))?,
+                None => writeln!(f, "  {}: f32 FMAs over operands in shared memory", k.expr_text(*e))?,
+            }
+        }
+        if !self.loops.is_empty() {
+            writeln!(f, "loops:")?;
+        }
+        for (var, s) in &self.loops {
+            write!(f, "  for %{}.{var}: ", k.locals[*var].name)?;
+            match s {
+                Schedule::Pipelined(p) => p.describe(k, f)?,
+                Schedule::AsWritten { resident, ahead } => {
+                    let list = |ops: &[StagedOperand]| ops.iter().map(|o| k.expr_text(o.x)).collect::<Vec<_>>().join(", ");
+                    write!(f, "as written")?;
+                    if !resident.is_empty() {
+                        write!(f, "; staged once before it: {}", list(resident))?;
+                    }
+                    if !ahead.is_empty() {
+                        write!(f, "; copied one iteration ahead: {}", list(ahead))?;
+                    }
+                    writeln!(f)?;
+                }
+            }
+        }
+        if let Some(sl) = &self.split_loop {
+            let how = if self.split.is_some() { "split in this entry" } else { "not split in this entry" };
+            writeln!(f, "split loop: %{}.{} (accumulator %{}.{}), {how}", k.locals[sl.var].name, sl.var, k.locals[sl.acc].name, sl.acc)?;
+        }
+        Ok(())
+    }
+}

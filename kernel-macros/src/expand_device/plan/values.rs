@@ -1,0 +1,213 @@
+//! How each local is produced (`LocalKind`: pure, affine, inline, materialized) and which
+//! pointer parameter each pointer local comes from.
+
+use super::*;
+
+#[derive(Clone, Debug)]
+pub(crate) enum LocalKind {
+    Scalar,
+    Pure(ExprId),
+    Affine(ExprId),
+    /// A load used once, right after it is defined: evaluated at its use (so a `dot`
+    /// operand goes from global memory straight to shared memory).
+    Inline(ExprId),
+    Materialized,
+}
+
+impl DevicePlan<'_> {
+    pub(crate) fn classify_locals(&self) -> Vec<LocalKind> {
+        let k = self.k;
+        let mut lets: HashMap<LocalId, ExprId> = HashMap::new();
+        let mut assigns: HashMap<LocalId, Vec<ExprId>> = HashMap::new();
+        fn walk(stmts: &[Stmt], lets: &mut HashMap<LocalId, ExprId>, assigns: &mut HashMap<LocalId, Vec<ExprId>>) {
+            for s in stmts {
+                match s {
+                    Stmt::Let { local, value } => {
+                        lets.insert(*local, *value);
+                    }
+                    Stmt::Assign { local, value } => assigns.entry(*local).or_default().push(*value),
+                    Stmt::For { body, .. } => walk(body, lets, assigns),
+                    Stmt::While { pre, body, .. } => {
+                        walk(pre, lets, assigns);
+                        walk(body, lets, assigns);
+                    }
+                    Stmt::If { then, els, .. } => {
+                        walk(then, lets, assigns);
+                        walk(els, lets, assigns);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        walk(&k.body, &mut lets, &mut assigns);
+        let mut uses = vec![0usize; k.locals.len()];
+        for e in &k.exprs {
+            if let ExprKind::Local(l) = e.kind {
+                uses[l] += 1;
+            }
+        }
+        let inline = self.single_use_loads(&lets, &assigns, &uses);
+        let mut kinds: Vec<LocalKind> = Vec::with_capacity(k.locals.len());
+        for (id, l) in k.locals.iter().enumerate() {
+            let kind = if l.ty.is_scalar() {
+                LocalKind::Scalar
+            } else {
+                // A value with transcendental functions read more than once is computed once.
+                let costly = |v: ExprId| uses[id] > 1 && self.has_transcendental(v, &kinds);
+                match (lets.get(&id), assigns.get(&id)) {
+                    (Some(v), None) if self.is_pure(*v, &kinds) && !costly(*v) => LocalKind::Pure(*v),
+                    (Some(v), None) if inline.contains(&id) => LocalKind::Inline(*v),
+                    (Some(v), Some(asg)) if self.is_pure(*v, &kinds) && asg.iter().all(|a| self.is_affine_step(id, *a)) => {
+                        LocalKind::Affine(*v)
+                    }
+                    _ => LocalKind::Materialized,
+                }
+            };
+            kinds.push(kind);
+        }
+        kinds
+    }
+
+    /// Immutable block locals defined by a `load`, referenced exactly once, by a `let`,
+    /// assignment or store that follows their definition with only `let`s in between.
+    /// `uses`: how many expressions read each local.
+    pub(crate) fn single_use_loads(&self, lets: &HashMap<LocalId, ExprId>, assigns: &HashMap<LocalId, Vec<ExprId>>, uses: &[usize]) -> Vec<LocalId> {
+        let k = self.k;
+        let mut out = Vec::new();
+        fn scan(k: &Kernel, stmts: &[Stmt], uses: &[usize], lets: &HashMap<LocalId, ExprId>, assigns: &HashMap<LocalId, Vec<ExprId>>, out: &mut Vec<LocalId>) {
+            for (i, s) in stmts.iter().enumerate() {
+                match s {
+                    Stmt::For { body, .. } => scan(k, body, uses, lets, assigns, out),
+                    Stmt::While { pre, body, .. } => {
+                        scan(k, pre, uses, lets, assigns, out);
+                        scan(k, body, uses, lets, assigns, out);
+                    }
+                    Stmt::If { then, els, .. } => {
+                        scan(k, then, uses, lets, assigns, out);
+                        scan(k, els, uses, lets, assigns, out);
+                    }
+                    Stmt::Let { local, value } => {
+                        let l = *local;
+                        let is_load = matches!(k.exprs[*value].kind, ExprKind::Load { .. });
+                        if !is_load || uses[l] != 1 || assigns.contains_key(&l) || k.locals[l].ty.is_scalar() || !lets.contains_key(&l) {
+                            continue;
+                        }
+                        for later in &stmts[i + 1..] {
+                            let roots: Vec<ExprId> = match later {
+                                Stmt::Let { value, .. } | Stmt::Assign { value, .. } => vec![*value],
+                                Stmt::Store { ptr, value, mask, .. } => {
+                                    let mut v = vec![*ptr, *value];
+                                    v.extend(mask.iter().copied());
+                                    v
+                                }
+                                _ => break,
+                            };
+                            if roots.iter().any(|r| uses_local(k, *r, l)) {
+                                out.push(l);
+                                break;
+                            }
+                            if !matches!(later, Stmt::Let { .. }) {
+                                break;
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        scan(k, &k.body, uses, lets, assigns, &mut out);
+        out
+    }
+
+    pub(crate) fn is_pure(&self, e: ExprId, kinds: &[LocalKind]) -> bool {
+        let k = self.k;
+        let ex = &k.exprs[e];
+        match &ex.kind {
+            ExprKind::Load { .. } | ExprKind::Dot { .. } | ExprKind::Reduce { .. } | ExprKind::Scan { .. } | ExprKind::ReduceWith { .. } | ExprKind::Atomic { .. } => false,
+            // Immutable values never change, so an expression over them can be re-evaluated
+            // at any later use instead of being stored.
+            ExprKind::Local(l) => match kinds.get(*l) {
+                Some(LocalKind::Scalar) | Some(LocalKind::Materialized) => !k.locals[*l].mutable,
+                Some(LocalKind::Pure(_)) => true,
+                _ => false,
+            },
+            _ => ex.kind.operands().into_iter().all(|c| self.is_pure(c, kinds)),
+        }
+    }
+
+    /// Whether evaluating `e` (through the pure locals it reads) calls a transcendental function.
+    pub(crate) fn has_transcendental(&self, e: ExprId, kinds: &[LocalKind]) -> bool {
+        match &self.k.exprs[e].kind {
+            ExprKind::Math(f, _) if f.is_transcendental() => true,
+            ExprKind::Local(l) => matches!(kinds.get(*l), Some(LocalKind::Pure(v)) if self.has_transcendental(*v, kinds)),
+            kind => kind.operands().into_iter().any(|c| self.has_transcendental(c, kinds)),
+        }
+    }
+
+    /// `x = x + s`, `x = x - s` or `x = ptr_add(x, s)` with a uniform scalar `s`.
+    pub(crate) fn is_affine_step(&self, l: LocalId, v: ExprId) -> bool {
+        let k = self.k;
+        let refers_to_self = |e: ExprId| -> bool { uses_local(k, e, l) };
+        match &k.exprs[v].kind {
+            ExprKind::PtrAdd(a, s) | ExprKind::Binary(BinOp::Add | BinOp::Sub, a, s) => {
+                matches!(k.exprs[*a].kind, ExprKind::Local(x) if x == l) && k.exprs[*s].ty.is_scalar() && !refers_to_self(*s)
+            }
+            _ => false,
+        }
+    }
+
+    /// The `load` an operand comes from (directly or through a single-use local).
+    pub(crate) fn load_of(&self, e: ExprId) -> Option<ExprId> {
+        match &self.k.exprs[e].kind {
+            ExprKind::Load { .. } => Some(e),
+            ExprKind::Local(l) => match self.kinds[*l] {
+                LocalKind::Inline(v) => self.load_of(v),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// The pointer parameter each local's pointer values come from (`None` for other locals, or
+    /// when the values come from different parameters).
+    pub(crate) fn pointer_roots(&self) -> Vec<Option<usize>> {
+        let k = self.k;
+        let values = assigned_values(k);
+        let mut roots: Vec<Option<usize>> = vec![None; k.locals.len()];
+        // Pointer locals are defined from parameters and earlier locals: a few rounds settle.
+        for _ in 0..4 {
+            for (l, vs) in &values {
+                if !matches!(k.locals[*l].ty.elem, Elem::Ptr(_)) {
+                    continue;
+                }
+                let found: Vec<Option<usize>> = vs.iter().map(|v| self.root_with(*v, &roots, *l)).collect();
+                roots[*l] = match found.iter().flatten().next() {
+                    Some(r) if found.iter().all(|f| f.is_none_or(|x| x == *r)) && found.iter().any(|f| f.is_some()) => Some(*r),
+                    _ => None,
+                };
+            }
+        }
+        roots
+    }
+
+    pub(crate) fn root_with(&self, e: ExprId, roots: &[Option<usize>], this: LocalId) -> Option<usize> {
+        let k = self.k;
+        match &k.exprs[e].kind {
+            ExprKind::Param(i) => matches!(k.params[*i].kind, ParamKind::Ptr(_)).then_some(*i),
+            ExprKind::PtrAdd(p, _) => self.root_with(*p, roots, this),
+            ExprKind::Local(l) if *l == this => None,
+            ExprKind::Local(l) => roots[*l],
+            ExprKind::ExpandDims(x, _) | ExprKind::Reshape(x) | ExprKind::BroadcastTo(x) | ExprKind::Trans(x) => self.root_with(*x, roots, this),
+            ExprKind::Where(_, a, b) => {
+                let (ra, rb) = (self.root_with(*a, roots, this), self.root_with(*b, roots, this));
+                if ra == rb { ra } else { None }
+            }
+            _ => None,
+        }
+    }
+
+    /// The pointer parameter the pointer block `ptr` is computed from.
+    pub(crate) fn ptr_root(&self, ptr: ExprId) -> Option<usize> {
+        self.root_with(ptr, &self.ptr_roots, usize::MAX)
+    }
+}
