@@ -414,7 +414,7 @@ fn instance_descriptions_parse_as_the_manifests_instances() {
     );
     assert!(!instances.is_empty());
     for (k, vals, warps, stages) in &instances {
-        let text = entry_metadata(k, "add__c0", vals, *warps, *stages, 4096);
+        let text = entry::entry_metadata(k, "add__c0", vals, *warps, *stages, 4096);
         let i: kernel_formats::manifest::Instance = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
         assert_eq!((i.entry.as_str(), i.kernel.as_str()), ("add__c0", "add"));
         assert_eq!(i.meta.get("BLOCK"), Some(&256));

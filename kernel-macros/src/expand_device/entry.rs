@@ -1,0 +1,146 @@
+//! Entries: the `extern "ptx-kernel"` functions of an instance (plain and split), one body per
+//! target, each planned then emitted, with the signature from the hidden-parameter list and the
+//! instance's manifest record.
+
+use super::*;
+
+
+/// Generates the `extern "ptx-kernel"` entry of one instance.
+/// The instance's description for the PTX manifest, as JSON: `cargo xtask build-ptx` reads it
+/// back from the exported global `__KERNEL_META_<entry>` and merges it into the manifest.
+pub(super) fn entry_metadata(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps: usize, num_stages: usize, shared: usize) -> String {
+    let mut metas: Vec<(&String, &i64)> = vals.iter().collect();
+    metas.sort();
+    let metas = metas.iter().map(|(n, v)| format!("\"{n}\": {v}")).collect::<Vec<_>>().join(", ");
+    let fns = k
+        .fn_values
+        .iter()
+        .map(|(n, v)| format!("\"{n}\": {}", v.as_ref().map(|h| format!("\"{h}\"")).unwrap_or_else(|| "null".into())))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "{{\"entry\": \"{entry_name}\", \"kernel\": \"{}\", \"meta\": {{{metas}}}, \"functions\": {{{fns}}}, \"num_warps\": {num_warps}, \"num_stages\": {num_stages}, \"threads_per_block\": {}, \"dynamic_shared_bytes\": {shared}}}",
+        k.name,
+        32 * num_warps
+    )
+}
+
+/// The `extern "ptx-kernel"` entries of one instance: `entry_name`, and, when its K loop can be
+/// split over blocks (`split.rs`), `<entry_name>__split`, which split launches run instead. The
+/// plain entry has no trace of splitting (split code in its K loop and prologue would slow the
+/// launches that split nothing). When a tensor-core `dot` can use Hopper's
+/// `wgmma`, each entry has two bodies: one for `sm_90a` (`wgmma`) and one for every other
+/// architecture (`mma.sync`); the instance asks for the largest shared memory of them all.
+pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps: usize, num_stages: usize) -> Result<DeviceEntry, plan::PlanError> {
+    let inst = |split: bool| plan::Instance { vals, num_warps, num_stages, split };
+    let plain = entry_fn(k, entry_name, &inst(false))?;
+    if plain.split_bytes == 0 {
+        return Ok(plain);
+    }
+    let split = entry_fn(k, &format!("{entry_name}__split"), &inst(true))?;
+    debug_assert_eq!(plain.tma, split.tma);
+    let tokens = [plain.tokens, split.tokens].into_iter().collect();
+    let plans = plain.plans.into_iter().chain(split.plans).collect();
+    Ok(DeviceEntry { tokens, shared_bytes: plain.shared_bytes.max(split.shared_bytes), tma: plain.tma, split_bytes: split.split_bytes, hidden: plain.hidden, split_hidden: split.hidden, plans })
+}
+
+/// The bodies of one entry: its plan and the code emitted from it, for each target it has a
+/// body for (Sm80 first).
+type Bodies<'a> = Vec<(DevicePlan<'a>, TokenStream, usize, Vec<TmaDesc>)>;
+
+/// Plans and emits the body of each target of one entry: the `mma.sync` body every architecture
+/// but sm_90a runs, and, when a `dot` can use `wgmma`, the sm_90a body (alone for a split entry
+/// with one: see [`entry_fn`]).
+fn bodies<'a>(k: &'a Kernel, inst: &plan::Instance<'a>) -> Result<Bodies<'a>, plan::PlanError> {
+    let mut out = Vec::new();
+    for target in [Target::Sm80, Target::Sm90a] {
+        let p = plan::plan(k, inst, target)?;
+        if target == Target::Sm90a && !p.uses_wgmma() {
+            break;
+        }
+        let g = DevGen::new(&p);
+        let body = g.body(&k.body);
+        let (smem, tma) = (g.smem_max.get(), g.tma.borrow().clone());
+        drop(g);
+        out.push((p, body, smem, tma));
+    }
+    Ok(out)
+}
+
+/// One entry of an instance (see [`entry`]); with `inst.split`, the version for split launches.
+/// The plain version reports in `split_bytes` whether a split one exists.
+fn entry_fn(k: &Kernel, entry_name: &str, inst: &plan::Instance<'_>) -> Result<DeviceEntry, plan::PlanError> {
+    let bodies = bodies(k, inst)?;
+    let d = &bodies[0].0.d;
+    let params = k.params.iter().map(|p| {
+        let id = param_ident(&p.name);
+        match p.kind {
+            ParamKind::Ptr(dt) => {
+                let e = dev_dtype(dt);
+                quote!(#id: *mut #e)
+            }
+            ParamKind::Scalar(dt) => {
+                let e = dev_dtype(dt);
+                quote!(#id: #e)
+            }
+        }
+    });
+    let name = format_ident!("{}", entry_name);
+    let tma = bodies.get(1).map(|b| b.3.clone()).unwrap_or_default();
+    let hidden = plan::abi::hidden_params(k, !tma.is_empty(), inst.split);
+    let params: Vec<TokenStream> = params.chain(hidden.iter().map(|h| h.param(k))).collect();
+    let split_bytes = bodies[0].0.split_loop.as_ref().map_or(0, |sl| 4 * bodies.iter().map(|b| b.0.split_floats(sl)).max().unwrap_or(0));
+    let split_block = inst.split.then(|| quote!(let __sk: #d::SplitBlock = #d::split_block(__sk_dp, __sk_parts);));
+    // Each tensor map's descriptor is fetched from global memory at the start (one lane per
+    // valid map), while the block works out its tile: the first copies do not wait for it.
+    let maps = tma.len();
+    let prefetch = (maps > 0).then(|| quote!(if __tid < #maps && (__tmask >> __tid) & 1 != 0 { #d::prefetch_tensormap(__tma.add(__tid * 128)); }));
+    let function = |cfg: TokenStream, body: &TokenStream, prefetch: Option<&TokenStream>| {
+        quote! {
+            #cfg
+            #[no_mangle]
+            #[allow(unused_mut, unused_variables, unused_assignments, unused_parens, unused_unsafe, non_snake_case, unreachable_code, clippy::all)]
+            pub unsafe extern "ptx-kernel" fn #name(#(#params,)*) {
+                unsafe {
+                    #split_block
+                    let __tid: usize = #d::thread_idx() as usize;
+                    let __lane: usize = __tid % 32;
+                    let __warp: usize = __tid / 32;
+                    let __smem: *mut u8 = #d::smem();
+                    #prefetch
+                    #body
+                }
+            }
+        }
+    };
+    // The split entry of an instance with a Hopper body exists for sm_90a only, where split
+    // launches were measured (on sm_80 the 128x256 tile's `mma.sync` body has no register to
+    // spare for the split loop's start: ptxas spilled 4 bytes); elsewhere launches run the
+    // plain entry.
+    let hopper_only = inst.split && bodies.len() > 1;
+    let shared = bodies.iter().map(|b| b.2).max().unwrap_or(0);
+    let tokens = match &bodies[..] {
+        [(_, body, ..), (_, hb, ..)] => {
+            let hopper_fn = function(Target::Sm90a.cfg(), hb, prefetch.as_ref());
+            let other_fn = (!hopper_only).then(|| function(Target::Sm80.cfg(), body, None));
+            quote!(#hopper_fn #other_fn)
+        }
+        _ => function(quote!(), &bodies[0].1, None),
+    };
+    let meta_cfg = hopper_only.then(|| Target::Sm90a.cfg());
+    let meta = entry_metadata(k, entry_name, inst.vals, inst.num_warps, inst.num_stages, shared);
+    // The entry of a kernel named `r#type` is `r#type`: `__KERNEL_META_r#type` is no identifier.
+    let meta_name = format_ident!("__KERNEL_META_{}", entry_name.trim_start_matches("r#"));
+    let bytes = proc_macro2::Literal::byte_string(meta.as_bytes());
+    let len = meta.len();
+    let tokens = quote! {
+        #tokens
+        #meta_cfg
+        #[no_mangle]
+        #[used]
+        #[allow(non_upper_case_globals)]
+        pub static #meta_name: [u8; #len] = *#bytes;
+    };
+    let plans = bodies.iter().map(|b| (format!("{entry_name}.{}", b.0.target.name()), b.0.to_string())).collect();
+    Ok(DeviceEntry { tokens, shared_bytes: shared, tma, split_bytes, hidden, split_hidden: vec![], plans })
+}

@@ -1,0 +1,344 @@
+//! Statements: the kernel's body in program order (`let`, assignments, stores, loops, branches,
+//! debugging statements), keeping track of the barriers between them.
+
+use super::*;
+
+impl DevGen<'_> {
+    pub(super) fn stmt_roots(s: &Stmt) -> Vec<ExprId> {
+        match s {
+            Stmt::Let { value, .. } | Stmt::Assign { value, .. } => vec![*value],
+            Stmt::Store { ptr, value, mask, .. } => {
+                let mut v = vec![*ptr, *value];
+                v.extend(mask.iter().copied());
+                v
+            }
+            Stmt::For { start, end, step, .. } => vec![*start, *end, *step],
+            Stmt::If { cond, .. } => vec![*cond],
+            // Its condition is computed by its `pre` statements, inside the loop.
+            Stmt::While { .. } | Stmt::Return | Stmt::Barrier => vec![],
+            Stmt::Assert { cond, operands, .. } => std::iter::once(*cond).chain(operands.iter().map(|(_, e)| *e)).collect(),
+            Stmt::Print { values, .. } => values.clone(),
+        }
+    }
+
+    pub(super) fn stmts(&self, stmts: &[Stmt]) -> TokenStream {
+        // A nested body (a loop's, a branch's) starts with no barrier known behind it.
+        self.synced.set(false);
+        self.last.set(false);
+        let mut out = TokenStream::new();
+        for s in stmts {
+            self.gen_stmt(s, &mut out);
+        }
+        self.synced.set(false);
+        out
+    }
+
+    /// The kernel's body: as `stmts`, knowing which statement is the last one.
+    pub(super) fn body(&self, stmts: &[Stmt]) -> TokenStream {
+        self.synced.set(false);
+        let mut out = TokenStream::new();
+        for (i, s) in stmts.iter().enumerate() {
+            // The last loop gets the code after it, for its fallback.
+            if let Stmt::For { var, .. } = s {
+                if self.outlines_cold_code() && plan::split::count_loops(&stmts[i + 1..]) == 0 {
+                    let rest = self.after_loop(&stmts[i + 1..]);
+                    self.tail.replace(Some((*var, rest)));
+                }
+            }
+            let last = i + 1 == stmts.len();
+            self.last.set(last);
+            self.gen_stmt(s, &mut out);
+            self.tail.replace(None);
+        }
+        self.last.set(false);
+        out
+    }
+
+    /// Whether this body runs its cold paths out of line (`kernel_std::device::outline`): the
+    /// `wgmma` bodies of plain entries (in split entries ptxas spilled with the calls: up to 12
+    /// bytes in the 128x128x32 instance).
+    pub(super) fn outlines_cold_code(&self) -> bool {
+        self.target.has_wgmma() && self.split.is_none()
+    }
+
+    /// The code of `stmts`, the rest of the kernel's body after a software-pipelined loop (which
+    /// ends past a block barrier), generated as `body` generates it there; the generator's state
+    /// is left as it was.
+    pub(super) fn after_loop(&self, stmts: &[Stmt]) -> TokenStream {
+        let (synced, last) = (self.synced.get(), self.last.get());
+        self.synced.set(true);
+        let mut out = TokenStream::new();
+        for (i, s) in stmts.iter().enumerate() {
+            self.last.set(i + 1 == stmts.len());
+            self.gen_stmt(s, &mut out);
+        }
+        self.synced.set(synced);
+        self.last.set(last);
+        out
+    }
+
+    /// One statement (its hoisted `dot`s and reductions first), keeping `synced` up to date.
+    pub(super) fn gen_stmt(&self, s: &Stmt, out: &mut TokenStream) {
+        self.cursor.set(self.floor.get());
+        self.temps.borrow_mut().clear();
+        let touches = self.touches_global(s);
+        let (synced, last) = (self.synced.get(), self.last.get());
+        let mut pre = TokenStream::new();
+        for r in Self::stmt_roots(s) {
+            self.hoist(r, &mut pre);
+        }
+        out.extend(pre);
+        self.synced.set(synced && !self.touches_before_write(s, touches));
+        self.last.set(last);
+        self.pipelined.set(false);
+        out.extend(self.stmt(s));
+        // A pipelined loop and a store (a barrier after its writes) both end past a barrier.
+        let pipelined = matches!(s, Stmt::For { .. }) && self.pipelined.take();
+        let fenced = matches!(s, Stmt::Store { .. });
+        self.synced.set(pipelined || fenced || (synced && !touches));
+        self.last.set(last);
+    }
+
+    /// Whether a statement may read or write global memory: stores, loops, branches and
+    /// returns, and assignments whose value loads (through inline locals too).
+    pub(super) fn touches_global(&self, s: &Stmt) -> bool {
+        match s {
+            Stmt::Let { value, .. } | Stmt::Assign { value, .. } => self.loads_in(*value),
+            // The fault record they may write is no memory the kernel reads.
+            Stmt::Assert { .. } | Stmt::Print { .. } => Self::stmt_roots(s).into_iter().any(|e| self.loads_in(e)),
+            Stmt::Barrier => false,
+            _ => true,
+        }
+    }
+
+    /// Whether what a statement evaluates before its own write may touch global memory: for a
+    /// store, loads in its pointer, value or mask (hoisted `dot` operands included); for any
+    /// other statement, `touches`.
+    pub(super) fn touches_before_write(&self, s: &Stmt, touches: bool) -> bool {
+        match s {
+            Stmt::Store { ptr, value, mask, .. } => self.loads_in(*ptr) || self.loads_in(*value) || mask.is_some_and(|m| self.loads_in(m)),
+            _ => touches,
+        }
+    }
+
+    pub(super) fn loads_in(&self, e: ExprId) -> bool {
+        match &self.k.exprs[e].kind {
+            ExprKind::Load { .. } | ExprKind::Atomic { .. } => true,
+            ExprKind::Local(l) => match self.kinds[*l] {
+                LocalKind::Pure(x) | LocalKind::Affine(x) | LocalKind::Inline(x) => self.loads_in(x),
+                LocalKind::Scalar | LocalKind::Materialized => false,
+            },
+            kind => kind.operands().into_iter().any(|c| self.loads_in(c)),
+        }
+    }
+
+    pub(super) fn stmt(&self, s: &Stmt) -> TokenStream {
+        let k = self.k;
+        let d = &self.d;
+        match s {
+            Stmt::Let { local, value } | Stmt::Assign { local, value } => {
+                let is_let = matches!(s, Stmt::Let { .. });
+                let id = crate::expand_cpu::local_ident(k, *local);
+                let lty = &k.locals[*local].ty;
+                let t = self.elem(lty);
+                match &self.kinds[*local] {
+                    LocalKind::Scalar if matches!(k.exprs[*value].kind, ExprKind::Atomic { .. }) => {
+                        // Once per program, like a scalar store: thread 0 updates memory and
+                        // every thread reads the old value it got through shared memory.
+                        let v = self.ev(*value, &At::Own);
+                        let off = self.alloc(8);
+                        quote! {
+                            #d::bar_sync();
+                            if __tid == 0 {
+                                let __old: #t = #v;
+                                #d::store(__smem.add(#off) as *mut #t, __old);
+                            }
+                            #d::bar_sync();
+                            let mut #id: #t = #d::load(__smem.add(#off) as *mut #t);
+                            #d::bar_sync();
+                        }
+                    }
+                    LocalKind::Scalar => {
+                        let v = self.ev(*value, &At::Own);
+                        if is_let {
+                            quote!(let mut #id: #t = #v;)
+                        } else {
+                            quote!(#id = #v;)
+                        }
+                    }
+                    LocalKind::Pure(_) => quote!(),
+                    LocalKind::Affine(_) => {
+                        let off = format_ident!("{}_off", id);
+                        let off_t = match lty.elem {
+                            Elem::Ptr(_) => quote!(i64),
+                            _ => t.clone(),
+                        };
+                        if is_let {
+                            return quote!(let mut #off: #off_t = <#off_t as #d::Elem>::from_i64(0););
+                        }
+                        let (op, step) = match &k.exprs[*value].kind {
+                            ExprKind::PtrAdd(_, st) => (BinOp::Add, *st),
+                            ExprKind::Binary(op, _, st) => (*op, *st),
+                            _ => (BinOp::Add, *value),
+                        };
+                        let sv = self.ev(step, &At::Own);
+                        let st = self.elem(&k.exprs[step].ty);
+                        let f = if op == BinOp::Sub { quote!(sub) } else { quote!(add) };
+                        quote!(#off = <#off_t as #d::Num>::#f(#off, #d::cast::<#st, #off_t>(#sv));)
+                    }
+                    LocalKind::Inline(_) => quote!(),
+                    LocalKind::Materialized => {
+                        let numel: usize = lty.shape.iter().map(|x| x.eval(&|s| self.vals.get(s).copied()).unwrap_or(1) as usize).product();
+                        let layout = self.layouts[*local];
+                        let pt = self.slots(numel, layout);
+                        let decl = if is_let {
+                            quote!(let mut #id: [#t; #pt] = unsafe { ::core::mem::zeroed() };)
+                        } else {
+                            quote!()
+                        };
+                        let elem = |g: &Self| {
+                            let v = g.ev(*value, &At::Own);
+                            quote!(#id[__j] = #v;)
+                        };
+                        if let Some(pairs) = self.cast_pairs_f16(&id, numel, layout, lty, *value) {
+                            return quote!(#decl #pairs);
+                        }
+                        let body = if layout == Layout::Cyclic && self.vec_width(numel) > 1 {
+                            self.phase_chunks(numel, &[*value], elem, quote!(), quote!())
+                        } else {
+                            self.phase_in(numel, layout, elem)
+                        };
+                        quote!(#decl #body)
+                    }
+                }
+            }
+            Stmt::Store { ptr, value, mask, span } => {
+                // A program's threads run independently, so a store could overtake another
+                // thread's earlier load of the same address (or a later load could miss it).
+                // Barriers around stores keep the program order whenever the kernel loads, except
+                // where every thread is known to be past a barrier with no global access since
+                // (after a software-pipelined loop) or where nothing follows (the kernel's last
+                // statement).
+                let fence = if self.has_loads { quote!(#d::bar_sync();) } else { quote!() };
+                let (before, after) = (if self.synced.get() { quote!() } else { fence.clone() }, if self.last.get() { quote!() } else { fence.clone() });
+                let numel = self.numel(*ptr);
+                if self.shapes[*ptr].is_empty() {
+                    let p = self.ev(*ptr, &At::Own);
+                    let v = self.ev(*value, &At::Own);
+                    let ok = self.in_bounds_code(*ptr, &quote!(__a), span.start);
+                    let w = quote!({ let __a = #p; if #ok { #d::store(__a, #v); } });
+                    let w = match mask {
+                        Some(m) => {
+                            let vm = self.ev(*m, &At::Own);
+                            quote!(if #vm { #w })
+                        }
+                        None => w,
+                    };
+                    // Scalars are uniform: one thread writes.
+                    return quote!(#before if __tid == 0 { #w } #after);
+                }
+                // Iterate in the stored value's layout when it is an `mma` accumulator.
+                let layout = match &k.exprs[*value].kind {
+                    ExprKind::Local(l) if matches!(self.kinds[*l], LocalKind::Materialized) && self.shapes[*value] == self.shapes[*ptr] => self.layouts[*l],
+                    _ => Layout::Cyclic,
+                };
+                // Row layouts hold each element in several threads: a store writes it once.
+                let layout = if matches!(layout, Layout::MmaRows { .. }) { Layout::Cyclic } else { layout };
+                if self.chunk_len(numel, layout) > 1 {
+                    let body = self.store_chunks(numel, layout, *ptr, *value, *mask, span.start);
+                    return quote!(#before #body #after);
+                }
+                let body = self.phase_in(numel, layout, |g| {
+                    let p = g.ev(*ptr, &At::Own);
+                    let v = g.operand(*ptr, *value, &At::Own);
+                    let ok = g.in_bounds_code(*ptr, &quote!(__a), span.start);
+                    let w = quote!({ let __a = #p; if #ok { #d::store(__a, #v); } });
+                    match mask {
+                        Some(m) => {
+                            let vm = g.operand(*ptr, *m, &At::Own);
+                            quote!(if #vm { #w })
+                        }
+                        None => w,
+                    }
+                });
+                quote!(#before #body #after)
+            }
+            Stmt::For { var, start, end, step, body, .. } => {
+                let reduce = self.split_of(*var).map(|sl| self.split_reduce_code(sl));
+                if let Some(code) = self.try_pipelined(*var, *start, *end, *step) {
+                    self.pipelined.set(true);
+                    return quote!(#code #reduce);
+                }
+                let id = crate::expand_cpu::local_ident(k, *var);
+                let t = self.elem(&k.locals[*var].ty);
+                let (s, e, st) = (self.ev(*start, &At::Own), self.ev(*end, &At::Own), self.ev(*step, &At::Own));
+                let split = self.split_of(*var).map(|sl| self.split_range_code(sl, &t));
+                let (floor, resident) = (self.floor.get(), self.stage_resident(*var));
+                // Copies one iteration ahead, counting the iterations' parity (not in split loops,
+                // whose parts start inside the loop).
+                let ahead = self.copy_ahead(*var, &t);
+                let body = self.stmts(body);
+                self.floor.set(floor);
+                let (resident, body) = match ahead {
+                    Some((first, next, parity)) => (quote!(#resident #first let mut #parity: u32 = 0;), quote!(#next #body #parity = #parity.wrapping_add(1);)),
+                    None => (resident, body),
+                };
+                if let Some((range, after)) = split {
+                    // A part of the split loop runs its run of `__n` iterations.
+                    return quote! {
+                        {
+                            let __start: #t = #s;
+                            let __end: #t = #e;
+                            let __step: #t = #st;
+                            let (__s64, __e64, __t64) = (__start as i64, __end as i64, __step as i64);
+                            let __n: i64 = #d::trip_count(__s64, __e64, __t64);
+                            #range
+                            #resident
+                            let mut __i: #t = __start;
+                            let mut __c: i64 = 0;
+                            while __c < __n {
+                                let #id: #t = __i;
+                                #body
+                                __i = __i.wrapping_add(__step);
+                                __c += 1;
+                            }
+                            #after
+                        }
+                        #reduce
+                    };
+                }
+                quote! {{
+                    let __start: #t = #s;
+                    let __end: #t = #e;
+                    let __step: #t = #st;
+                    #resident
+                    let mut __i: #t = __start;
+                    while __step != 0 && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end)) {
+                        let #id: #t = __i;
+                        #body
+                        __i = match __i.checked_add(__step) { Some(n) => n, None => break };
+                    }
+                }}
+            }
+            Stmt::If { cond, then, els } => {
+                let c = self.ev(*cond, &At::Own);
+                let (t, e) = (self.stmts(then), self.stmts(els));
+                quote!(if #c { #t } else { #e })
+            }
+            Stmt::While { pre, test, body } => {
+                let pre = self.stmts(pre);
+                let c = self.ev(*test, &At::Own);
+                let body = self.stmts(body);
+                self.synced.set(false);
+                quote!(loop { #pre if !#c { break; } #body })
+            }
+            Stmt::Return => quote!(return;),
+            Stmt::Assert { cond, operands, span, .. } => self.gen_assert(*cond, operands, *span),
+            Stmt::Print { prefix, values, .. } => self.gen_print(prefix, values),
+            Stmt::Barrier => {
+                let d = &self.d;
+                quote!(#d::bar_sync();)
+            }
+        }
+    }
+}
