@@ -275,6 +275,9 @@ pub enum MathFn {
     Sigmoid,
     Floor,
     Ceil,
+    Rint,
+    Trunc,
+    Round,
     IsNan,
     IsInf,
     Pow,
@@ -297,7 +300,7 @@ pub enum MathSig {
 }
 
 impl MathFn {
-    pub const ALL: [MathFn; 23] = [
+    pub const ALL: [MathFn; 26] = [
         MathFn::Exp,
         MathFn::Exp2,
         MathFn::Expm1,
@@ -315,6 +318,9 @@ impl MathFn {
         MathFn::Sigmoid,
         MathFn::Floor,
         MathFn::Ceil,
+        MathFn::Rint,
+        MathFn::Trunc,
+        MathFn::Round,
         MathFn::IsNan,
         MathFn::IsInf,
         MathFn::Pow,
@@ -341,6 +347,9 @@ impl MathFn {
             MathFn::Sigmoid => "sigmoid",
             MathFn::Floor => "floor",
             MathFn::Ceil => "ceil",
+            MathFn::Rint => "rint",
+            MathFn::Trunc => "trunc",
+            MathFn::Round => "round",
             MathFn::IsNan => "isnan",
             MathFn::IsInf => "isinf",
             MathFn::Pow => "pow",
@@ -383,7 +392,7 @@ impl MathFn {
     pub fn is_transcendental(self) -> bool {
         !matches!(
             self,
-            MathFn::Sqrt | MathFn::Rsqrt | MathFn::Abs | MathFn::Floor | MathFn::Ceil | MathFn::IsNan | MathFn::IsInf | MathFn::Fma | MathFn::Clamp | MathFn::UMulHi
+            MathFn::Sqrt | MathFn::Rsqrt | MathFn::Abs | MathFn::Floor | MathFn::Ceil | MathFn::Rint | MathFn::Trunc | MathFn::Round | MathFn::IsNan | MathFn::IsInf | MathFn::Fma | MathFn::Clamp | MathFn::UMulHi
         )
     }
 }

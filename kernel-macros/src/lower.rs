@@ -32,7 +32,7 @@ enum Binding {
 
 const BUILTINS: &str = "program_id, num_programs, arange, zeros, full, load, store, dot, where_, cdiv, min, max, \
 minimum, maximum, exp, exp2, expm1, log, log2, log10, log1p, sqrt, sqrt_rn, rsqrt, abs, sin, cos, tanh, erf, sigmoid, \
-floor, ceil, isnan, isinf, pow, fma, clamp, umulhi, div_rn, multiple_of, max_contiguous, max_constancy, sum, trans, expand_dims, reshape, broadcast_to, \
+floor, ceil, rint, trunc, round, isnan, isinf, pow, fma, clamp, umulhi, div_rn, multiple_of, max_contiguous, max_constancy, sum, trans, expand_dims, reshape, broadcast_to, \
 argmax, argmin, cumsum, cumprod, xor_sum, associative_scan, reduce, atomic_add, atomic_max, atomic_min, atomic_and, atomic_or, atomic_xor, atomic_xchg, atomic_cas, \
 randint, randint4x, rand, rand4x, randn, randn4x, device_assert, device_print, static_assert, static_print";
 const METHODS: &str = "to::<T>(), as_col(), as_row(), expand_dims(axis), trans(), reshape([..]), broadcast_to([..]), \

@@ -640,6 +640,23 @@ unary_asm!(sin_approx, "sin.approx.f32");
 unary_asm!(cos_approx, "cos.approx.f32");
 unary_asm!(floor_f32, "cvt.rmi.f32.f32");
 unary_asm!(ceil_f32, "cvt.rpi.f32.f32");
+unary_asm!(rint_f32, "cvt.rni.f32.f32");
+unary_asm!(trunc_f32, "cvt.rzi.f32.f32");
+
+/// Rounds half away from zero: the integer part, one more step away from zero when the dropped
+/// fraction (`x - trunc(x)`, exact) is a half or more. NaN and infinities stay as they are.
+macro_rules! round_half_away {
+    ($name:ident, $t:ty, $trunc:ident, $sign:literal) => {
+        #[inline(always)]
+        fn $name(x: $t) -> $t {
+            let t = $trunc(x);
+            let frac = <$t>::from_bits((x - t).to_bits() & !$sign);
+            // 1 with the sign of `x`.
+            if frac >= 0.5 { t + <$t>::from_bits((1.0 as $t).to_bits() | (x.to_bits() & $sign)) } else { t }
+        }
+    };
+}
+round_half_away!(round_f32, f32, trunc_f32, 0x8000_0000u32);
 
 /// Float math: f32 instructions (the `.approx` ones as Triton uses them) for f32 and half
 /// precision (computed in f32, rounded once); f64 is computed in f64 (see `impl Float for f64`).
@@ -658,6 +675,12 @@ pub trait Float: Elem + Num {
     #[inline(always)] fn cos(x: Self) -> Self { Self::from_f32(cos_approx(x.to_f32())) }
     #[inline(always)] fn floor(x: Self) -> Self { Self::from_f32(floor_f32(x.to_f32())) }
     #[inline(always)] fn ceil(x: Self) -> Self { Self::from_f32(ceil_f32(x.to_f32())) }
+    /// Rounds to the nearest integer, halves to even.
+    #[inline(always)] fn rint(x: Self) -> Self { Self::from_f32(rint_f32(x.to_f32())) }
+    /// Rounds towards zero.
+    #[inline(always)] fn trunc(x: Self) -> Self { Self::from_f32(trunc_f32(x.to_f32())) }
+    /// Rounds to the nearest integer, halves away from zero.
+    #[inline(always)] fn round(x: Self) -> Self { Self::from_f32(round_f32(x.to_f32())) }
     #[inline(always)] fn expm1(x: Self) -> Self { Self::from_f32(libm::expm1f(x.to_f32())) }
     #[inline(always)] fn log10(x: Self) -> Self { Self::from_f32(libm::log10f(x.to_f32())) }
     #[inline(always)] fn log1p(x: Self) -> Self { Self::from_f32(libm::log1pf(x.to_f32())) }
@@ -700,6 +723,9 @@ macro_rules! unary_asm_f64 {
 unary_asm_f64!(sqrt_rn_f64, "sqrt.rn.f64");
 unary_asm_f64!(floor_f64, "cvt.rmi.f64.f64");
 unary_asm_f64!(ceil_f64, "cvt.rpi.f64.f64");
+unary_asm_f64!(rint_f64, "cvt.rni.f64.f64");
+unary_asm_f64!(trunc_f64, "cvt.rzi.f64.f64");
+round_half_away!(round_f64, f64, trunc_f64, 0x8000_0000_0000_0000u64);
 
 /// f64 in f64: the hardware's correctly rounded square root and roundings, and `libm`'s
 /// functions (within 1 ulp) for the rest, so results agree with the CPU backend's `f64`.
@@ -715,6 +741,9 @@ impl Float for f64 {
     #[inline(always)] fn cos(x: Self) -> Self { libm::cos(x) }
     #[inline(always)] fn floor(x: Self) -> Self { floor_f64(x) }
     #[inline(always)] fn ceil(x: Self) -> Self { ceil_f64(x) }
+    #[inline(always)] fn rint(x: Self) -> Self { rint_f64(x) }
+    #[inline(always)] fn trunc(x: Self) -> Self { trunc_f64(x) }
+    #[inline(always)] fn round(x: Self) -> Self { round_f64(x) }
     #[inline(always)] fn expm1(x: Self) -> Self { libm::expm1(x) }
     #[inline(always)] fn log10(x: Self) -> Self { libm::log10(x) }
     #[inline(always)] fn log1p(x: Self) -> Self { libm::log1p(x) }

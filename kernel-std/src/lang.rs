@@ -99,6 +99,7 @@
 //! | `exp exp2 log log2 sqrt rsqrt sin cos floor ceil` | float math, as `exp(x)` or `x.exp()`: f32, f16 and bf16 in f32 (on the GPU with the `.approx` instructions Triton uses for `exp`, `log`, `rsqrt`, `sin`, `cos`, `exp` and `exp2` giving 0 for results below 2^-126 on both backends, as Triton's `ex2.approx.ftz` does; `sqrt` is correctly rounded), f64 in f64 on both backends |
 //! | `expm1 log10 log1p tanh erf`, `pow(x, y)` | float math computed by `libm` on both backends (the same bits on the CPU and the GPU): f32, f16 and bf16 in f32 (rounded once), f64 in f64 |
 //! | `sigmoid(x)` | `1 / (1 + exp(-x))` with the `exp` above |
+//! | `rint(x)`, `trunc(x)`, `round(x)` | round floats to integer values: to nearest with halves to even (`rint`, what a quantizer applies before `.to::<i8>()`), towards zero, to nearest with halves away from zero (libdevice's `rint`, `trunc`, `round`); exact, the same bits on both backends (f16, bf16 and 8-bit floats through f32, f64 in f64) |
 //! | `fma(a, b, c)`, `a.fma(b, c)` | `a * b + c` rounded once (f16/bf16: computed in f32, then rounded to the dtype) |
 //! | `sqrt_rn(x)`, `div_rn(x, y)` | correctly rounded square root and division (what `sqrt` and `/` already are here) |
 //! | `clamp(x, lo, hi)` | `minimum(maximum(x, lo), hi)`: a NaN `x` gives `lo` (Triton's default) |

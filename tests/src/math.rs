@@ -90,3 +90,22 @@ pub fn masked_extrema_f16<const B: i32>(x: Ptr<f16>, out: Ptr<f16>, n: i32) {
     store(out, v.max(0));
     store(out + 1, where_(i < n, v, hi).min(0));
 }
+
+/// `rint`, `trunc` and `round` of f32, f64 and f16 blocks (three results per input each).
+#[kernel(B = [64])]
+pub fn roundings<const B: i32>(x: Ptr<f32>, xd: Ptr<f64>, xh: Ptr<f16>, out: Ptr<f32>, outd: Ptr<f64>, outh: Ptr<f16>, n: i32) {
+    let i = program_id(0) * B + arange(0, B);
+    let m = i < n;
+    let v = load(x + i, m, 0.0);
+    store(out + i, rint(v), m);
+    store(out + n + i, v.trunc(), m);
+    store(out + 2 * n + i, round(v), m);
+    let w = load(xd + i, m, 0.0);
+    store(outd + i, w.rint(), m);
+    store(outd + n + i, trunc(w), m);
+    store(outd + 2 * n + i, w.round(), m);
+    let h = load(xh + i, m, 0.0);
+    store(outh + i, rint(h), m);
+    store(outh + n + i, trunc(h), m);
+    store(outh + 2 * n + i, round(h), m);
+}

@@ -141,6 +141,12 @@ pub trait Float: Num {
     fn floor(self) -> Self;
     /// Rounds towards `+inf`.
     fn ceil(self) -> Self;
+    /// Rounds to the nearest integer, halves to even.
+    fn rint(self) -> Self;
+    /// Rounds towards zero.
+    fn trunc(self) -> Self;
+    /// Rounds to the nearest integer, halves away from zero.
+    fn round(self) -> Self;
     /// `e^self - 1`.
     fn expm1(self) -> Self;
     /// Base-10 logarithm.
@@ -399,6 +405,9 @@ macro_rules! native_float {
             #[inline] fn cos(self) -> Self { <$t>::cos(self) }
             #[inline] fn floor(self) -> Self { <$t>::floor(self) }
             #[inline] fn ceil(self) -> Self { <$t>::ceil(self) }
+            #[inline] fn rint(self) -> Self { <$t>::round_ties_even(self) }
+            #[inline] fn trunc(self) -> Self { <$t>::trunc(self) }
+            #[inline] fn round(self) -> Self { <$t>::round(self) }
             #[inline] fn expm1(self) -> Self { $m::expm1(self) }
             #[inline] fn log10(self) -> Self { $m::log10(self) }
             #[inline] fn log1p(self) -> Self { $m::log1p(self) }
@@ -485,6 +494,9 @@ macro_rules! narrow_float {
             #[inline] fn cos(self) -> Self { <$t>::from_f32(f32::from(self).cos()) }
             #[inline] fn floor(self) -> Self { <$t>::from_f32(f32::from(self).floor()) }
             #[inline] fn ceil(self) -> Self { <$t>::from_f32(f32::from(self).ceil()) }
+            #[inline] fn rint(self) -> Self { <$t>::from_f32(f32::from(self).round_ties_even()) }
+            #[inline] fn trunc(self) -> Self { <$t>::from_f32(f32::from(self).trunc()) }
+            #[inline] fn round(self) -> Self { <$t>::from_f32(f32::from(self).round()) }
             #[inline] fn expm1(self) -> Self { <$t>::from_f32(f32_math::expm1(f32::from(self))) }
             #[inline] fn log10(self) -> Self { <$t>::from_f32(f32_math::log10(f32::from(self))) }
             #[inline] fn log1p(self) -> Self { <$t>::from_f32(f32_math::log1p(f32::from(self))) }

@@ -3,7 +3,7 @@
 //! the f32 `exp`'s error, and every value is checked against a float64 reference.
 
 use kernel_runtime::{f16, Tensor};
-use tests::math::{int_math, math_f16, math_f32, math_f64_more};
+use tests::math::{int_math, math_f16, math_f32, math_f64_more, roundings};
 use tests::test_device;
 
 /// Inputs across signs and magnitudes, with the special values.
@@ -177,4 +177,54 @@ fn infinity_constants_take_the_blocks_dtype() {
     let out = Tensor::<f16>::full(&dev, &[2], f16::from_f32(7.0)).unwrap();
     masked_extrema_f16::launch((1,), &Tensor::from_vec(&dev, &[64], xs).unwrap(), &out, 10, 64).unwrap();
     assert_eq!(out.to_vec(), vec![f16::from_f32(-11.0), f16::from_f32(-20.0)]);
+}
+
+/// Halves, values just below and above them, large integers (2^23, 2^52 and past), signed zeros
+/// and the special values.
+fn rounding_inputs() -> Vec<f64> {
+    let mut xs = Vec::new();
+    for k in -6..=6 {
+        let h = k as f64 + 0.5;
+        xs.extend([h, h - 1e-6, h + 1e-6, k as f64]);
+    }
+    xs.extend([0.49999997, -0.49999997, 8388607.5, 8388609.0, -8388609.0, 4503599627370495.5, 1e300, -1e300]);
+    xs.extend([0.0, -0.0, -0.3, 1e-40, f64::INFINITY, f64::NEG_INFINITY, f64::NAN]);
+    xs
+}
+
+#[test]
+fn rint_trunc_round_are_exact_on_both_backends() {
+    let dev = test_device();
+    let xd = rounding_inputs();
+    let n = xd.len();
+    let xs: Vec<f32> = xd.iter().map(|&v| v as f32).collect();
+    let xh: Vec<f16> = xd.iter().map(|&v| f16::from_f64(v)).collect();
+    let out = Tensor::<f32>::full(&dev, &[3 * n], -7.0).unwrap();
+    let outd = Tensor::<f64>::full(&dev, &[3 * n], -7.0).unwrap();
+    let outh = Tensor::<f16>::full(&dev, &[3 * n], f16::from_f32(-7.0)).unwrap();
+    let t32 = Tensor::from_vec(&dev, &[n], xs.clone()).unwrap();
+    let t64 = Tensor::from_vec(&dev, &[n], xd.clone()).unwrap();
+    let t16 = Tensor::from_vec(&dev, &[n], xh.clone()).unwrap();
+    roundings::launch((n.div_ceil(64),), &t32, &t64, &t16, &out, &outd, &outh, n as i32, 64).unwrap();
+    let (got, gotd, goth) = (out.to_vec(), outd.to_vec(), outh.to_vec());
+    let same64 = |g: f64, w: f64| g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan());
+    for i in 0..n {
+        let (x, d, h) = (xs[i], xd[i], xh[i].to_f32());
+        let want32 = [x.round_ties_even(), x.trunc(), x.round()];
+        let want64 = [d.round_ties_even(), d.trunc(), d.round()];
+        let want16 = [h.round_ties_even(), h.trunc(), h.round()].map(f16::from_f32);
+        for (f, name) in ["rint", "trunc", "round"].iter().enumerate() {
+            assert!(same_f32(got[f * n + i], want32[f]), "{name}({x:e}) = {:e}, want {:e} (f32)", got[f * n + i], want32[f]);
+            assert!(same64(gotd[f * n + i], want64[f]), "{name}({d:e}) = {:e}, want {:e} (f64)", gotd[f * n + i], want64[f]);
+            let g = goth[f * n + i];
+            assert!(g.to_bits() == want16[f].to_bits() || (g.is_nan() && h.is_nan()), "{name}({h:e}) = {g}, want {} (f16)", want16[f]);
+        }
+    }
+    // The rules themselves, on values where they differ.
+    let at = |v: f64| xd.iter().position(|&x| x == v).unwrap();
+    let (i25, im25) = (at(2.5), at(-2.5));
+    assert_eq!([got[i25], got[n + i25], got[2 * n + i25]], [2.0, 2.0, 3.0]);
+    assert_eq!([got[im25], got[n + im25], got[2 * n + im25]], [-2.0, -2.0, -3.0]);
+    let neg = at(-0.3);
+    assert!([got[neg], got[n + neg], got[2 * n + neg]].iter().all(|z| *z == 0.0 && z.is_sign_negative()), "-0.3 rounds to -0.0");
 }

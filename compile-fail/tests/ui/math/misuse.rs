@@ -12,6 +12,8 @@ fn k(x: Ptr<f32>, n: i32) {
     let e = v.clamp(0.0);
     let f = div_rn(offs, 2);
     let g = abs(offs < n);
+    let h = offs.rint();
+    let i = round(v, v);
     store(x + offs, a + c + d + e);
 }
 
