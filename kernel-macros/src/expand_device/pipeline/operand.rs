@@ -1,0 +1,365 @@
+//! One operand of a software-pipelined K loop: where each of this thread's 8-element chunks
+//! comes from (its base pointer and contiguity, computed once before the loop), the copy of a
+//! chunk per iteration (`cp.async` when it is contiguous, aligned, unmasked and in bounds, else
+//! element by element), the unchecked version for loops whose accesses are proven in bounds
+//! before the loop, the widening of 8-bit chunks, and the operand's tensor-map copy (sm_90a).
+
+use super::*;
+
+/// The code of one operand of a pipelined loop (see `DevGen::pipe_operand`).
+pub(super) struct OperandCode {
+    /// Before the loop: the chunks' base pointers, bounds and, where there is one, the proof.
+    pub(super) pre: Vec<TokenStream>,
+    /// The copies of iteration `__it` into buffer `__buf`: checked, and proven in bounds.
+    pub(super) issue: TokenStream,
+    pub(super) fast: TokenStream,
+    /// A widened operand's widening of this thread's chunks of buffer `__cb` into f16 tile `__pr`.
+    pub(super) widen: Option<TokenStream>,
+    /// The flag of the proof before the loop that every chunk stays in its buffer in every
+    /// iteration (`None`: no proof, so the loop always checks).
+    pub(super) proof: Option<Ident>,
+    /// Its tensor-map copy and the maps it takes, in slot order.
+    pub(super) tma: Option<TmaOperand>,
+    pub(super) maps: Vec<TmaDesc>,
+}
+
+impl DevGen<'_> {
+    /// The code of operand `oi` of the pipelined loop `cx`, with the tensor maps `tma` it may
+    /// copy with (its first in slot `first_map`; `rows_before`: the rows of the operands before
+    /// it, which the tensor-map checks spread over the threads).
+    pub(super) fn pipe_operand(&self, cx: &PipeCx<'_>, oi: usize, op: &PipeOp, tma: Vec<(Staging, TmaDesc)>, first_map: usize, rows_before: &mut usize) -> OperandCode {
+        let (k, d, threads) = (self.k, &self.d, self.threads);
+        let (plan, var, var_id, var_t, wg) = (cx.plan, cx.var, &cx.var_id, &cx.var_t, cx.wg);
+        let PipeSmem { widen, base_off, tile_a, f16_off, f16_a, f16_pair, stage_bytes, .. } = cx.smem;
+        let mut pre = Vec::new();
+        let mut widen_op = None;
+        let mut tma_descs: Vec<TmaDesc> = Vec::new();
+        let mut tma_oper = None;
+        let e = self.elem(&k.exprs[op.x].ty);
+        let chunks = op.numel / 8;
+        let per_thread = chunks.div_ceil(threads);
+        let at = |i: usize| At::Flat(quote!((__f0 + #i)));
+        let bases: Vec<TokenStream> = (0..8).map(|i| self.ev(op.base, &at(i))).collect();
+        // A base `scalar_ptr + offsets` keeps one integer offset per chunk (one register for
+        // i32) instead of a 64-bit pointer. A chunk that is not contiguous is marked (offset
+        // `MIN`, or an odd pointer) so that its address fails the 16-byte alignment test and
+        // it takes the element-wise path.
+        let split = match &k.exprs[op.base].kind {
+            ExprKind::PtrAdd(p, o) if self.shapes[*p].is_empty() && matches!(k.exprs[*o].ty.dtype(), Some(DType::I32 | DType::I64)) => Some((*p, *o)),
+            _ => None,
+        };
+        let masks: Vec<TokenStream> = match op.mask {
+            Some(mk) => (0..8).map(|i| self.operand(op.load, mk, &at(i))).collect(),
+            None => vec![quote!(true); 8],
+        };
+        let (pb, off) = (format_ident!("__pb{}", oi), format_ident!("__off{}", oi));
+        let (lo, hi, inb) = (format_ident!("__lo{}", oi), format_ident!("__hi{}", oi), format_ident!("__inb{}", oi));
+        let p_names: Vec<Ident> = (0..8usize).map(|i| format_ident!("__p{}", i)).collect();
+        let size = elem_size(&k.exprs[op.x].ty.elem);
+        let contiguous = (1..8usize).map(|i| {
+            let p = &p_names[i];
+            let bytes = size * i;
+            quote!((#p as usize) == (__p0 as usize) + #bytes)
+        }).collect::<Vec<_>>();
+        // A chunk's bytes: 16 (one `cp.async` of 16 bytes), or 8 for a widened operand.
+        let chunk_bytes = proc_macro2::Literal::usize_unsuffixed(8 * size);
+        let guard = |jc: usize, body: TokenStream| -> TokenStream {
+            if (jc + 1) * threads <= chunks {
+                quote!({ let __c: usize = #jc * #threads + __tid; #body })
+            } else {
+                quote!({ let __c: usize = #jc * #threads + __tid; if __c < #chunks { #body } })
+            }
+        };
+        // `chunk_ptr`: the chunk's base pointer (misaligned when the chunk is not contiguous);
+        // `proven_ptr`: the same for the loop version where every chunk is proven contiguous.
+        let (pb_t, pb_init, chunk_ptr, proven_ptr, pre_chunks): (TokenStream, TokenStream, ChunkPtr<'_>, ChunkPtr<'_>, Vec<TokenStream>) = match split {
+            Some((p, o)) => {
+                let ot = self.elem(&k.exprs[o].ty);
+                let offs: Vec<TokenStream> = (0..8).map(|i| self.operand(op.base, o, &at(i))).collect();
+                let o_names: Vec<Ident> = (0..8usize).map(|i| format_ident!("__o{}", i)).collect();
+                let contiguous = (1..8usize).map(|i| {
+                    let on = &o_names[i];
+                    let ii = i as i64;
+                    quote!(#on == <#ot as #d::Num>::add(__o0, <#ot as #d::Elem>::from_i64(#ii)))
+                }).collect::<Vec<_>>();
+                let pv = self.ev(p, &At::Own);
+                let pv2 = pv.clone();
+                let chunks_code = (0..per_thread)
+                    .map(|jc| {
+                        guard(
+                            jc,
+                            quote! {
+                                let __f0: usize = __c * 8;
+                                #(let #o_names: #ot = #offs;)*
+                                #pb[#jc] = if true #(&& #contiguous)* { __o0 } else { <#ot as #d::Bounds>::lowest() };
+                                if #pb[#jc] != <#ot as #d::Bounds>::lowest() {
+                                    __al = __al && (#d::ptr_add(#pv, __o0) as usize) % #chunk_bytes == 0;
+                                    let __o: i64 = #d::cast::<#ot, i64>(__o0);
+                                    #lo = if __o < #lo { __o } else { #lo };
+                                    #hi = if __o > #hi { __o } else { #hi };
+                                } else {
+                                    __nc = true;
+                                }
+                            },
+                        )
+                    })
+                    .collect();
+                let (pb2, e2) = (pb.clone(), e.clone());
+                let pb3 = pb.clone();
+                (
+                    ot.clone(),
+                    quote!(<#ot as #d::Bounds>::lowest()),
+                    Box::new(move |jc: usize| quote!({ let __b: *mut #e2 = #d::ptr_add(#pv, #pb2[#jc]); if #pb2[#jc] != <#ot as #d::Bounds>::lowest() { __b } else { (__b as *mut u8).wrapping_add(1) as *mut #e2 } })),
+                    Box::new(move |jc: usize| quote!(#d::ptr_add(#pv2, #pb3[#jc]))),
+                    chunks_code,
+                )
+            }
+            None => {
+                let chunks_code = (0..per_thread)
+                    .map(|jc| {
+                        guard(
+                            jc,
+                            quote! {
+                                let __f0: usize = __c * 8;
+                                #(let #p_names = #bases;)*
+                                #pb[#jc] = if true #(&& #contiguous)* { __p0 } else { (__p0 as *mut u8).wrapping_add(1) as *mut #e };
+                            },
+                        )
+                    })
+                    .collect();
+                let (pb2, pb3) = (pb.clone(), pb.clone());
+                (quote!(*mut #e), quote!(::core::ptr::null_mut()), Box::new(move |jc: usize| quote!(#pb2[#jc])), Box::new(move |jc: usize| quote!(#pb3[#jc])), chunks_code)
+            }
+        };
+        pre.push(quote! {
+            let mut #pb: [#pb_t; #per_thread] = [#pb_init; #per_thread];
+            let mut #lo: i64 = i64::MAX;
+            let mut #hi: i64 = i64::MIN;
+            let mut __nc: bool = false;
+            let mut __al: bool = true;
+            #(#pre_chunks)*
+            // A chunk that is not contiguous or not 16-byte aligned takes the element path:
+            // no unchecked version.
+            if __nc || !__al {
+                #lo = i64::MAX;
+                #hi = i64::MIN;
+            }
+        });
+        let off_expr = match (op.affine, op.step) {
+            (Some(l), Some(_)) => {
+                let lo = format_ident!("{}_off", crate::expand_cpu::local_ident(k, l));
+                let st = format_ident!("__st{}", l);
+                quote!(#lo + __it * #st)
+            }
+            (Some(l), None) => {
+                let lo = format_ident!("{}_off", crate::expand_cpu::local_ident(k, l));
+                quote!(#lo)
+            }
+            (None, _) => quote!(0i64),
+        };
+        let tile_off = base_off + if oi == 0 { 0 } else { tile_a };
+        let s0 = Tile::of(plan.layout, op.numel / op.inner, op.inner).index(quote!(__f0));
+        // The widening of this thread's chunks of buffer `__cb` into f16 tile `__pr`.
+        if widen {
+            let f16_tile = f16_off + if oi == 0 { 0 } else { f16_a };
+            let chunks_w = (0..per_thread).map(|jc| {
+                guard(
+                    jc,
+                    quote! {
+                        let __f0: usize = #d::opaque_usize(__c * 8);
+                        #d::widen_shared::<#e>(
+                            #d::smem_addr() + (#tile_off + __cb * #stage_bytes + __c * 8) as u32,
+                            #d::smem_addr() + (#f16_tile + __pr * #f16_pair + (#s0) * 2) as u32,
+                        );
+                    },
+                )
+            });
+            widen_op = Some(quote!(#(#chunks_w)*));
+        }
+        let span = k.exprs[op.load].span.start;
+        let ptr_block = match k.exprs[op.load].kind {
+            ExprKind::Load { ptr, .. } => ptr,
+            _ => op.load,
+        };
+        let chunk_fits = self.fits_code_opaque(ptr_block, &quote!(__g), 8);
+        // With offsets from the pointer parameter itself, one test before the loop covers all
+        // of this thread's chunks in every iteration (`__inb`, below); the per-chunk test
+        // only runs when that one fails.
+        let based = split.and_then(|(p, _)| self.scalar_base(p, ptr_block));
+        let range = based.as_ref().map(|b| b.len.clone());
+        let fits = if range.is_some() { quote!((#inb || #chunk_fits)) } else { chunk_fits };
+        let (open, close) = (self.chunk_check_open(ptr_block, &e), self.chunk_check_close(ptr_block, span));
+        // The element path of a chunk is a loop (not unrolled: its trip count is opaque), so
+        // that the rarely taken code stays small and the K loop fits the instruction cache.
+        let at_i = At::Flat(quote!((__f0 + __i)));
+        let (b_i, m_i, o_i) = (
+            self.ev(op.base, &at_i),
+            op.mask.map(|mk| self.operand(op.load, mk, &at_i)).unwrap_or(quote!(true)),
+            op.other.map(|o| self.operand(op.load, o, &at_i)).unwrap_or(quote!(<#e as ::core::default::Default>::default())),
+        );
+        let elem_loop = |body: TokenStream| {
+            quote! {
+                let __ne: usize = #d::opaque_usize(8);
+                let mut __i: usize = 0;
+                while __i < __ne {
+                    let __m: bool = #m_i;
+                    let __a: *mut #e = #d::ptr_add(#b_i, #off);
+                    #body
+                    __i += 1;
+                }
+            }
+        };
+        let check = self.chunk_check_elem(ptr_block, &format_ident!("__a"), &quote!(__m), &format_ident!("__k"), span);
+        let checked_loop = elem_loop(quote! {
+            #check
+            #d::store(__sp.add(__i), if __k { #d::load(__a) } else { #o_i });
+        });
+        let scalar = quote! {
+            #open
+            #checked_loop
+            #close
+        };
+        let all = match op.mask {
+            Some(mk) => self.load_chunk_all(op.load, mk, &quote!(__f0), 8).unwrap_or_else(|| quote!((true #(&& #masks)*))),
+            None => quote!(true),
+        };
+        // The unchecked element path, for the loop version whose accesses are all proven in
+        // bounds before the loop.
+        let fast_scalar = elem_loop(quote!(#d::store(__sp.add(__i), if __m { #d::load(__a) } else { #o_i });));
+        // One chunk's copy: 16 bytes with `cp.async` when `test` holds, else element by
+        // element (`scalar`, rare: edges, unaligned or strided operands). `__f0` and the
+        // shared offset are recomputed per iteration (a few integer operations) rather than
+        // hoisted out of the loop into registers, except where `so` says otherwise.
+        let copy = if widen {
+            quote!(#d::cp_async_8(#d::smem_addr() + __so as u32, __g as *const u8);)
+        } else {
+            quote!(#d::cp_async_16(#d::smem_addr() + __so as u32, __g as *const u8);)
+        };
+        let chunk_code = |ptr: &ChunkPtr<'_>, so: &dyn Fn(usize) -> TokenStream, test: &TokenStream, scalar: &TokenStream| -> Vec<TokenStream> {
+            (0..per_thread)
+                .map(|jc| {
+                    let (cp, so_jc) = (ptr(jc), so(jc));
+                    guard(
+                        jc,
+                        quote! {
+                            let __f0: usize = #d::opaque_usize(__c * 8);
+                            let __g: *mut #e = #d::ptr_add(#cp, #off);
+                            let __so: usize = __dst + #so_jc;
+                            if #test {
+                                #copy
+                            } else {
+                                let __sp = __smem.add(__so) as *mut #e;
+                                #scalar
+                            }
+                        },
+                    )
+                })
+                .collect()
+        };
+        // Where a chunk goes in its stage: its place in the swizzled f16 tile, or a widened
+        // operand's raw chunk `__c`.
+        let recomputed = |_: usize| if widen { quote!((__c * 8)) } else { quote!((#s0) * 2) };
+        let issue_chunks = chunk_code(&chunk_ptr, &recomputed, &quote!(#all && (__g as usize) % #chunk_bytes == 0 && #fits), &scalar);
+        // The proven version: every chunk is contiguous, 16-byte aligned and inside its
+        // buffer in every iteration, so only the mask is tested. `wgmma` bodies compute each
+        // chunk's shared-memory offset once before the loop (one register per chunk);
+        // `mma.sync` bodies need those registers for their fragments and recompute it.
+        let so = format_ident!("__so{}", oi);
+        let fast_chunks = if wg && !widen {
+            let so_init = (0..per_thread).map(|jc| {
+                guard(
+                    jc,
+                    quote! {
+                        let __f0: usize = __c * 8;
+                        #so[#jc] = ((#s0) * 2) as u32;
+                    },
+                )
+            });
+            pre.push(quote! {
+                let mut #so: [u32; #per_thread] = [0u32; #per_thread];
+                #(#so_init)*
+            });
+            chunk_code(&proven_ptr, &|jc: usize| quote!(#so[#jc] as usize), &all, &fast_scalar)
+        } else {
+            chunk_code(&proven_ptr, &recomputed, &all, &fast_scalar)
+        };
+        if let Some(ScalarBase { len, .. }) = &based {
+            // Before the loop: every contiguous chunk of this thread, in every iteration,
+            // lies in [lo + min offset, hi + max offset + 8) (the offset is monotone in the
+            // iteration) from the base pointer, `sc` elements into the buffer, so the loop
+            // tests one flag instead of each chunk.
+            let sc = format_ident!("__sc{}", oi);
+            let sc_v = &based.as_ref().expect("based").offset;
+            pre.push(quote!(let #sc: i64 = #sc_v;));
+            pre.push(quote! {
+                let #inb: bool = {
+                    let __first: i64 = { let __it: i64 = 0; #off_expr };
+                    let __second: i64 = { let __it: i64 = 1; #off_expr };
+                    let __last: i64 = { let __it: i64 = if __n > 0 { __n - 1 } else { 0 }; #off_expr };
+                    let (__mn, __mx) = if __first < __last { (__first, __last) } else { (__last, __first) };
+                    // Offsets of 16-bit elements keep 16-byte alignment in every iteration.
+                    let __aligned = __first % 8 == 0 && (__second - __first) % 8 == 0;
+                    __aligned && #lo <= #hi && #lo + __mn + #sc >= 0 && #hi + __mx + 8 + #sc <= #len as i64
+                };
+            });
+        }
+        // The tensor-map version needs, before the loop, the bounds proof and, per staging,
+        // a valid map whose boxes are the operand's elements (`tma.rs`).
+        if let (false, Some(ScalarBase { len, offset: sc, .. }), Some((_, o))) = (tma.is_empty(), &based, split) {
+            let rows_n = op.numel / op.inner;
+            // Rows go to the threads after warp 0 (which issues the first copies) and after
+            // the previous operands' rows, so that each thread checks few rows.
+            let rot = if threads > 32 { (threads - (32 + *rows_before) % threads) % threads } else { 0 };
+            *rows_before += rows_n;
+            let ctx = TmaCtx {
+                oi,
+                op,
+                o,
+                ot: self.elem(&k.exprs[o].ty),
+                e: e.clone(),
+                off_expr: off_expr.clone(),
+                len: len.clone(),
+                base_off: sc.clone(),
+                tile_off,
+                stage_bytes,
+                per_thread,
+                chunks,
+                rot,
+                layout: plan.layout,
+                var: (var_id.clone(), var_t.clone()),
+                m_i: m_i.clone(),
+                o_i: o_i.clone(),
+                all: all.clone(),
+                s0: s0.clone(),
+            };
+            let mut sides = Vec::new();
+            for (staging, t) in &tma {
+                let idx = (first_map + tma_descs.len()) as u32;
+                if let Some(side) = self.tma_side(&ctx, *staging, t, idx) {
+                    sides.push(side);
+                    tma_descs.push(t.clone());
+                }
+            }
+            if !sides.is_empty() {
+                tma_oper = Some(TmaOperand { sides, check: self.tma_mask_check(&ctx, var) });
+            }
+        }
+        let op_code = |chunks: &[TokenStream]| {
+            quote! {{
+                let #off: i64 = #off_expr;
+                let __dst: usize = #tile_off + __buf * #stage_bytes;
+                #(#chunks)*
+            }}
+        };
+
+        OperandCode {
+            pre,
+            issue: op_code(&issue_chunks),
+            fast: op_code(&fast_chunks),
+            widen: widen_op,
+            proof: range.is_some().then(|| inb.clone()),
+            tma: tma_oper,
+            maps: tma_descs,
+        }
+    }
+}
