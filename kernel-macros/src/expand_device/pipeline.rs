@@ -34,6 +34,26 @@ struct PipeSmem {
     base_off: usize,
 }
 
+/// The code of a pipelined loop that its versions share (see `DevGen::gen_pipelined`).
+struct LoopCode {
+    stages: usize,
+    wg: bool,
+    /// What makes the copies visible to `wgmma` (see `PipeSmem`).
+    fence: TokenStream,
+    /// One iteration's product, and (`wgmma`) the wait for it.
+    compute: TokenStream,
+    finish: TokenStream,
+    /// Widened operands: each thread's widening of its chunks, per operand.
+    widen: Option<Vec<TokenStream>>,
+    var_id: Ident,
+    var_t: TokenStream,
+    /// Per operand, the copies of iteration `__it` into buffer `__buf`: checked, and proven in
+    /// bounds; and the flags of the operands' bounds proofs.
+    issue_ops: Vec<TokenStream>,
+    fast_ops: Vec<TokenStream>,
+    proofs: Vec<TokenStream>,
+}
+
 /// What the parts of one pipelined loop's code share.
 struct PipeCx<'p> {
     plan: &'p PipePlan,
@@ -101,7 +121,6 @@ impl DevGen<'_> {
     fn gen_pipelined(&self, var: LocalId, start: ExprId, end: ExprId, step: ExprId, plan: &PipePlan) -> Option<TokenStream> {
         let k = self.k;
         let d = &self.d;
-        let threads = self.threads;
         let Layout::Mma { wg, .. } = plan.layout else { return None };
         let kk = plan.kk;
         let saved_smem = (self.cursor.get(), self.smem_max.get());
@@ -148,23 +167,6 @@ impl DevGen<'_> {
             self.smem_max.set(saved_smem.1);
             return None;
         }
-        let s_i = stages as i64;
-        // The copies of iteration `it` into buffer `buf`.
-        let issue = |it: TokenStream, buf: TokenStream, ops: &[TokenStream]| {
-            quote! {{
-                let __it: i64 = #it;
-                let #var_id: #var_t = ((__start as i64) + __it * (__step as i64)) as #var_t;
-                let __buf: usize = #buf;
-                #(#ops)*
-            }}
-        };
-        let step_defs = plan.steps.iter().map(|(l, st, sub)| {
-            let name = format_ident!("__st{}", l);
-            let v = self.ev(*st, &At::Own);
-            let t = self.elem(&k.exprs[*st].ty);
-            let neg = if *sub { quote!(-) } else { quote!() };
-            quote!(let #name: i64 = #neg #d::cast::<#t, i64>(#v);)
-        });
         let step_final: Vec<TokenStream> = plan
             .steps
             .iter()
@@ -191,21 +193,99 @@ impl DevGen<'_> {
             (quote!(), self.mma_compute(plan.a, plan.layout, kk, &acc, sa, sb), quote!())
         };
         let (s, e, st) = (self.ev(start, &At::Own), self.ev(end, &At::Own), self.ev(step, &At::Own));
+        let lc = LoopCode { stages, wg, fence, compute, finish, widen: widen.then_some(widen_ops), var_id, var_t, issue_ops, fast_ops, proofs };
+        // Loop versioning: when every thread proved before the loop that all its chunks stay in
+        // their buffers in every iteration (a block-wide AND through shared memory, so that the
+        // choice is uniform and the barriers inside stay aligned), the loop runs without bounds
+        // checks; otherwise every access is checked.
+        let proven = all_proven && !lc.proofs.is_empty();
+        let use_tma = proven && tma_opers.len() == plan.ops.len();
+        let pre_out = if use_tma { Vec::new() } else { std::mem::take(&mut pre) };
+        // A part of a split loop runs its own run of iterations (`split.rs`).
+        let (split_range, split_after) = self.split_of(var).map(|sl| self.split_range_code(sl, &lc.var_t)).unzip();
+        let (body, inval) = if use_tma {
+            let after = (step_final.as_slice(), split_after.as_ref());
+            self.tma_body(&cx, &lc, (tma_opers, tma_descs, pre), (&acc, &sa_wg, &sb_wg), after)
+        } else if proven {
+            let flag = self.alloc(16);
+            let cp_async = self.cp_async_versions(&lc, flag);
+            let body = quote! {
+                let __w: u32 = #d::smem_addr() + #flag as u32;
+                if __tid == 0 {
+                    #d::store(__smem.add(#flag) as *mut u32, 1u32);
+                }
+                #d::bar_sync();
+                #cp_async
+            };
+            (body, quote!())
+        } else {
+            (self.cp_async_loop(&lc, &lc.issue_ops), quote!())
+        };
+        let step_defs = plan.steps.iter().map(|(l, st, sub)| {
+            let name = format_ident!("__st{}", l);
+            let v = self.ev(*st, &At::Own);
+            let t = self.elem(&k.exprs[*st].ty);
+            let neg = if *sub { quote!(-) } else { quote!() };
+            quote!(let #name: i64 = #neg #d::cast::<#t, i64>(#v);)
+        });
+        let var_t = &lc.var_t;
+        Some(quote! {{
+            let __start: #var_t = #s;
+            let __end: #var_t = #e;
+            let __step: #var_t = #st;
+            let (__s64, __e64, __t64) = (__start as i64, __end as i64, __step as i64);
+            let __n: i64 = if __t64 > 0 && __e64 > __s64 {
+                (__e64 - __s64 + __t64 - 1) / __t64
+            } else if __t64 < 0 && __e64 < __s64 {
+                (__s64 - __e64 - __t64 - 1) / (-__t64)
+            } else {
+                0
+            };
+            #split_range
+            #(#step_defs)*
+            #(#pre_out)*
+            #desc_setup
+            #body
+            #d::cp_async_wait_all();
+            #d::bar_sync();
+            #inval
+            #(#step_final)*
+            #split_after
+        }})
+    }
+
+    /// The `cp.async` loop over the operands' copies `ops` (checked, or proven in bounds):
+    /// with one buffer, copy, wait and compute in turn; with `S` buffers, the copies of the
+    /// first `S - 1` iterations (`S - 2` when a `wgmma` group stays in flight) before the loop,
+    /// then per iteration: wait for its copies, a barrier, the product, the next copies.
+    fn cp_async_loop(&self, lc: &LoopCode, ops: &[TokenStream]) -> TokenStream {
+        let d = &self.d;
+        let (stages, wg, fence, compute, finish) = (lc.stages, lc.wg, &lc.fence, &lc.compute, &lc.finish);
+        let (var_id, var_t) = (&lc.var_id, &lc.var_t);
+        let s_i = stages as i64;
+        // The copies of iteration `it` into buffer `buf`.
+        let issue = |it: TokenStream, buf: TokenStream, ops: &[TokenStream]| {
+            quote! {{
+                let __it: i64 = #it;
+                let #var_id: #var_t = ((__start as i64) + __it * (__step as i64)) as #var_t;
+                let __buf: usize = #buf;
+                #(#ops)*
+            }}
+        };
         // Widened operands: after its copies landed, each thread widens its chunks of the
         // iteration's buffer into the f16 tile of the iteration's parity (the other one may still
         // be read by the previous iteration's `wgmma`), before the barrier; the product reads
         // that tile (`__cb` then names it).
         let widen_at = |cb: TokenStream| -> (TokenStream, TokenStream) {
-            if widen {
-                (
+            match &lc.widen {
+                Some(widen_ops) => (
                     quote!(let __cb: usize = #cb; { let __pr: usize = (__ci & 1) as usize; #(#widen_ops)* }),
                     quote!(let __cb: usize = (__ci & 1) as usize;),
-                )
-            } else {
-                (quote!(), quote!(let __cb: usize = #cb;))
+                ),
+                None => (quote!(), quote!(let __cb: usize = #cb;)),
             }
         };
-        let main = |ops: &[TokenStream]| if stages == 1 {
+        if stages == 1 {
             let (before, after) = widen_at(quote!(0));
             let iss = issue(quote!(__ci), quote!(0usize), ops);
             quote! {
@@ -280,17 +360,15 @@ impl DevGen<'_> {
             } else {
                 pipelined
             }
-        };
-        // Loop versioning: when every thread proved before the loop that all its chunks stay in
-        // their buffers in every iteration (a block-wide AND through shared memory, so that the
-        // choice is uniform and the barriers inside stay aligned), the loop runs without bounds
-        // checks; otherwise every access is checked.
-        let use_tma = all_proven && !proofs.is_empty() && tma_opers.len() == plan.ops.len();
-        let pre_out = if use_tma { Vec::new() } else { std::mem::take(&mut pre) };
-        let mut inval = quote!();
-        // The bounds vote (word 0 of `flag`, set to 1 and past a barrier) and the choice between
-        // the proven and the checked `cp.async` versions.
-        let versions = |flag: usize, fast: TokenStream, checked: TokenStream| {
+        }
+    }
+
+    /// The proven and the checked `cp.async` versions of the loop, chosen by the bounds vote
+    /// (word 0 of `flag`, set to 1 and past a barrier; `__w` its address).
+    fn cp_async_versions(&self, lc: &LoopCode, flag: usize) -> TokenStream {
+        let d = &self.d;
+        let proofs = &lc.proofs;
+        let (fast, checked) = (self.cp_async_loop(lc, &lc.fast_ops), self.cp_async_loop(lc, &lc.issue_ops));
             quote! {
                 let __proved: bool = {
                     #d::smem_and(__w, (true #(&& #proofs)*) as u32);
@@ -304,10 +382,25 @@ impl DevGen<'_> {
                     #checked
                 }
             }
-        };
-        // A part of a split loop runs its own run of iterations (`split.rs`).
-        let (split_range, split_after) = self.split_of(var).map(|sl| self.split_range_code(sl, &var_t)).unzip();
-        let body = if use_tma {
+    }
+
+    /// The loop with tensor-map copies (sm_90a, every operand has a map; `tma_version`), with
+    /// the `cp.async` versions as its cold fallback: the loop's code, and the invalidation of
+    /// its `mbarrier`s that follows it. `pre`: the `cp.async` versions' set-up; `after`: the
+    /// code after the loop, which the fallback runs itself when it takes the rest of the body.
+    #[allow(clippy::type_complexity)]
+    fn tma_body(
+        &self,
+        cx: &PipeCx<'_>,
+        lc: &LoopCode,
+        (tma_opers, tma_descs, pre): (Vec<TmaOperand>, Vec<TmaDesc>, Vec<TokenStream>),
+        (acc, sa_wg, sb_wg): (&Ident, &TokenStream, &TokenStream),
+        (step_final, split_after): (&[TokenStream], Option<&TokenStream>),
+    ) -> (TokenStream, TokenStream) {
+        let d = &self.d;
+        let threads = self.threads;
+        let (plan, var, stages, kk, stage_bytes) = (cx.plan, cx.var, lc.stages, cx.plan.kk, cx.smem.stage_bytes);
+        let (compute, finish, var_id, var_t) = (&lc.compute, &lc.finish, &lc.var_id, &lc.var_t);
             // Reader barriers (see `tma_loop`) where they measured faster than a block barrier per
             // iteration: blocks of two or more warpgroups, or K tiles of 128 and more (H100,
             // BENCHMARKS.md, tenth session); with one warpgroup and shallower tiles the extra
@@ -324,17 +417,17 @@ impl DevGen<'_> {
                 if st.iter().all(|s| *s == Staging::Rows) {
                     (quote!(), compute.clone(), finish.clone())
                 } else {
-                    self.wgmma_compute(plan.a, plan.layout, kk, &acc, (sa_wg.clone(), sb_wg.clone()), Some(stage_bytes), [st[0], st[1]])
+                    self.wgmma_compute(plan.a, plan.layout, kk, acc, (sa_wg.clone(), sb_wg.clone()), Some(stage_bytes), [st[0], st[1]])
                 }
             };
-            let tv = self.tma_version(&tma_opers, (stages, readers), bars, tx as u32, &staged_compute, (&var_id, &var_t));
+            let tv = self.tma_version(&tma_opers, (stages, readers), bars, tx as u32, &staged_compute, (var_id, var_t));
             let (tma_pre, tma_maps, tma_fill, tma_post, tma_oks, tma_main, filled) = (tv.pre, tv.maps, tv.fill, tv.post, tv.oks, tv.main, tv.filled);
             let invals = (0..nbars).map(|b| {
                 let at = bars + 8 * b;
                 quote!(#d::mbarrier_inval(#d::smem_addr() + #at as u32);)
             });
-            inval = quote!(if __tid == 0 { #(#invals)* });
-            let cp_async = versions(flag, main(&fast_ops), main(&issue_ops));
+            let inval = quote!(if __tid == 0 { #(#invals)* });
+            let cp_async = self.cp_async_versions(lc, flag);
             let fallback = quote! {
                 if __spec {
                     let mut __pi: i64 = 0;
@@ -372,7 +465,7 @@ impl DevGen<'_> {
                 quote!(#d::mbarrier_init(#d::smem_addr() + #at as u32, #count);)
             });
             self.tma.borrow_mut().extend(tma_descs);
-            quote! {
+            let body = quote! {
                 if __tid == 0 {
                     #(#inits)*
                     #d::fence_mbarrier_init();
@@ -419,45 +512,10 @@ impl DevGen<'_> {
                     ::core::hint::cold_path();
                     #fallback
                 }
-            }
-        } else if all_proven && !proofs.is_empty() {
-            let flag = self.alloc(16);
-            let cp_async = versions(flag, main(&fast_ops), main(&issue_ops));
-            quote! {
-                let __w: u32 = #d::smem_addr() + #flag as u32;
-                if __tid == 0 {
-                    #d::store(__smem.add(#flag) as *mut u32, 1u32);
-                }
-                #d::bar_sync();
-                #cp_async
-            }
-        } else {
-            main(&issue_ops)
-        };
-        Some(quote! {{
-            let __start: #var_t = #s;
-            let __end: #var_t = #e;
-            let __step: #var_t = #st;
-            let (__s64, __e64, __t64) = (__start as i64, __end as i64, __step as i64);
-            let __n: i64 = if __t64 > 0 && __e64 > __s64 {
-                (__e64 - __s64 + __t64 - 1) / __t64
-            } else if __t64 < 0 && __e64 < __s64 {
-                (__s64 - __e64 - __t64 - 1) / (-__t64)
-            } else {
-                0
             };
-            #split_range
-            #(#step_defs)*
-            #(#pre_out)*
-            #desc_setup
-            #body
-            #d::cp_async_wait_all();
-            #d::bar_sync();
-            #inval
-            #(#step_final)*
-            #split_after
-        }})
+            (body, inval)
     }
+
 
     /// The shared memory of the pipelined loop `plan` (`wg`: a `wgmma` body), allocated at the
     /// cursor: `num_stages` buffers (one more for `wgmma`, whose group in flight keeps one),
