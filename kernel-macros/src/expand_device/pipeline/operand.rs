@@ -33,8 +33,7 @@ impl DevGen<'_> {
         let PipeSmem { widen, base_off, tile_a, f16_off, f16_a, f16_pair, stage_bytes, .. } = cx.smem;
         let mut pre = Vec::new();
         let mut widen_op = None;
-        let mut tma_descs: Vec<TmaDesc> = Vec::new();
-        let mut tma_oper = None;
+        let (mut tma_oper, mut tma_descs) = (None, Vec::new());
         let e = self.elem(&k.exprs[op.x].ty);
         let chunks = op.numel / 8;
         let per_thread = chunks.div_ceil(threads);
@@ -52,99 +51,14 @@ impl DevGen<'_> {
             Some(mk) => (0..8).map(|i| self.operand(op.load, mk, &at(i))).collect(),
             None => vec![quote!(true); 8],
         };
-        let (pb, off) = (format_ident!("__pb{}", oi), format_ident!("__off{}", oi));
+        let off = format_ident!("__off{}", oi);
         let (lo, hi, inb) = (format_ident!("__lo{}", oi), format_ident!("__hi{}", oi), format_ident!("__inb{}", oi));
-        let p_names: Vec<Ident> = (0..8usize).map(|i| format_ident!("__p{}", i)).collect();
         let size = elem_size(&k.exprs[op.x].ty.elem);
-        let contiguous = (1..8usize).map(|i| {
-            let p = &p_names[i];
-            let bytes = size * i;
-            quote!((#p as usize) == (__p0 as usize) + #bytes)
-        }).collect::<Vec<_>>();
         // A chunk's bytes: 16 (one `cp.async` of 16 bytes), or 8 for a widened operand.
         let chunk_bytes = proc_macro2::Literal::usize_unsuffixed(8 * size);
-        let guard = |jc: usize, body: TokenStream| -> TokenStream {
-            if (jc + 1) * threads <= chunks {
-                quote!({ let __c: usize = #jc * #threads + __tid; #body })
-            } else {
-                quote!({ let __c: usize = #jc * #threads + __tid; if __c < #chunks { #body } })
-            }
-        };
-        // `chunk_ptr`: the chunk's base pointer (misaligned when the chunk is not contiguous);
-        // `proven_ptr`: the same for the loop version where every chunk is proven contiguous.
-        let (pb_t, pb_init, chunk_ptr, proven_ptr, pre_chunks): (TokenStream, TokenStream, ChunkPtr<'_>, ChunkPtr<'_>, Vec<TokenStream>) = match split {
-            Some((p, o)) => {
-                let ot = self.elem(&k.exprs[o].ty);
-                let offs: Vec<TokenStream> = (0..8).map(|i| self.operand(op.base, o, &at(i))).collect();
-                let o_names: Vec<Ident> = (0..8usize).map(|i| format_ident!("__o{}", i)).collect();
-                let contiguous = (1..8usize).map(|i| {
-                    let on = &o_names[i];
-                    let ii = i as i64;
-                    quote!(#on == <#ot as #d::Num>::add(__o0, <#ot as #d::Elem>::from_i64(#ii)))
-                }).collect::<Vec<_>>();
-                let pv = self.ev(p, &At::Own);
-                let pv2 = pv.clone();
-                let chunks_code = (0..per_thread)
-                    .map(|jc| {
-                        guard(
-                            jc,
-                            quote! {
-                                let __f0: usize = __c * 8;
-                                #(let #o_names: #ot = #offs;)*
-                                #pb[#jc] = if true #(&& #contiguous)* { __o0 } else { <#ot as #d::Bounds>::lowest() };
-                                if #pb[#jc] != <#ot as #d::Bounds>::lowest() {
-                                    __al = __al && (#d::ptr_add(#pv, __o0) as usize) % #chunk_bytes == 0;
-                                    let __o: i64 = #d::cast::<#ot, i64>(__o0);
-                                    #lo = if __o < #lo { __o } else { #lo };
-                                    #hi = if __o > #hi { __o } else { #hi };
-                                } else {
-                                    __nc = true;
-                                }
-                            },
-                        )
-                    })
-                    .collect();
-                let (pb2, e2) = (pb.clone(), e.clone());
-                let pb3 = pb.clone();
-                (
-                    ot.clone(),
-                    quote!(<#ot as #d::Bounds>::lowest()),
-                    Box::new(move |jc: usize| quote!({ let __b: *mut #e2 = #d::ptr_add(#pv, #pb2[#jc]); if #pb2[#jc] != <#ot as #d::Bounds>::lowest() { __b } else { (__b as *mut u8).wrapping_add(1) as *mut #e2 } })),
-                    Box::new(move |jc: usize| quote!(#d::ptr_add(#pv2, #pb3[#jc]))),
-                    chunks_code,
-                )
-            }
-            None => {
-                let chunks_code = (0..per_thread)
-                    .map(|jc| {
-                        guard(
-                            jc,
-                            quote! {
-                                let __f0: usize = __c * 8;
-                                #(let #p_names = #bases;)*
-                                #pb[#jc] = if true #(&& #contiguous)* { __p0 } else { (__p0 as *mut u8).wrapping_add(1) as *mut #e };
-                            },
-                        )
-                    })
-                    .collect();
-                let (pb2, pb3) = (pb.clone(), pb.clone());
-                (quote!(*mut #e), quote!(::core::ptr::null_mut()), Box::new(move |jc: usize| quote!(#pb2[#jc])), Box::new(move |jc: usize| quote!(#pb3[#jc])), chunks_code)
-            }
-        };
-        pre.push(quote! {
-            let mut #pb: [#pb_t; #per_thread] = [#pb_init; #per_thread];
-            let mut #lo: i64 = i64::MAX;
-            let mut #hi: i64 = i64::MIN;
-            let mut __nc: bool = false;
-            let mut __al: bool = true;
-            #(#pre_chunks)*
-            // A chunk that is not contiguous or not 16-byte aligned takes the element path:
-            // no unchecked version.
-            if __nc || !__al {
-                #lo = i64::MAX;
-                #hi = i64::MIN;
-            }
-        });
+        let guard = |jc: usize, body: TokenStream| chunk_guard(threads, chunks, jc, body);
+        let (pre_bases, chunk_ptr, proven_ptr) = self.chunk_bases(op, oi, split, &bases, &e, (per_thread, chunks));
+        pre.push(pre_bases);
         let off_expr = match (op.affine, op.step) {
             (Some(l), Some(_)) => {
                 let lo = format_ident!("{}_off", crate::expand_cpu::local_ident(k, l));
@@ -283,25 +197,8 @@ impl DevGen<'_> {
         } else {
             chunk_code(&proven_ptr, &recomputed, &all, &fast_scalar)
         };
-        if let Some(ScalarBase { len, .. }) = &based {
-            // Before the loop: every contiguous chunk of this thread, in every iteration,
-            // lies in [lo + min offset, hi + max offset + 8) (the offset is monotone in the
-            // iteration) from the base pointer, `sc` elements into the buffer, so the loop
-            // tests one flag instead of each chunk.
-            let sc = format_ident!("__sc{}", oi);
-            let sc_v = &based.as_ref().expect("based").offset;
-            pre.push(quote!(let #sc: i64 = #sc_v;));
-            pre.push(quote! {
-                let #inb: bool = {
-                    let __first: i64 = { let __it: i64 = 0; #off_expr };
-                    let __second: i64 = { let __it: i64 = 1; #off_expr };
-                    let __last: i64 = { let __it: i64 = if __n > 0 { __n - 1 } else { 0 }; #off_expr };
-                    let (__mn, __mx) = if __first < __last { (__first, __last) } else { (__last, __first) };
-                    // Offsets of 16-bit elements keep 16-byte alignment in every iteration.
-                    let __aligned = __first % 8 == 0 && (__second - __first) % 8 == 0;
-                    __aligned && #lo <= #hi && #lo + __mn + #sc >= 0 && #hi + __mx + 8 + #sc <= #len as i64
-                };
-            });
+        if let Some(b) = &based {
+            pre.extend(bounds_proof(oi, b, &off_expr, (&lo, &hi, &inb)));
         }
         // The tensor-map version needs, before the loop, the bounds proof and, per staging,
         // a valid map whose boxes are the operand's elements (`tma.rs`).
@@ -332,17 +229,7 @@ impl DevGen<'_> {
                 all: all.clone(),
                 s0: s0.clone(),
             };
-            let mut sides = Vec::new();
-            for (staging, t) in &tma {
-                let idx = (first_map + tma_descs.len()) as u32;
-                if let Some(side) = self.tma_side(&ctx, *staging, t, idx) {
-                    sides.push(side);
-                    tma_descs.push(t.clone());
-                }
-            }
-            if !sides.is_empty() {
-                tma_oper = Some(TmaOperand { sides, check: self.tma_mask_check(&ctx, var) });
-            }
+            (tma_oper, tma_descs) = self.tma_operand(&ctx, &tma, first_map, var);
         }
         let op_code = |chunks: &[TokenStream]| {
             quote! {{
@@ -362,4 +249,134 @@ impl DevGen<'_> {
             maps: tma_descs,
         }
     }
+
+    /// Where each of this thread's chunks of operand `oi` starts, worked out before the loop:
+    /// the code that fills `__pb<oi>` (a base pointer, or an integer offset from the scalar
+    /// pointer of a `split` base `p + offsets`, per chunk; `bases`: the base at the chunk's 8
+    /// elements) and the range of the offsets (`__lo<oi>`, `__hi<oi>`); and a chunk's base pointer
+    /// in the loop, checked (misaligned when the chunk is not contiguous) and proven.
+    fn chunk_bases(&self, op: &PipeOp, oi: usize, split: Option<(ExprId, ExprId)>, bases: &[TokenStream], e: &TokenStream, (per_thread, chunks): (usize, usize)) -> (TokenStream, ChunkPtr<'_>, ChunkPtr<'_>) {
+        let (k, d, threads) = (self.k, &self.d, self.threads);
+        let at = |i: usize| At::Flat(quote!((__f0 + #i)));
+        let (pb, lo, hi) = (format_ident!("__pb{}", oi), format_ident!("__lo{}", oi), format_ident!("__hi{}", oi));
+        let p_names: Vec<Ident> = (0..8usize).map(|i| format_ident!("__p{}", i)).collect();
+        let size = elem_size(&k.exprs[op.x].ty.elem);
+        let contiguous = (1..8usize).map(|i| {
+            let p = &p_names[i];
+            let bytes = size * i;
+            quote!((#p as usize) == (__p0 as usize) + #bytes)
+        }).collect::<Vec<_>>();
+        let chunk_bytes = proc_macro2::Literal::usize_unsuffixed(8 * size);
+        let guard = |jc: usize, body: TokenStream| chunk_guard(threads, chunks, jc, body);
+        // `chunk_ptr`: the chunk's base pointer (misaligned when the chunk is not contiguous);
+        // `proven_ptr`: the same for the loop version where every chunk is proven contiguous.
+        let (pb_t, pb_init, chunk_ptr, proven_ptr, pre_chunks): (TokenStream, TokenStream, ChunkPtr<'_>, ChunkPtr<'_>, Vec<TokenStream>) = match split {
+            Some((p, o)) => {
+                let ot = self.elem(&k.exprs[o].ty);
+                let offs: Vec<TokenStream> = (0..8).map(|i| self.operand(op.base, o, &at(i))).collect();
+                let o_names: Vec<Ident> = (0..8usize).map(|i| format_ident!("__o{}", i)).collect();
+                let contiguous = (1..8usize).map(|i| {
+                    let on = &o_names[i];
+                    let ii = i as i64;
+                    quote!(#on == <#ot as #d::Num>::add(__o0, <#ot as #d::Elem>::from_i64(#ii)))
+                }).collect::<Vec<_>>();
+                let pv = self.ev(p, &At::Own);
+                let pv2 = pv.clone();
+                let chunks_code = (0..per_thread)
+                    .map(|jc| {
+                        guard(
+                            jc,
+                            quote! {
+                                let __f0: usize = __c * 8;
+                                #(let #o_names: #ot = #offs;)*
+                                #pb[#jc] = if true #(&& #contiguous)* { __o0 } else { <#ot as #d::Bounds>::lowest() };
+                                if #pb[#jc] != <#ot as #d::Bounds>::lowest() {
+                                    __al = __al && (#d::ptr_add(#pv, __o0) as usize) % #chunk_bytes == 0;
+                                    let __o: i64 = #d::cast::<#ot, i64>(__o0);
+                                    #lo = if __o < #lo { __o } else { #lo };
+                                    #hi = if __o > #hi { __o } else { #hi };
+                                } else {
+                                    __nc = true;
+                                }
+                            },
+                        )
+                    })
+                    .collect();
+                let (pb2, e2) = (pb.clone(), e.clone());
+                let pb3 = pb.clone();
+                (
+                    ot.clone(),
+                    quote!(<#ot as #d::Bounds>::lowest()),
+                    Box::new(move |jc: usize| quote!({ let __b: *mut #e2 = #d::ptr_add(#pv, #pb2[#jc]); if #pb2[#jc] != <#ot as #d::Bounds>::lowest() { __b } else { (__b as *mut u8).wrapping_add(1) as *mut #e2 } })),
+                    Box::new(move |jc: usize| quote!(#d::ptr_add(#pv2, #pb3[#jc]))),
+                    chunks_code,
+                )
+            }
+            None => {
+                let chunks_code = (0..per_thread)
+                    .map(|jc| {
+                        guard(
+                            jc,
+                            quote! {
+                                let __f0: usize = __c * 8;
+                                #(let #p_names = #bases;)*
+                                #pb[#jc] = if true #(&& #contiguous)* { __p0 } else { (__p0 as *mut u8).wrapping_add(1) as *mut #e };
+                            },
+                        )
+                    })
+                    .collect();
+                let (pb2, pb3) = (pb.clone(), pb.clone());
+                (quote!(*mut #e), quote!(::core::ptr::null_mut()), Box::new(move |jc: usize| quote!(#pb2[#jc])), Box::new(move |jc: usize| quote!(#pb3[#jc])), chunks_code)
+            }
+        };
+        let pre = quote! {
+            let mut #pb: [#pb_t; #per_thread] = [#pb_init; #per_thread];
+            let mut #lo: i64 = i64::MAX;
+            let mut #hi: i64 = i64::MIN;
+            let mut __nc: bool = false;
+            let mut __al: bool = true;
+            #(#pre_chunks)*
+            // A chunk that is not contiguous or not 16-byte aligned takes the element path:
+            // no unchecked version.
+            if __nc || !__al {
+                #lo = i64::MAX;
+                #hi = i64::MIN;
+            }
+        };
+        (pre, chunk_ptr, proven_ptr)
+    }
+}
+
+/// Chunk `jc * threads + __tid` of `chunks` (`__c`): `body` runs for it when it exists (the
+/// test is left out when every thread has chunk `jc`).
+fn chunk_guard(threads: usize, chunks: usize, jc: usize, body: TokenStream) -> TokenStream {
+    if (jc + 1) * threads <= chunks {
+        quote!({ let __c: usize = #jc * #threads + __tid; #body })
+    } else {
+        quote!({ let __c: usize = #jc * #threads + __tid; if __c < #chunks { #body } })
+    }
+}
+
+/// Before the loop, the proof that every contiguous chunk of this thread stays in operand
+/// `oi`'s buffer (`b`) in every iteration (flag `inb`): the chunks' offsets lie in
+/// [lo + min offset, hi + max offset + 8) (the offset `off_expr` of iteration `__it` is
+/// monotone in the iteration) from the base pointer, `__sc<oi>` elements into the buffer, so
+/// the loop tests one flag instead of each chunk.
+fn bounds_proof(oi: usize, b: &ScalarBase, off_expr: &TokenStream, (lo, hi, inb): (&Ident, &Ident, &Ident)) -> [TokenStream; 2] {
+    let sc = format_ident!("__sc{}", oi);
+    let (sc_v, len) = (&b.offset, &b.len);
+    [
+        quote!(let #sc: i64 = #sc_v;),
+        quote! {
+            let #inb: bool = {
+                let __first: i64 = { let __it: i64 = 0; #off_expr };
+                let __second: i64 = { let __it: i64 = 1; #off_expr };
+                let __last: i64 = { let __it: i64 = if __n > 0 { __n - 1 } else { 0 }; #off_expr };
+                let (__mn, __mx) = if __first < __last { (__first, __last) } else { (__last, __first) };
+                // Offsets of 16-bit elements keep 16-byte alignment in every iteration.
+                let __aligned = __first % 8 == 0 && (__second - __first) % 8 == 0;
+                __aligned && #lo <= #hi && #lo + __mn + #sc >= 0 && #hi + __mx + 8 + #sc <= #len as i64
+            };
+        },
+    ]
 }

@@ -186,6 +186,22 @@ impl DevGen<'_> {
         }
     }
 
+    /// The tensor-map copy of operand `ctx.oi` (loop variable `var`): a side for each of its
+    /// candidate maps `tma` that the copy engine can take, the first in slot `first_map`, and
+    /// the maps those sides use; `None` when no map fits.
+    pub(super) fn tma_operand(&self, ctx: &TmaCtx<'_>, tma: &[(Staging, TmaDesc)], first_map: usize, var: LocalId) -> (Option<TmaOperand>, Vec<TmaDesc>) {
+        let (mut sides, mut maps) = (Vec::new(), Vec::new());
+        for (staging, t) in tma {
+            let idx = (first_map + maps.len()) as u32;
+            if let Some(side) = self.tma_side(ctx, *staging, t, idx) {
+                sides.push(side);
+                maps.push(t.clone());
+            }
+        }
+        let oper = (!sides.is_empty()).then(|| TmaOperand { sides, check: self.tma_mask_check(ctx, var) });
+        (oper, maps)
+    }
+
     /// Operand `c.oi`'s side for `staging` with map `t` in slot `idx`.
     pub(super) fn tma_side(&self, c: &TmaCtx, staging: Staging, t: &TmaDesc, idx: u32) -> Option<TmaSide> {
         let d = &self.d;
