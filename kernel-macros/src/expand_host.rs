@@ -417,6 +417,17 @@ pub fn module(
         })
         .collect();
     let n_key = key_values.len();
+    // The integer scalar arguments, for the autotuning key's specialization (see
+    // `kernel_runtime::__private::specialization`).
+    let int_scalars: Vec<TokenStream> = sig
+        .params
+        .iter()
+        .filter(|p| matches!(p.kind, ParamKind::Scalar(d) if d.is_int()))
+        .map(|p| {
+            let id = param_ident(&p.name);
+            quote!((#id as i64))
+        })
+        .collect();
     let instance_key_parts: Vec<TokenStream> = sig
         .metas
         .iter()
@@ -532,7 +543,7 @@ pub fn module(
                 let __tuning = if #n_configs > 1 {
                     let __ptrs: [#rt::PtrArg<'_>; #n_ptrs] = [#(#ptr_args_again),*];
                     let __key: [i64; #n_key] = [#(#key_values),*];
-                    let __instance_key = format!("{:?}", (#(#instance_key_parts,)*));
+                    let __instance_key = format!("{:?} {}", (#(#instance_key_parts,)*), #rt::specialization(&__ptrs, &[#(#int_scalars),*]));
                     let mut __scratch: ::core::option::Option<(#(#scratch_types,)*)> = None;
                     #rt::autotune(&self::INFO, &__ptrs, &__key, &__instance_key, &mut |__c: usize| {
                         if __scratch.is_none() {

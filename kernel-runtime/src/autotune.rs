@@ -7,7 +7,10 @@
 //! A [`CacheKey`] holds everything that can change which config is fastest or
 //! whether a config is still the same code: the kernel (and its crate), the
 //! instance key (function meta-parameter values and launch-time meta values,
-//! e.g. `(Some("leaky_relu"),)`), the values of the `key = [...]` parameters,
+//! e.g. `(Some("leaky_relu"),)`, then the launch's specialization: which pointer
+//! arguments are 16-byte aligned and which integer arguments are 1 or multiples
+//! of 16, e.g. `aaa|ddd1d1d1`, so a transposed operand or an unaligned view is
+//! tuned on its own; see `crate::launch::specialization`), the values of the `key = [...]` parameters,
 //! the dtypes of the pointer arguments, the GPU (name and compute capability),
 //! a hash of the kernel crate's PTX (as loaded, or the file's contents before
 //! it is loaded) and this crate's version. A hit is used only when the stored

@@ -107,6 +107,30 @@ pub fn autotune(
     crate::autotune::autotune(info, args, key, instance_key, run)
 }
 
+/// The specialization of a launch, part of its autotuning key (as in Triton, which compiles a
+/// kernel per specialization): for each pointer argument whether its address is 16-byte aligned
+/// (`a`) or not (`-`), then for each integer scalar argument whether it is 1 (`1`), a multiple
+/// of 16 (`d`) or neither (`-`). Launches that differ in layout (a stride of 1 here or there, a
+/// transposed operand) or alignment then keep their own decisions.
+///
+/// ```
+/// use kernel_runtime::__private::specialization;
+/// assert_eq!(specialization(&[], &[4096, 1, 7, 0, -32]), "|d1-dd");
+/// ```
+pub fn specialization(args: &[PtrArg<'_>], ints: &[i64]) -> String {
+    let ptrs = args.iter().map(|a| match a.mem {
+        #[cfg(feature = "cuda")]
+        ArgMem::Cuda { ptr, .. } if (ptr + (a.offset * a.kind.size_bytes()) as u64) % 16 == 0 => 'a',
+        _ => '-',
+    });
+    let ints = ints.iter().map(|&v| match v {
+        1 => '1',
+        v if v % 16 == 0 => 'd',
+        _ => '-',
+    });
+    ptrs.chain(std::iter::once('|')).chain(ints).collect()
+}
+
 /// Launches instance `instance` of a kernel on the device its pointer arguments live on
 /// (the CPU when it has none).
 ///

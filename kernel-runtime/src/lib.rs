@@ -133,7 +133,7 @@ pub mod __private {
     pub use crate::cpu;
     pub use crate::autotune::Tuning;
     pub use crate::abi::{AssertInfo, EmbeddedModule, Hidden, InstanceInfo, KernelInfo, ModuleInfo, ParamInfo, ParamKind, TmaOperand};
-    pub use crate::launch::{autotune, launch, launch_cpu, ptr_arg, PtrArg, ScalarArg};
+    pub use crate::launch::{autotune, launch, launch_cpu, ptr_arg, specialization, PtrArg, ScalarArg};
     pub use crate::{
         with_split, Config, DType, DTypeKind, Device, Func, Grid, GridDims, LaunchError, MetaValue, Tensor,
     };

@@ -264,6 +264,17 @@ mod tests {
     }
 
     #[test]
+    fn specialization_marks_aligned_pointers_and_unit_or_divisible_integers() {
+        let dev = crate::Device::cpu();
+        // 0x1000 + 3 f32: 12 bytes off a 16-byte boundary; 0x9000 + 8 f16: on one.
+        let x = PtrArg { name: "x", kind: DTypeKind::F32, device: &dev, mem: ArgMem::Cuda { ptr: 0x1000, len: 64 }, offset: 3 };
+        let y = PtrArg { name: "y", kind: DTypeKind::F16, device: &dev, mem: ArgMem::Cuda { ptr: 0x9000, len: 64 }, offset: 8 };
+        assert_eq!(crate::launch::specialization(&[x, y], &[4096, 1, 4097]), "-a|d1-");
+        // A transposed operand swaps which stride is 1: a different key.
+        assert_ne!(crate::launch::specialization(&[y], &[4096, 1]), crate::launch::specialization(&[y], &[1, 4096]));
+    }
+
+    #[test]
     fn hidden_params_in_the_order_the_entry_lists_them() {
         let dev = crate::Device::cpu();
         let x = PtrArg { name: "x", kind: DTypeKind::F32, device: &dev, mem: ArgMem::Cuda { ptr: 0x1000, len: 64 }, offset: 3 };

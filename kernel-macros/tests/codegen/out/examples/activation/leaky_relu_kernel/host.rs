@@ -99,7 +99,10 @@ pub mod leaky_relu_kernel {
         ::kernel_runtime::__private::ptr_arg("out_ptr", __p_out_ptr),
       ];
       let __key: [i64; 0usize] = [];
-      let __instance_key = format!("{:?}", (BLOCK_SIZE,));
+      let __instance_key = format!(
+        "{:?} {}", (BLOCK_SIZE,), ::kernel_runtime::__private::specialization(&
+        __ptrs, & [(__p_n_elements as i64)])
+      );
       let mut __scratch: ::core::option::Option<
         (
           ::kernel_runtime::Tensor<::kernel_runtime::__private::f16>,

@@ -382,7 +382,15 @@ pub mod attn_fwd {
         ::kernel_runtime::__private::ptr_arg("o_ptr", __p_o_ptr),
       ];
       let __key: [i64; 1usize] = [(__p_n_ctx as i64)];
-      let __instance_key = format!("{:?}", (HEAD_DIM, CAUSAL,));
+      let __instance_key = format!(
+        "{:?} {}", (HEAD_DIM, CAUSAL,),
+        ::kernel_runtime::__private::specialization(& __ptrs, & [(__p_stride_qz
+        as i64), (__p_stride_qh as i64), (__p_stride_qm as i64), (__p_stride_kz
+        as i64), (__p_stride_kh as i64), (__p_stride_kn as i64), (__p_stride_vz
+        as i64), (__p_stride_vh as i64), (__p_stride_vn as i64), (__p_stride_oz
+        as i64), (__p_stride_oh as i64), (__p_stride_om as i64), (__p_heads as
+        i64), (__p_n_ctx as i64)])
+      );
       let mut __scratch: ::core::option::Option<
         (
           ::kernel_runtime::Tensor<::kernel_runtime::__private::f16>,

@@ -495,7 +495,13 @@ pub mod batched_matmul_kernel {
         ::kernel_runtime::__private::ptr_arg("c_ptr", __p_c_ptr),
       ];
       let __key: [i64; 3usize] = [(__p_M as i64), (__p_N as i64), (__p_K as i64)];
-      let __instance_key = format!("{:?}", ());
+      let __instance_key = format!(
+        "{:?} {}", (), ::kernel_runtime::__private::specialization(& __ptrs, &
+        [(__p_M as i64), (__p_N as i64), (__p_K as i64), (__p_stride_ab as i64),
+        (__p_stride_am as i64), (__p_stride_ak as i64), (__p_stride_bb as i64),
+        (__p_stride_bk as i64), (__p_stride_bn as i64), (__p_stride_cb as i64),
+        (__p_stride_cm as i64), (__p_stride_cn as i64)])
+      );
       let mut __scratch: ::core::option::Option<
         (
           ::kernel_runtime::Tensor<::kernel_runtime::__private::f16>,

@@ -126,7 +126,11 @@ pub mod layer_norm_bwd_dwdb {
         ::kernel_runtime::__private::ptr_arg("final_db_ptr", __p_final_db_ptr),
       ];
       let __key: [i64; 0usize] = [];
-      let __instance_key = format!("{:?}", (BLOCK_SIZE_M, BLOCK_SIZE_N,));
+      let __instance_key = format!(
+        "{:?} {}", (BLOCK_SIZE_M, BLOCK_SIZE_N,),
+        ::kernel_runtime::__private::specialization(& __ptrs, & [(__p_M as i64),
+        (__p_N as i64)])
+      );
       let mut __scratch: ::core::option::Option<
         (
           ::kernel_runtime::Tensor<f32>,

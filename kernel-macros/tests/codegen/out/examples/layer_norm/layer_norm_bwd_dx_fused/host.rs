@@ -241,7 +241,11 @@ pub mod layer_norm_bwd_dx_fused {
         ::kernel_runtime::__private::ptr_arg("lock_ptr", __p_lock_ptr),
       ];
       let __key: [i64; 0usize] = [];
-      let __instance_key = format!("{:?}", (BLOCK_SIZE_N,));
+      let __instance_key = format!(
+        "{:?} {}", (BLOCK_SIZE_N,), ::kernel_runtime::__private::specialization(&
+        __ptrs, & [(__p_stride_dx as i64), (__p_stride_dy as i64), (__p_stride_x
+        as i64), (__p_N as i64), (__p_group_size_m as i64)])
+      );
       let mut __scratch: ::core::option::Option<
         (
           ::kernel_runtime::Tensor<f32>,

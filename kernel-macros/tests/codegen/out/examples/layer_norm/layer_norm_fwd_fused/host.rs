@@ -200,7 +200,10 @@ pub mod layer_norm_fwd_fused {
         ::kernel_runtime::__private::ptr_arg("rstd_ptr", __p_rstd_ptr),
       ];
       let __key: [i64; 0usize] = [];
-      let __instance_key = format!("{:?}", (BLOCK_SIZE,));
+      let __instance_key = format!(
+        "{:?} {}", (BLOCK_SIZE,), ::kernel_runtime::__private::specialization(&
+        __ptrs, & [(__p_stride_x as i64), (__p_stride_y as i64), (__p_N as i64)])
+      );
       let mut __scratch: ::core::option::Option<
         (
           ::kernel_runtime::Tensor<f32>,

@@ -239,7 +239,11 @@ pub mod matmul_split_k_kernel {
       ];
       let __key: [i64; 0usize] = [];
       let __instance_key = format!(
-        "{:?}", (BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K, GROUP_SIZE_M,)
+        "{:?} {}", (BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K, GROUP_SIZE_M,),
+        ::kernel_runtime::__private::specialization(& __ptrs, & [(__p_M as i64),
+        (__p_N as i64), (__p_K as i64), (__p_stride_am as i64), (__p_stride_ak as
+        i64), (__p_stride_bk as i64), (__p_stride_bn as i64), (__p_stride_cm as
+        i64), (__p_stride_cn as i64)])
       );
       let mut __scratch: ::core::option::Option<
         (

@@ -119,7 +119,11 @@ pub mod softmax_online_f16_kernel {
         ::kernel_runtime::__private::ptr_arg("input_ptr", __p_input_ptr),
       ];
       let __key: [i64; 0usize] = [];
-      let __instance_key = format!("{:?}", (BLOCK_SIZE,));
+      let __instance_key = format!(
+        "{:?} {}", (BLOCK_SIZE,), ::kernel_runtime::__private::specialization(&
+        __ptrs, & [(__p_input_row_stride as i64), (__p_input_col_stride as i64),
+        (__p_output_row_stride as i64), (__p_n_cols as i64)])
+      );
       let mut __scratch: ::core::option::Option<
         (
           ::kernel_runtime::Tensor<::kernel_runtime::__private::f16>,

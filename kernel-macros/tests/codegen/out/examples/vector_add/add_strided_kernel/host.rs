@@ -145,7 +145,12 @@ pub mod add_strided_kernel {
         ::kernel_runtime::__private::ptr_arg("output_ptr", __p_output_ptr),
       ];
       let __key: [i64; 0usize] = [];
-      let __instance_key = format!("{:?}", (BLOCK_SIZE,));
+      let __instance_key = format!(
+        "{:?} {}", (BLOCK_SIZE,), ::kernel_runtime::__private::specialization(&
+        __ptrs, & [(__p_n_elements as i64), (__p_n_cols as i64), (__p_stride_xr
+        as i64), (__p_stride_xc as i64), (__p_stride_yr as i64), (__p_stride_yc
+        as i64)])
+      );
       let mut __scratch: ::core::option::Option<
         (
           ::kernel_runtime::Tensor<f32>,

@@ -147,7 +147,10 @@ pub mod atomic_tickets {
         ::kernel_runtime::__private::ptr_arg("swapped", __p_swapped),
       ];
       let __key: [i64; 0usize] = [];
-      let __instance_key = format!("{:?}", (B,));
+      let __instance_key = format!(
+        "{:?} {}", (B,), ::kernel_runtime::__private::specialization(& __ptrs, &
+        [])
+      );
       let mut __scratch: ::core::option::Option<
         (
           ::kernel_runtime::Tensor<i32>,

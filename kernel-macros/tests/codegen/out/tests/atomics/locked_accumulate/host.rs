@@ -118,7 +118,10 @@ pub mod locked_accumulate {
         ::kernel_runtime::__private::ptr_arg("count", __p_count),
       ];
       let __key: [i64; 0usize] = [];
-      let __instance_key = format!("{:?}", (B,));
+      let __instance_key = format!(
+        "{:?} {}", (B,), ::kernel_runtime::__private::specialization(& __ptrs, &
+        [(__p_n as i64)])
+      );
       let mut __scratch: ::core::option::Option<
         (
           ::kernel_runtime::Tensor<f32>,

@@ -101,7 +101,10 @@ pub mod barrier_exchange {
         ::kernel_runtime::__private::ptr_arg("out2", __p_out2),
       ];
       let __key: [i64; 0usize] = [];
-      let __instance_key = format!("{:?}", (B,));
+      let __instance_key = format!(
+        "{:?} {}", (B,), ::kernel_runtime::__private::specialization(& __ptrs, &
+        [])
+      );
       let mut __scratch: ::core::option::Option<
         (
           ::kernel_runtime::Tensor<i32>,

@@ -113,7 +113,10 @@ pub mod checked_dot {
         ::kernel_runtime::__private::ptr_arg("c", __p_c),
       ];
       let __key: [i64; 0usize] = [];
-      let __instance_key = format!("{:?}", ());
+      let __instance_key = format!(
+        "{:?} {}", (), ::kernel_runtime::__private::specialization(& __ptrs, &
+        [])
+      );
       let mut __scratch: ::core::option::Option<
         (
           ::kernel_runtime::Tensor<::kernel_runtime::__private::f16>,

@@ -109,7 +109,10 @@ pub mod checked_row_sums {
         ::kernel_runtime::__private::ptr_arg("out", __p_out),
       ];
       let __key: [i64; 0usize] = [];
-      let __instance_key = format!("{:?}", (R, C,));
+      let __instance_key = format!(
+        "{:?} {}", (R, C,), ::kernel_runtime::__private::specialization(& __ptrs,
+        & [])
+      );
       let mut __scratch: ::core::option::Option<
         (::kernel_runtime::Tensor<f32>, ::kernel_runtime::Tensor<f32>),
       > = None;

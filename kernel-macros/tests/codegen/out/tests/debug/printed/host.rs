@@ -99,7 +99,10 @@ pub mod printed {
         ::kernel_runtime::__private::ptr_arg("out", __p_out),
       ];
       let __key: [i64; 0usize] = [];
-      let __instance_key = format!("{:?}", (B,));
+      let __instance_key = format!(
+        "{:?} {}", (B,), ::kernel_runtime::__private::specialization(& __ptrs, &
+        [(__p_n as i64)])
+      );
       let mut __scratch: ::core::option::Option<
         (::kernel_runtime::Tensor<f32>, ::kernel_runtime::Tensor<f32>),
       > = None;

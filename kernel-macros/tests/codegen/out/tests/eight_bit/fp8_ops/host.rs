@@ -147,7 +147,10 @@ pub mod fp8_ops {
         ::kernel_runtime::__private::ptr_arg("red", __p_red),
       ];
       let __key: [i64; 0usize] = [];
-      let __instance_key = format!("{:?}", (N,));
+      let __instance_key = format!(
+        "{:?} {}", (N,), ::kernel_runtime::__private::specialization(& __ptrs, &
+        [(__p_n as i64)])
+      );
       let mut __scratch: ::core::option::Option<
         (
           ::kernel_runtime::Tensor<f32>,

@@ -155,7 +155,10 @@ pub mod i8_dot {
         ::kernel_runtime::__private::ptr_arg("c", __p_c),
       ];
       let __key: [i64; 0usize] = [];
-      let __instance_key = format!("{:?}", (BM, BN, BK,));
+      let __instance_key = format!(
+        "{:?} {}", (BM, BN, BK,), ::kernel_runtime::__private::specialization(&
+        __ptrs, & [(__p_m as i64), (__p_n as i64), (__p_k as i64)])
+      );
       let mut __scratch: ::core::option::Option<
         (
           ::kernel_runtime::Tensor<i8>,

@@ -118,7 +118,10 @@ pub mod bf16_dot_trans {
         ::kernel_runtime::__private::ptr_arg("c", __p_c),
       ];
       let __key: [i64; 0usize] = [];
-      let __instance_key = format!("{:?}", (BM, BN, BK,));
+      let __instance_key = format!(
+        "{:?} {}", (BM, BN, BK,), ::kernel_runtime::__private::specialization(&
+        __ptrs, & [(__p_k as i64), (__p_lda as i64)])
+      );
       let mut __scratch: ::core::option::Option<
         (
           ::kernel_runtime::Tensor<::kernel_runtime::__private::bf16>,

@@ -114,7 +114,10 @@ pub mod countdown {
         ::kernel_runtime::__private::ptr_arg("out", __p_out),
       ];
       let __key: [i64; 0usize] = [];
-      let __instance_key = format!("{:?}", (B, DOUBLE,));
+      let __instance_key = format!(
+        "{:?} {}", (B, DOUBLE,), ::kernel_runtime::__private::specialization(&
+        __ptrs, & [(__p_n as i64), (__p_bonus as i64)])
+      );
       let mut __scratch: ::core::option::Option<
         (::kernel_runtime::Tensor<i32>,),
       > = None;

@@ -111,7 +111,10 @@ pub mod long_reductions {
         ::kernel_runtime::__private::ptr_arg("hout", __p_hout),
       ];
       let __key: [i64; 0usize] = [];
-      let __instance_key = format!("{:?}", (R, C,));
+      let __instance_key = format!(
+        "{:?} {}", (R, C,), ::kernel_runtime::__private::specialization(& __ptrs,
+        & [])
+      );
       let mut __scratch: ::core::option::Option<
         (
           ::kernel_runtime::Tensor<i32>,

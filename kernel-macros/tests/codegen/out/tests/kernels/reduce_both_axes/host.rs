@@ -109,7 +109,10 @@ pub mod reduce_both_axes {
         ::kernel_runtime::__private::ptr_arg("col_max", __p_col_max),
       ];
       let __key: [i64; 0usize] = [];
-      let __instance_key = format!("{:?}", (R, C,));
+      let __instance_key = format!(
+        "{:?} {}", (R, C,), ::kernel_runtime::__private::specialization(& __ptrs,
+        & [(__p_limit as i64)])
+      );
       let mut __scratch: ::core::option::Option<
         (
           ::kernel_runtime::Tensor<f32>,

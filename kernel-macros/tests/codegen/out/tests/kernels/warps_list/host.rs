@@ -207,7 +207,10 @@ pub mod warps_list {
         ::kernel_runtime::__private::ptr_arg("out", __p_out),
       ];
       let __key: [i64; 0usize] = [];
-      let __instance_key = format!("{:?}", (B,));
+      let __instance_key = format!(
+        "{:?} {}", (B,), ::kernel_runtime::__private::specialization(& __ptrs, &
+        [])
+      );
       let mut __scratch: ::core::option::Option<
         (::kernel_runtime::Tensor<f32>, ::kernel_runtime::Tensor<f32>),
       > = None;

@@ -134,7 +134,10 @@ pub mod roundings {
         ::kernel_runtime::__private::ptr_arg("outh", __p_outh),
       ];
       let __key: [i64; 0usize] = [];
-      let __instance_key = format!("{:?}", (B,));
+      let __instance_key = format!(
+        "{:?} {}", (B,), ::kernel_runtime::__private::specialization(& __ptrs, &
+        [(__p_n as i64)])
+      );
       let mut __scratch: ::core::option::Option<
         (
           ::kernel_runtime::Tensor<f32>,

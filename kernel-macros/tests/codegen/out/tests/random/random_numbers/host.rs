@@ -161,7 +161,10 @@ pub mod random_numbers {
         ::kernel_runtime::__private::ptr_arg("seven", __p_seven),
       ];
       let __key: [i64; 0usize] = [];
-      let __instance_key = format!("{:?}", (B,));
+      let __instance_key = format!(
+        "{:?} {}", (B,), ::kernel_runtime::__private::specialization(& __ptrs, &
+        [(__p_seed as i64), (__p_n as i64)])
+      );
       let mut __scratch: ::core::option::Option<
         (
           ::kernel_runtime::Tensor<u32>,

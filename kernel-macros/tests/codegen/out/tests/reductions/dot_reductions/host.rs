@@ -300,7 +300,10 @@ pub mod dot_reductions {
         ::kernel_runtime::__private::ptr_arg("csum", __p_csum),
       ];
       let __key: [i64; 0usize] = [];
-      let __instance_key = format!("{:?}", ());
+      let __instance_key = format!(
+        "{:?} {}", (), ::kernel_runtime::__private::specialization(& __ptrs, &
+        [])
+      );
       let mut __scratch: ::core::option::Option<
         (
           ::kernel_runtime::Tensor<::kernel_runtime::__private::f16>,

@@ -252,7 +252,10 @@ pub mod reduce_layouts {
         ::kernel_runtime::__private::ptr_arg("xo", __p_xo),
       ];
       let __key: [i64; 0usize] = [];
-      let __instance_key = format!("{:?}", (R, C,));
+      let __instance_key = format!(
+        "{:?} {}", (R, C,), ::kernel_runtime::__private::specialization(& __ptrs,
+        & [])
+      );
       let mut __scratch: ::core::option::Option<
         (
           ::kernel_runtime::Tensor<f32>,

@@ -122,7 +122,10 @@ pub mod axpb_f64 {
         ::kernel_runtime::__private::ptr_arg("low", __p_low),
       ];
       let __key: [i64; 0usize] = [];
-      let __instance_key = format!("{:?}", (B,));
+      let __instance_key = format!(
+        "{:?} {}", (B,), ::kernel_runtime::__private::specialization(& __ptrs, &
+        [(__p_n as i64)])
+      );
       let mut __scratch: ::core::option::Option<
         (
           ::kernel_runtime::Tensor<f64>,

@@ -146,7 +146,10 @@ pub mod mixed_widths {
         ::kernel_runtime::__private::ptr_arg("o8", __p_o8),
       ];
       let __key: [i64; 0usize] = [];
-      let __instance_key = format!("{:?}", (N,));
+      let __instance_key = format!(
+        "{:?} {}", (N,), ::kernel_runtime::__private::specialization(& __ptrs, &
+        [])
+      );
       let mut __scratch: ::core::option::Option<
         (
           ::kernel_runtime::Tensor<u8>,

@@ -175,7 +175,10 @@ pub mod ops_i16 {
         ::kernel_runtime::__private::ptr_arg("cs", __p_cs),
       ];
       let __key: [i64; 0usize] = [];
-      let __instance_key = format!("{:?}", (N,));
+      let __instance_key = format!(
+        "{:?} {}", (N,), ::kernel_runtime::__private::specialization(& __ptrs, &
+        [(__p_s as i64), (__p_n as i64)])
+      );
       let mut __scratch: ::core::option::Option<
         (
           ::kernel_runtime::Tensor<i16>,
