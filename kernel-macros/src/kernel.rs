@@ -363,9 +363,14 @@ fn check_block_sizes(v: &crate::ir::Kernel, concrete: &[(HashMap<String, i64>, S
 /// `KERNEL_DUMP=dir`: writes each variant's IR, the generated Rust and each entry's device plans
 /// (`<entry>.<target>.plan`), for inspection.
 fn dump(name: &str, variants: &[crate::ir::Kernel], entries: &[expand_device::DeviceEntry], out: &TokenStream) {
-    let Some(dir) = std::env::var_os("KERNEL_DUMP") else { return };
-    let dir = std::path::PathBuf::from(dir);
-    if std::fs::create_dir_all(&dir).is_err() {
+    if let Some(dir) = std::env::var_os("KERNEL_DUMP") {
+        write_dump(std::path::Path::new(&dir), name, variants, entries, out);
+    }
+}
+
+/// [`dump`]'s files, in `dir` (created if needed; failures to write are ignored: a dump is an aid).
+fn write_dump(dir: &std::path::Path, name: &str, variants: &[crate::ir::Kernel], entries: &[expand_device::DeviceEntry], out: &TokenStream) {
+    if std::fs::create_dir_all(dir).is_err() {
         return;
     }
     let ir: String = variants.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("\n");
@@ -373,5 +378,32 @@ fn dump(name: &str, variants: &[crate::ir::Kernel], entries: &[expand_device::De
     let _ = std::fs::write(dir.join(format!("{name}.host.rs")), out.to_string());
     for (plan_name, plan) in entries.iter().flat_map(|e| &e.plans) {
         let _ = std::fs::write(dir.join(format!("{plan_name}.plan")), plan);
+    }
+}
+
+#[cfg(test)]
+mod dump_tests {
+    use super::*;
+
+    /// `KERNEL_DUMP`'s files: the IR, the host module and every body's device plan.
+    #[test]
+    fn dumps_the_ir_the_expansion_and_each_bodys_plan() {
+        let src = "fn add<const BLOCK: i32>(x: Ptr<f16>, y: Ptr<f16>, n: i32) { \
+                   let i = program_id(0) * BLOCK + arange(0, BLOCK); store(y + i, load(x + i, i < n), i < n); }";
+        let f: syn::ItemFn = syn::parse_str(src).expect("parses");
+        let out = expand("BLOCK = [64]".parse().expect("tokens"), f, &HashMap::new());
+        assert!(!out.to_string().contains("compile_error"), "{out}");
+        let lowered = LOWERED.with(|l| l.take());
+        let (k, vals, warps, stages) = &lowered[0];
+        let entries = vec![expand_device::entry(k, "add__BLOCK_64", vals, *warps, *stages).expect("a valid plan")];
+        let dir = std::env::temp_dir().join(format!("kernel-dump-test-{}", std::process::id()));
+        write_dump(&dir, "add", std::slice::from_ref(k), &entries, &out);
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+        assert!(read("add.ir").starts_with("kernel add"), "{}", read("add.ir"));
+        assert!(read("add.host.rs").contains("InstanceInfo"));
+        let plan = read("add__BLOCK_64.sm_80.plan");
+        assert!(plan.contains("device plan of `add`") && plan.contains("%i.0: pure"), "{plan}");
+        assert!(!dir.join("add__BLOCK_64.sm_90a.plan").exists(), "no dot: one body, for every target");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
