@@ -86,7 +86,9 @@ fn entry_fn(k: &Kernel, entry_name: &str, inst: &plan::Instance<'_>) -> Result<D
         }
     });
     let name = format_ident!("{}", entry_name);
-    let tma = bodies.get(1).map(|b| b.3.clone()).unwrap_or_default();
+    // The tensor maps are the sm_90a plan's (the emitted body copies with exactly those).
+    let tma = bodies.get(1).map(|b| b.0.tensor_maps.clone()).unwrap_or_default();
+    assert!(bodies.iter().all(|b| b.3 == b.0.tensor_maps), "internal error: a body's tensor maps are not its device plan's");
     let hidden = plan::abi::hidden_params(k, !tma.is_empty(), inst.split);
     let params: Vec<TokenStream> = params.chain(hidden.iter().map(|h| h.param(k))).collect();
     let split_bytes = bodies[0].0.split_loop.as_ref().map_or(0, |sl| 4 * bodies.iter().map(|b| b.0.split_floats(sl)).max().unwrap_or(0));

@@ -63,7 +63,7 @@ impl DevGen<'_> {
     /// u8 value is an f16), which the f16 instructions read; their copies go through registers
     /// (8 bytes loaded, converted in pairs, 16 bytes stored), not `cp.async`.
     pub(super) fn widened(&self, x: ExprId) -> bool {
-        self.k.exprs[x].ty.dtype().is_some_and(|d| d.is_fp8() || matches!(d, DType::I8 | DType::U8))
+        self.is_widened(x)
     }
 
     /// The chunk loop of a widened operand `x`: a chunk of 8 elements that are contiguous,

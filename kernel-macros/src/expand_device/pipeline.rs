@@ -8,12 +8,11 @@ mod operand;
 mod tma;
 use tma::{TmaCtx, TmaOperand};
 
-/// The buffer behind a scalar base pointer `p` of an operand (`p + offsets`): `p` is pointer
-/// parameter `param` itself or that parameter advanced by scalar offsets (a batch's matrix,
+/// The buffer behind a scalar base pointer `p` of an operand (`p + offsets`): `p` is a pointer
+/// parameter itself or that parameter advanced by scalar offsets (a batch's matrix,
 /// `a_ptr + pid_b * stride_ab`); `offset` is the code of `p`'s distance from the parameter, in
 /// elements, and `len` the parameter's length.
 struct ScalarBase {
-    param: usize,
     len: Ident,
     offset: TokenStream,
 }
@@ -75,31 +74,20 @@ struct TmaOp {
 }
 
 impl DevGen<'_> {
-    /// The scalar integer parameter `e` is, if it is one.
-    fn int_param(&self, e: ExprId) -> Option<usize> {
-        match self.k.exprs[e].kind {
-            ExprKind::Param(i) if matches!(self.k.params[i].kind, ParamKind::Scalar(DType::I32 | DType::I64 | DType::U32)) => Some(i),
-            _ => None,
-        }
-    }
-
     /// The buffer behind the scalar pointer `p` that the pointer block `ptr_block` is computed
     /// from (see [`ScalarBase`]), when both come from the same pointer parameter.
     fn scalar_base(&self, p: ExprId, ptr_block: ExprId) -> Option<ScalarBase> {
         let k = self.k;
-        let param = self.ptr_root(p)?;
-        if !self.shapes[p].is_empty() || self.ptr_root(ptr_block) != Some(param) {
-            return None;
-        }
+        let param = self.scalar_param(p, ptr_block)?;
         let ParamKind::Ptr(dt) = k.params[param].kind else { return None };
         let len = super::bounds::len_ident(&k.params[param].name);
         if self.is_root_param(p) {
-            return Some(ScalarBase { param, len, offset: quote!(0i64) });
+            return Some(ScalarBase { len, offset: quote!(0i64) });
         }
         // `p` is the parameter plus whole elements: the distance in bytes divides exactly.
         let (pv, root, e) = (self.ev(p, &At::Own), param_ident(&k.params[param].name), dev_dtype(dt));
         let offset = quote!((((#pv as usize).wrapping_sub(#root as usize)) as i64) / (::core::mem::size_of::<#e>() as i64));
-        Some(ScalarBase { param, len, offset })
+        Some(ScalarBase { len, offset })
     }
 
     /// The pipelined code of a `for` loop, or `None` when the plan runs the loop as written.
@@ -124,7 +112,7 @@ impl DevGen<'_> {
         let Layout::Mma { wg, .. } = plan.layout else { return None };
         let kk = plan.kk;
         let saved_smem = (self.cursor.get(), self.smem_max.get());
-        let smem = self.pipe_smem(plan, wg);
+        let smem = self.pipe_smem(plan);
         let PipeSmem { widen, f16_a, f16_pair, f16_off, tile_a, stage_bytes, stages, base_off, .. } = smem;
         let fence = smem.fence.clone();
         let scope = self.enter_iteration(0, Layout::Cyclic);
@@ -140,12 +128,10 @@ impl DevGen<'_> {
         // Operands copied by the tensor memory accelerator in a third version of the loop
         // (`tma.rs`): their maps, in the entry's order, and each operand's stagings.
         let tma_base = self.tma.borrow().len();
+        assert_eq!(tma_base, plan.mem.first_map, "internal error: the pipelined loop's tensor maps are not in the slots the device plan gave them");
         let mut tma_descs: Vec<TmaDesc> = Vec::new();
         let mut tma_opers: Vec<TmaOperand> = Vec::new();
-        let mut tma_cands: Vec<Vec<(Staging, TmaDesc)>> = plan.ops.iter().enumerate().map(|(oi, op)| self.tma_candidates(plan.layout, oi, op, stages, tma_base)).collect();
-        if widen || tma_cands.iter().any(Vec::is_empty) {
-            tma_cands.clear();
-        }
+        let tma_cands = &plan.mem.maps;
         let mut rows_before = 0usize;
         for (oi, op) in plan.ops.iter().enumerate() {
             let tma = tma_cands.get(oi).cloned().unwrap_or_default();
@@ -517,41 +503,25 @@ impl DevGen<'_> {
     }
 
 
-    /// The shared memory of the pipelined loop `plan` (`wg`: a `wgmma` body), allocated at the
-    /// cursor: `num_stages` buffers (one more for `wgmma`, whose group in flight keeps one),
-    /// fewer when they would not fit beside what the loop also needs.
-    fn pipe_smem(&self, plan: &PipePlan, wg: bool) -> PipeSmem {
+    /// The shared memory of the pipelined loop `plan`, allocated at the cursor, which is where the
+    /// plan put the loop's buffers (`PipeMem::floor`), with the plan's stage count.
+    fn pipe_smem(&self, plan: &PipePlan) -> PipeSmem {
         let Layout::Mma { n, .. } = plan.layout else { unreachable!("a pipelined loop has an mma layout") };
-        let (m, kk) = (plan.m, plan.kk);
+        let mem = &plan.mem;
+        assert_eq!(self.cursor.get(), mem.floor, "internal error: the pipelined loop's shared memory is not where the device plan put it");
         // `wgmma` tiles start on whole 1024-byte swizzle patterns; its reads go through the async
         // proxy, which must see the copies (and element stores) first.
         let (align, fence) = self.operand_staging(plan.layout);
         // Widened (8-bit) operands: each stage holds their raw chunks (8 bytes each, in chunk
         // order), which every thread widens into one of two f16 tiles before the `dot` (its own
         // chunks, after its copies landed: `widen`, below).
-        let widen = self.widened(plan.a);
-        let (f16_a, f16_pair) = ((m * kk * 2).next_multiple_of(align), (m * kk * 2).next_multiple_of(align) + (kk * n * 2).next_multiple_of(align));
-        let (tile_a, stage_bytes) = if widen {
-            let a = (m * kk).next_multiple_of(16);
-            (a, a + (kk * n).next_multiple_of(16))
-        } else {
-            (f16_a, f16_pair)
-        };
-        let f16_bytes = if widen { 2 * f16_pair } else { 0 };
-        const SMEM_LIMIT: usize = 232_448;
-        // `num_stages` is, as in Triton, the number of iterations whose operands are in flight or
-        // ready: copies run `num_stages - 1` iterations ahead of the tensor cores. A `wgmma` body
-        // keeps one `wgmma` group in flight across iterations, whose buffer the copies must not
-        // overwrite yet: it takes one buffer more (when shared memory allows).
-        let mut stages = if wg { self.num_stages + 1 } else { self.num_stages };
-        // The buffers, then one 16-byte word for the bounds proof of loop versioning and, on
-        // sm_90a, two 8-byte `mbarrier`s per buffer (copies landed, readers done).
-        while stages > 1 && self.cursor.get().next_multiple_of(align) + f16_bytes + stages * stage_bytes + 16 + 16 * stages + 8 > SMEM_LIMIT {
-            stages -= 1;
-        }
+        let widen = self.is_widened(plan.a);
+        let (tile_a, stage_bytes, f16_bytes) = plan::smem::pipe_tiles(plan.m, plan.kk, n, align, widen);
+        let f16_pair = f16_bytes / 2;
+        let f16_a = (plan.m * plan.kk * 2).next_multiple_of(align);
         let f16_off = if widen { self.alloc_aligned(f16_bytes, align) } else { 0 };
-        let base_off = self.alloc_aligned(stages * stage_bytes, align);
-        PipeSmem { fence, widen, f16_a, f16_pair, f16_off, tile_a, stage_bytes, stages, base_off }
+        let base_off = self.alloc_aligned(mem.stages * stage_bytes, align);
+        PipeSmem { fence, widen, f16_a, f16_pair, f16_off, tile_a, stage_bytes, stages: mem.stages, base_off }
     }
 
     /// The K loop of the tensor-map version (`stages >= 2` buffers; at `bars`, one barrier per

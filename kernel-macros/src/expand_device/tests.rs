@@ -604,3 +604,27 @@ fn hidden_parameters_follow_the_declared_ones_in_one_order() {
     assert!(out.contains("__fault : * mut u32 , __tag : u32 , __tma : * const u8 , __tmask : u32 ,"), "{out}");
     assert!(out.contains("Hidden :: Tag , :: kernel_runtime :: __private :: Hidden :: TensorMaps"), "INFO lists the maps");
 }
+
+#[test]
+fn plans_place_pipelined_loops_in_shared_memory() {
+    // The seeds' loop on sm_90a: num_stages + 1 buffers from byte 0, and a `Rows` map per operand
+    // (rows `K` and `N` elements apart, a parameter each; columns contiguous, no parameter for a
+    // `Cols` map).
+    let (_, inst) = expand("", &matmul(3, 64, ""));
+    let (k, vals, warps, stages) = &inst[0];
+    let p = plan_of(k, vals, *warps, *stages, Target::Sm90a);
+    let Schedule::Pipelined(pp) = only_loop(&p) else { panic!("not pipelined:\n{p}") };
+    assert_eq!((pp.mem.floor, pp.mem.stages, pp.mem.first_map), (0, 4, 0));
+    let stagings: Vec<Vec<Staging>> = pp.mem.maps.iter().map(|m| m.iter().map(|(s, _)| *s).collect()).collect();
+    assert_eq!(stagings, [[Staging::Rows], [Staging::Rows]]);
+    assert_eq!(p.tensor_maps.iter().map(|t| (t.ptr, t.row_stride, t.col_stride)).collect::<Vec<_>>(), [(0, 5, None), (1, 4, None)]);
+    // Buffers start higher under loops that keep tiles: fewer fit.
+    // (16 KiB a buffer: 2 fit in the top 40 000 bytes, with the proof word and the barriers.)
+    let high = p.pipe_mem(pp, plan::smem::SMEM_LIMIT - 40_000, 0);
+    assert_eq!(high.stages, 2);
+    // sm_80: no tensor maps, the instance's 3 buffers.
+    let p80 = plan_of(k, vals, *warps, *stages, Target::Sm80);
+    let Schedule::Pipelined(pp80) = only_loop(&p80) else { panic!("not pipelined:\n{p80}") };
+    assert_eq!((pp80.mem.stages, pp80.mem.maps.len()), (3, 0));
+    assert!(p80.tensor_maps.is_empty());
+}

@@ -34,6 +34,8 @@ pub(crate) struct PipePlan {
     pub(crate) ops: Vec<PipeOp>,
     /// Affine pointer locals stepped by the loop: (local, scalar step, subtracted).
     pub(crate) steps: Vec<(LocalId, ExprId, bool)>,
+    /// Its shared memory: where its buffers start, how many, and its tensor maps.
+    pub(crate) mem: super::smem::PipeMem,
 }
 
 impl PipePlan {
@@ -41,6 +43,11 @@ impl PipePlan {
     pub(crate) fn describe(&self, k: &Kernel, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let acc = &k.locals[self.acc].name;
         write!(f, "software-pipelined K loop into %{acc}.{} ({}x{} A tiles, {})", self.acc, self.m, self.kk, self.layout)?;
+        write!(f, "; {} buffers from shared byte {}", self.mem.stages, self.mem.floor)?;
+        let maps: Vec<String> = self.mem.maps.iter().flatten().map(|(s, t)| format!("{s:?} {}x{} (swizzle {})", t.box_rows, t.box_inner, t.swizzle)).collect();
+        if !maps.is_empty() {
+            write!(f, "; tensor maps from slot {}: {}", self.mem.first_map, maps.join(", "))?;
+        }
         for (op, name) in self.ops.iter().zip(["A", "B"]) {
             write!(f, "; {name} {} ({} elements, rows of {})", k.expr_text(op.load), op.numel, op.inner)?;
         }
@@ -203,7 +210,7 @@ impl DevicePlan<'_> {
             let step = affine.and_then(|l| steps.iter().find(|s| s.0 == l).map(|s| (s.1, s.2)));
             ops.push(PipeOp { x, load, base, affine, step, mask, other, numel: self.numel(x), inner });
         }
-        Some(PipePlan { acc, layout, a, kk: self.shapes[a][1], m: self.shapes[a][0], ops, steps })
+        Some(PipePlan { acc, layout, a, kk: self.shapes[a][1], m: self.shapes[a][0], ops, steps, mem: Default::default() })
     }
 
     /// The `dot`s of the top-level statements of a loop body.

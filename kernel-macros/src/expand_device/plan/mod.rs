@@ -10,13 +10,16 @@
 //! - each `for` loop's schedule (`kloop.rs`: a software-pipelined K loop with its operands and
 //!   pointer steps, or the loop as written with the `dot` operands staged once before it or
 //!   copied one iteration ahead) and the loop a launch may split (`split.rs`);
+//! - each pipelined loop's shared memory (`smem.rs`: where its buffers start, above the tiles
+//!   the loops around it keep; how many fit; the tensor maps its operands can be copied with on
+//!   sm_90a, hence the body's tensor maps);
 //! - the entry's hidden parameters (`abi.rs`), the kernel ABI the runtime builds its argument
 //!   list from.
 //!
-//! Still decided while emitting: the shared-memory offsets (the emitter's allocation cursor),
-//! hence a pipelined loop's stage count when its buffers do not all fit and, on sm_90a, its
-//! tensor maps (which need two stages or more); where barriers go; which cold paths run out of
-//! line.
+//! Still decided while emitting: the other shared-memory offsets (the emitter's allocation
+//! cursor: statement temporaries, operands staged outside loops, reductions; it checks that a
+//! pipelined loop's buffers land where the plan put them); where barriers go; which cold paths
+//! run out of line.
 //!
 //! `KERNEL_DUMP=dir` writes each entry's plans (`<entry>.<target>.plan`), and the codegen
 //! snapshots (`kernel-macros/tests/codegen`) keep one per instance.
@@ -28,6 +31,7 @@ use std::fmt;
 pub(crate) mod abi;
 mod kloop;
 mod layout;
+pub(crate) mod smem;
 pub(crate) mod split;
 mod values;
 
@@ -120,6 +124,8 @@ pub(crate) struct DevicePlan<'a> {
     /// after it (the next `dot`'s barrier comes before the next iteration's copies overwrite
     /// what it read).
     pub(crate) followed: HashSet<ExprId>,
+    /// The tensor maps the body copies with (sm_90a pipelined loops), in slot order.
+    pub(crate) tensor_maps: Vec<TmaDesc>,
     /// The loop launches may split over several blocks per program (`split.rs`), if any.
     pub(crate) split_loop: Option<SplitLoop>,
     /// That loop, in the entry of split launches (whose body splits it); `None` in plain entries.
@@ -153,6 +159,7 @@ pub(crate) fn plan<'a>(k: &'a Kernel, inst: &Instance<'a>, target: Target) -> Re
         dots: vec![],
         loops: BTreeMap::new(),
         followed: HashSet::new(),
+        tensor_maps: Vec::new(),
         split_loop: None,
         split: None,
     };
@@ -165,7 +172,7 @@ pub(crate) fn plan<'a>(k: &'a Kernel, inst: &Instance<'a>, target: Target) -> Re
     p.dots = (0..k.exprs.len()).filter(|&e| matches!(k.exprs[e].kind, ExprKind::Dot { .. })).map(|e| (e, p.mma_tiling(e))).collect();
     p.split_loop = p.split_loop();
     p.split = p.split_loop.clone().filter(|_| inst.split);
-    p.plan_loops(&k.body);
+    p.plan_loops(&k.body, Some(0));
     p.validate()?;
     Ok(p)
 }
@@ -234,29 +241,48 @@ impl DevicePlan<'_> {
         self.k.locals[l].ty.shape.iter().map(|d| d.eval(&|s| self.vals.get(s).copied()).unwrap_or(1).max(0) as usize).collect()
     }
 
-    /// Plans every `for` loop of `stmts`, nested ones included.
-    fn plan_loops(&mut self, stmts: &[Stmt]) {
+    /// Plans every `for` loop of `stmts`, nested ones included. `floor`: where the statements'
+    /// shared memory starts (above the operand tiles that the loops around them keep), `None`
+    /// when it is not known before emission (under a loop whose bounds are computed by a `dot`
+    /// or a reduction, which take shared memory first): loops there are not pipelined.
+    fn plan_loops(&mut self, stmts: &[Stmt], floor: Option<usize>) {
         for s in stmts {
             match s {
-                Stmt::For { var, body, .. } => {
-                    let schedule = match self.pipeline_plan(*var, body) {
-                        Some(p) => Schedule::Pipelined(p),
-                        None => self.as_written(*var, body),
+                Stmt::For { var, start, end, step, body, .. } => {
+                    let at = floor.filter(|_| ![*start, *end, *step].iter().any(|e| self.takes_shared_memory(*e)));
+                    let schedule = match (self.pipeline_plan(*var, body), at) {
+                        (Some(mut p), Some(at)) => {
+                            p.mem = self.pipe_mem(&p, at, self.tensor_maps.len());
+                            self.tensor_maps.extend(p.mem.maps.iter().flatten().map(|(_, t)| t.clone()));
+                            Schedule::Pipelined(p)
+                        }
+                        _ => self.as_written(*var, body),
+                    };
+                    let inner = match &schedule {
+                        Schedule::AsWritten { resident, ahead } => at.map(|at| reserved(at, resident, ahead)),
+                        Schedule::Pipelined(_) => at,
                     };
                     self.loops.insert(*var, schedule);
-                    self.plan_loops(body);
+                    self.plan_loops(body, inner);
                 }
                 Stmt::While { pre, body, .. } => {
-                    self.plan_loops(pre);
-                    self.plan_loops(body);
+                    self.plan_loops(pre, floor);
+                    self.plan_loops(body, floor);
                 }
                 Stmt::If { then, els, .. } => {
-                    self.plan_loops(then);
-                    self.plan_loops(els);
+                    self.plan_loops(then, floor);
+                    self.plan_loops(els, floor);
                 }
                 _ => {}
             }
         }
+    }
+
+    /// Whether evaluating `e` (not through locals) takes shared memory: a `dot`, a reduction or
+    /// a scan in it is computed before its statement, in shared memory.
+    fn takes_shared_memory(&self, e: ExprId) -> bool {
+        let kind = &self.k.exprs[e].kind;
+        matches!(kind, ExprKind::Dot { .. } | ExprKind::Reduce { .. } | ExprKind::Scan { .. } | ExprKind::ReduceWith { .. }) || kind.operands().into_iter().any(|c| self.takes_shared_memory(c))
     }
 }
 
@@ -323,4 +349,16 @@ impl fmt::Display for DevicePlan<'_> {
         }
         Ok(())
     }
+}
+
+/// Where the statements of a loop's body start in shared memory when the loop starts at `floor`
+/// and keeps the tiles of its `resident` operands and two of each operand copied `ahead` (the
+/// emitter allocates them in this order: `DevGen::stage_resident`, `DevGen::copy_ahead`).
+fn reserved(floor: usize, resident: &[StagedOperand], ahead: &[StagedOperand]) -> usize {
+    let tiles = resident.iter().map(|o| (o, 1)).chain(ahead.iter().map(|o| (o, 2)));
+    tiles.fold(floor, |at, (o, copies)| {
+        let align = smem::staging_align(o.layout);
+        let size = (o.rows * o.inner * 2).next_multiple_of(align);
+        (0..copies).fold(at, |at, _| at.next_multiple_of(align) + size)
+    })
 }

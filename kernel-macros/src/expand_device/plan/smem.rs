@@ -1,0 +1,152 @@
+//! The shared memory of software-pipelined loops: where each one's buffers start (the floor the
+//! loops around it leave: their resident and copied-ahead operand tiles), how many stages fit,
+//! and, on sm_90a, the tensor maps its operands can be copied with.
+
+use super::*;
+
+/// The shared memory of a pipelined loop, as the emitter allocates it at `floor` (see
+/// `DevicePlan::pipe_mem`).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PipeMem {
+    /// Where its buffers start.
+    pub(crate) floor: usize,
+    /// Its buffers: `num_stages` (one more in a `wgmma` body), fewer when they do not fit.
+    pub(crate) stages: usize,
+    /// Per operand, the tensor maps it may be copied with (sm_90a; both operands have some, or
+    /// neither): a `Rows` and/or a `Cols` staging, in slot order from `first_map`.
+    pub(crate) maps: Vec<Vec<(Staging, TmaDesc)>>,
+    pub(crate) first_map: usize,
+}
+
+/// Shared memory a block may use on the targets (sm_90's 227 KiB).
+pub(crate) const SMEM_LIMIT: usize = 232_448;
+
+impl DevicePlan<'_> {
+    /// The shared memory of pipelined loop `p` whose buffers start at `floor`, the entry having
+    /// `maps_before` tensor maps from earlier loops.
+    pub(crate) fn pipe_mem(&self, p: &PipePlan, floor: usize, maps_before: usize) -> PipeMem {
+        let Layout::Mma { n, wg, .. } = p.layout else { unreachable!("a pipelined loop has an mma layout") };
+        let (m, kk) = (p.m, p.kk);
+        let (align, widen) = (staging_align(p.layout), self.is_widened(p.a));
+        let (tile_a, stage_bytes, f16_bytes) = pipe_tiles(m, kk, n, align, widen);
+        // `num_stages` is, as in Triton, the number of iterations whose operands are in flight or
+        // ready: copies run `num_stages - 1` iterations ahead of the tensor cores. A `wgmma` body
+        // keeps one `wgmma` group in flight across iterations, whose buffer the copies must not
+        // overwrite yet: it takes one buffer more (when shared memory allows).
+        let _ = tile_a;
+        let mut stages = if wg { self.num_stages + 1 } else { self.num_stages };
+        // The buffers, then one 16-byte word for the bounds proof of loop versioning and, on
+        // sm_90a, two 8-byte `mbarrier`s per buffer (copies landed, readers done).
+        while stages > 1 && floor.next_multiple_of(align) + f16_bytes + stages * stage_bytes + 16 + 16 * stages + 8 > SMEM_LIMIT {
+            stages -= 1;
+        }
+        let mut maps: Vec<Vec<(Staging, TmaDesc)>> = p.ops.iter().enumerate().map(|(oi, op)| self.tma_candidates(p.layout, oi, op, stages, maps_before)).collect();
+        if widen || maps.iter().any(Vec::is_empty) {
+            maps.clear();
+        }
+        PipeMem { floor, stages, maps, first_map: maps_before }
+    }
+
+    /// Whether `dot` operand `x` is widened to f16 while staged (8-bit operands).
+    pub(crate) fn is_widened(&self, x: ExprId) -> bool {
+        self.k.exprs[x].ty.dtype().is_some_and(|d| d.is_fp8() || matches!(d, DType::I8 | DType::U8))
+    }
+
+    /// The pointer parameter behind the scalar pointer `p` that the pointer block `ptr_block` is
+    /// computed from, when both come from the same one.
+    pub(crate) fn scalar_param(&self, p: ExprId, ptr_block: ExprId) -> Option<usize> {
+        let param = self.ptr_root(p)?;
+        (self.shapes[p].is_empty() && self.ptr_root(ptr_block) == Some(param) && matches!(self.k.params[param].kind, ParamKind::Ptr(_))).then_some(param)
+    }
+
+    /// The scalar integer parameter `e` is, if it is one.
+    pub(crate) fn int_param(&self, e: ExprId) -> Option<usize> {
+        match self.k.exprs[e].kind {
+            ExprKind::Param(i) if matches!(self.k.params[i].kind, ParamKind::Scalar(DType::I32 | DType::I64 | DType::U32)) => Some(i),
+            _ => None,
+        }
+    }
+
+    /// The strided terms of offsets `rows[:, None] * row_stride + cols[None, :] * col_stride`
+    /// (terms in either order; a stride may be left out when it is 1): for the rows' term and
+    /// the columns' term, the scalar parameter it is multiplied by (if any) and the factor that
+    /// varies (`rows[:, None]`, of shape `[R, 1]`; `cols[None, :]`, of shape `[1, C]`). Only a
+    /// guess of the shape: the generated code checks at run time that the elements are where a
+    /// map puts them before it copies with the map.
+    pub(crate) fn tma_terms(&self, off: ExprId) -> Option<((Option<usize>, ExprId), (Option<usize>, ExprId))> {
+        let k = self.k;
+        let strip = |mut e: ExprId| loop {
+            match &k.exprs[e].kind {
+                ExprKind::BroadcastTo(x) => e = *x,
+                ExprKind::Local(l) => match self.kinds[*l] {
+                    LocalKind::Pure(init) => e = init,
+                    _ => return e,
+                },
+                _ => return e,
+            }
+        };
+        let ExprKind::Binary(BinOp::Add, t1, t2) = k.exprs[strip(off)].kind else { return None };
+        // (varies along rows, the stride parameter, the varying factor).
+        let term = |t: ExprId| -> Option<(bool, Option<usize>, ExprId)> {
+            let t = strip(t);
+            let (x, s) = match k.exprs[t].kind {
+                ExprKind::Binary(BinOp::Mul, a, b) if self.int_param(b).is_some() => (strip(a), self.int_param(b)),
+                ExprKind::Binary(BinOp::Mul, a, b) if self.int_param(a).is_some() => (strip(b), self.int_param(a)),
+                _ => (t, None),
+            };
+            match self.shapes[x].as_slice() {
+                [r, 1] if *r > 1 => Some((true, s, x)),
+                [1, c] if *c > 1 => Some((false, s, x)),
+                _ => None,
+            }
+        };
+        match (term(t1)?, term(t2)?) {
+            ((true, r, x), (false, c, y)) | ((false, c, y), (true, r, x)) => Some(((r, x), (c, y))),
+            _ => None,
+        }
+    }
+
+    /// The tensor maps of operand `oi` (sm_90a, a pipeline of two buffers or more): a block
+    /// `param + offsets` whose offsets are a row term and a column term (see `tma_terms`), with
+    /// a `Rows` map when the row stride is a parameter and a `Cols` map when the column stride
+    /// is, each with a box that the copy engine takes (at most 256 rows and columns, a swizzle
+    /// of 128 bytes or less), while the entry has room in its 32-bit validity mask.
+    pub(crate) fn tma_candidates(&self, layout: Layout, oi: usize, op: &PipeOp, stages: usize, tma_base: usize) -> Vec<(Staging, TmaDesc)> {
+        let k = self.k;
+        let Layout::Mma { wg: true, .. } = layout else { return Vec::new() };
+        let ExprKind::PtrAdd(p, o) = k.exprs[op.base].kind else { return Vec::new() };
+        let ExprKind::Load { ptr: ptr_block, .. } = k.exprs[op.load].kind else { return Vec::new() };
+        let Some(pi) = self.scalar_param(p, ptr_block) else { return Vec::new() };
+        if stages < 2 || tma_base + 2 * oi + 1 >= 32 || !matches!(k.exprs[o].ty.dtype(), Some(DType::I32 | DType::I64)) {
+            return Vec::new();
+        }
+        let Some(((rs, _), (cs, _))) = self.tma_terms(o) else { return Vec::new() };
+        let (rows, inner) = (op.numel / op.inner, op.inner);
+        let desc = |pitch: usize, unit: Option<usize>, tile: Tile| -> Option<TmaDesc> {
+            let swizzle = DevGen::swizzle(tile.block).map_or(0, |_| tile.block * 2);
+            (tile.rows <= 256 && tile.block <= 256 && swizzle <= 128).then_some(TmaDesc { ptr: pi, row_stride: pitch, col_stride: unit, box_inner: tile.block, box_rows: tile.rows, swizzle })
+        };
+        let by_rows = rs.and_then(|r| desc(r, cs, Tile::of(layout, rows, inner))).map(|t| (Staging::Rows, t));
+        let by_cols = cs.and_then(|c| desc(c, rs, Tile::of(layout, inner, rows))).map(|t| (Staging::Cols, t));
+        by_rows.into_iter().chain(by_cols).collect()
+    }
+}
+
+/// The alignment of a staged operand tile in `layout`: `wgmma` tiles start on whole 1024-byte
+/// swizzle patterns.
+pub(crate) fn staging_align(layout: Layout) -> usize {
+    if matches!(layout, Layout::Mma { wg: true, .. }) { 1024 } else { 16 }
+}
+
+/// A pipelined loop's stage layout for an `[m, kk] x [kk, n]` product: the offset of B's tile in
+/// a stage, a stage's bytes and, for widened (8-bit) operands, the bytes of the two f16 tiles
+/// the tensor cores read (each stage then holds the raw 8-bit chunks).
+pub(crate) fn pipe_tiles(m: usize, kk: usize, n: usize, align: usize, widen: bool) -> (usize, usize, usize) {
+    let (f16_a, f16_pair) = ((m * kk * 2).next_multiple_of(align), (m * kk * 2).next_multiple_of(align) + (kk * n * 2).next_multiple_of(align));
+    if widen {
+        let a = (m * kk).next_multiple_of(16);
+        (a, a + (kk * n).next_multiple_of(16), 2 * f16_pair)
+    } else {
+        (f16_a, f16_pair, 0)
+    }
+}
