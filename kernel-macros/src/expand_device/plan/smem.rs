@@ -28,12 +28,11 @@ impl DevicePlan<'_> {
         let Layout::Mma { n, wg, .. } = p.layout else { unreachable!("a pipelined loop has an mma layout") };
         let (m, kk) = (p.m, p.kk);
         let (align, widen) = (staging_align(p.layout), self.is_widened(p.a));
-        let (tile_a, stage_bytes, f16_bytes) = pipe_tiles(m, kk, n, align, widen);
+        let (_, stage_bytes, f16_bytes) = pipe_tiles(m, kk, n, align, widen);
         // `num_stages` is, as in Triton, the number of iterations whose operands are in flight or
         // ready: copies run `num_stages - 1` iterations ahead of the tensor cores. A `wgmma` body
         // keeps one `wgmma` group in flight across iterations, whose buffer the copies must not
         // overwrite yet: it takes one buffer more (when shared memory allows).
-        let _ = tile_a;
         let mut stages = if wg { self.num_stages + 1 } else { self.num_stages };
         // The buffers, then one 16-byte word for the bounds proof of loop versioning and, on
         // sm_90a, two 8-byte `mbarrier`s per buffer (copies landed, readers done).
