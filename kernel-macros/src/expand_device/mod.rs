@@ -216,15 +216,6 @@ struct DevGen<'a> {
     prefetched: RefCell<HashMap<ExprId, Ident>>,
     /// Tensor maps the generated code copies with, in the order of their hidden-parameter slots.
     tma: RefCell<Vec<TmaDesc>>,
-    /// Whether every thread is past a block barrier with no global access since (a store
-    /// then needs no barrier before it): true after a software-pipelined loop, which ends with
-    /// one, until a statement that may access global memory.
-    synced: Cell<bool>,
-    /// Set by a `for` statement that was lowered as a software-pipelined loop.
-    pipelined: Cell<bool>,
-    /// Whether the statement being generated is the last one of the kernel's body (a store
-    /// then needs no barrier after it: nothing follows).
-    last: Cell<bool>,
     /// The code of the kernel's body after the loop being generated, when that loop is a
     /// top-level statement with no loop after it: the tensor-map version's `cp.async` fallback
     /// then runs it itself, out of line, and returns (`pipeline.rs`).
@@ -283,9 +274,6 @@ impl<'a> DevGen<'a> {
             counter: Cell::new(0),
             prefetched: RefCell::new(HashMap::new()),
             tma: RefCell::new(vec![]),
-            synced: Cell::new(false),
-            pipelined: Cell::new(false),
-            last: Cell::new(false),
             tail: RefCell::new(None),
         }
     }

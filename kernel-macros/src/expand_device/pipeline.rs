@@ -93,7 +93,7 @@ impl DevGen<'_> {
     /// The pipelined code of a `for` loop, or `None` when the plan runs the loop as written.
     pub(super) fn try_pipelined(&self, var: LocalId, start: ExprId, end: ExprId, step: ExprId) -> Option<TokenStream> {
         match self.schedule(var) {
-            Schedule::Pipelined(plan) => self.gen_pipelined(var, start, end, step, plan),
+            Schedule::Pipelined(plan) => Some(self.gen_pipelined(var, start, end, step, plan)),
             Schedule::AsWritten { .. } => None,
         }
     }
@@ -106,12 +106,11 @@ impl DevGen<'_> {
     /// a chunk, and each thread widens its own chunks of the iteration's buffer into an f16 tile
     /// before the iteration's barrier (two f16 tiles, by the iteration's parity); no tensor
     /// maps for them.
-    fn gen_pipelined(&self, var: LocalId, start: ExprId, end: ExprId, step: ExprId, plan: &PipePlan) -> Option<TokenStream> {
+    fn gen_pipelined(&self, var: LocalId, start: ExprId, end: ExprId, step: ExprId, plan: &PipePlan) -> TokenStream {
         let k = self.k;
         let d = &self.d;
-        let Layout::Mma { wg, .. } = plan.layout else { return None };
+        let Layout::Mma { wg, .. } = plan.layout else { unreachable!("a pipelined loop has an mma layout") };
         let kk = plan.kk;
-        let saved_smem = (self.cursor.get(), self.smem_max.get());
         let smem = self.pipe_smem(plan);
         let PipeSmem { widen, f16_a, f16_pair, f16_off, tile_a, stage_bytes, stages, base_off, .. } = smem;
         let fence = smem.fence.clone();
@@ -147,12 +146,8 @@ impl DevGen<'_> {
             issue_ops.push(c.issue);
             fast_ops.push(c.fast);
         }
-        let staged = self.leave_iteration(scope);
-        if !staged.is_empty() {
-            self.cursor.set(saved_smem.0);
-            self.smem_max.set(saved_smem.1);
-            return None;
-        }
+        // The plan pipelines no operand that reads values held in registers.
+        assert!(self.leave_iteration(scope).is_empty(), "internal error: a pipelined loop's operand reads values through shared memory");
         let step_final: Vec<TokenStream> = plan
             .steps
             .iter()
@@ -215,7 +210,7 @@ impl DevGen<'_> {
             quote!(let #name: i64 = #neg #d::cast::<#t, i64>(#v);)
         });
         let var_t = &lc.var_t;
-        Some(quote! {{
+        quote! {{
             let __start: #var_t = #s;
             let __end: #var_t = #e;
             let __step: #var_t = #st;
@@ -237,7 +232,7 @@ impl DevGen<'_> {
             #inval
             #(#step_final)*
             #split_after
-        }})
+        }}
     }
 
     /// The `cp.async` loop over the operands' copies `ops` (checked, or proven in bounds):

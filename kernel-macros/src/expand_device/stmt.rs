@@ -22,20 +22,16 @@ impl DevGen<'_> {
     }
 
     pub(super) fn stmts(&self, stmts: &[Stmt]) -> TokenStream {
-        // A nested body (a loop's, a branch's) starts with no barrier known behind it.
-        self.synced.set(false);
-        self.last.set(false);
         let mut out = TokenStream::new();
         for s in stmts {
             self.gen_stmt(s, &mut out);
         }
-        self.synced.set(false);
         out
     }
 
-    /// The kernel's body: as `stmts`, knowing which statement is the last one.
+    /// The kernel's body: as `stmts`, the last top-level loop also getting the code after it
+    /// for its fallback.
     pub(super) fn body(&self, stmts: &[Stmt]) -> TokenStream {
-        self.synced.set(false);
         let mut out = TokenStream::new();
         for (i, s) in stmts.iter().enumerate() {
             // The last loop gets the code after it, for its fallback.
@@ -45,12 +41,9 @@ impl DevGen<'_> {
                     self.tail.replace(Some((*var, rest)));
                 }
             }
-            let last = i + 1 == stmts.len();
-            self.last.set(last);
             self.gen_stmt(s, &mut out);
             self.tail.replace(None);
         }
-        self.last.set(false);
         out
     }
 
@@ -61,75 +54,20 @@ impl DevGen<'_> {
         self.target.has_wgmma() && self.split.is_none()
     }
 
-    /// The code of `stmts`, the rest of the kernel's body after a software-pipelined loop (which
-    /// ends past a block barrier), generated as `body` generates it there; the generator's state
-    /// is left as it was.
+    /// The code of `stmts`, the rest of the kernel's body after a software-pipelined loop, as
+    /// `body` generates it there (the plan's barriers around its stores are those of that place).
     pub(super) fn after_loop(&self, stmts: &[Stmt]) -> TokenStream {
-        let (synced, last) = (self.synced.get(), self.last.get());
-        self.synced.set(true);
-        let mut out = TokenStream::new();
-        for (i, s) in stmts.iter().enumerate() {
-            self.last.set(i + 1 == stmts.len());
-            self.gen_stmt(s, &mut out);
-        }
-        self.synced.set(synced);
-        self.last.set(last);
-        out
+        self.stmts(stmts)
     }
 
-    /// One statement (its hoisted `dot`s and reductions first), keeping `synced` up to date.
+    /// One statement (its hoisted `dot`s and reductions first).
     pub(super) fn gen_stmt(&self, s: &Stmt, out: &mut TokenStream) {
         self.cursor.set(self.floor.get());
         self.temps.borrow_mut().clear();
-        let touches = self.touches_global(s);
-        let (synced, last) = (self.synced.get(), self.last.get());
-        let mut pre = TokenStream::new();
         for r in Self::stmt_roots(s) {
-            self.hoist(r, &mut pre);
+            self.hoist(r, out);
         }
-        out.extend(pre);
-        self.synced.set(synced && !self.touches_before_write(s, touches));
-        self.last.set(last);
-        self.pipelined.set(false);
         out.extend(self.stmt(s));
-        // A pipelined loop and a store (a barrier after its writes) both end past a barrier.
-        let pipelined = matches!(s, Stmt::For { .. }) && self.pipelined.take();
-        let fenced = matches!(s, Stmt::Store { .. });
-        self.synced.set(pipelined || fenced || (synced && !touches));
-        self.last.set(last);
-    }
-
-    /// Whether a statement may read or write global memory: stores, loops, branches and
-    /// returns, and assignments whose value loads (through inline locals too).
-    pub(super) fn touches_global(&self, s: &Stmt) -> bool {
-        match s {
-            Stmt::Let { value, .. } | Stmt::Assign { value, .. } => self.loads_in(*value),
-            // The fault record they may write is no memory the kernel reads.
-            Stmt::Assert { .. } | Stmt::Print { .. } => Self::stmt_roots(s).into_iter().any(|e| self.loads_in(e)),
-            Stmt::Barrier => false,
-            _ => true,
-        }
-    }
-
-    /// Whether what a statement evaluates before its own write may touch global memory: for a
-    /// store, loads in its pointer, value or mask (hoisted `dot` operands included); for any
-    /// other statement, `touches`.
-    pub(super) fn touches_before_write(&self, s: &Stmt, touches: bool) -> bool {
-        match s {
-            Stmt::Store { ptr, value, mask, .. } => self.loads_in(*ptr) || self.loads_in(*value) || mask.is_some_and(|m| self.loads_in(m)),
-            _ => touches,
-        }
-    }
-
-    pub(super) fn loads_in(&self, e: ExprId) -> bool {
-        match &self.k.exprs[e].kind {
-            ExprKind::Load { .. } | ExprKind::Atomic { .. } => true,
-            ExprKind::Local(l) => match self.kinds[*l] {
-                LocalKind::Pure(x) | LocalKind::Affine(x) | LocalKind::Inline(x) => self.loads_in(x),
-                LocalKind::Scalar | LocalKind::Materialized => false,
-            },
-            kind => kind.operands().into_iter().any(|c| self.loads_in(c)),
-        }
     }
 
     pub(super) fn stmt(&self, s: &Stmt) -> TokenStream {
@@ -220,7 +158,8 @@ impl DevGen<'_> {
                 // (after a software-pipelined loop) or where nothing follows (the kernel's last
                 // statement).
                 let fence = if self.has_loads { quote!(#d::bar_sync();) } else { quote!() };
-                let (before, after) = (if self.synced.get() { quote!() } else { fence.clone() }, if self.last.get() { quote!() } else { fence.clone() });
+                let b = self.store_barriers[&plan::barriers::stmt_key(s)];
+                let (before, after) = (if b.before { fence.clone() } else { quote!() }, if b.after { fence.clone() } else { quote!() });
                 let numel = self.numel(*ptr);
                 if self.shapes[*ptr].is_empty() {
                     let p = self.ev(*ptr, &At::Own);
@@ -266,7 +205,6 @@ impl DevGen<'_> {
             Stmt::For { var, start, end, step, body, .. } => {
                 let reduce = self.split_of(*var).map(|sl| self.split_reduce_code(sl));
                 if let Some(code) = self.try_pipelined(*var, *start, *end, *step) {
-                    self.pipelined.set(true);
                     return quote!(#code #reduce);
                 }
                 let id = crate::expand_cpu::local_ident(k, *var);
@@ -329,7 +267,6 @@ impl DevGen<'_> {
                 let pre = self.stmts(pre);
                 let c = self.ev(*test, &At::Own);
                 let body = self.stmts(body);
-                self.synced.set(false);
                 quote!(loop { #pre if !#c { break; } #body })
             }
             Stmt::Return => quote!(return;),

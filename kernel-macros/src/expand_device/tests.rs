@@ -628,3 +628,32 @@ fn plans_place_pipelined_loops_in_shared_memory() {
     assert_eq!((pp80.mem.stages, pp80.mem.maps.len()), (3, 0));
     assert!(p80.tensor_maps.is_empty());
 }
+
+#[test]
+fn plans_barriers_around_stores() {
+    // The seeds' matmul: its store follows the pipelined loop (which ends past a barrier) and
+    // ends the kernel: no barrier on either side.
+    let (_, inst) = expand("", &matmul(3, 32, ""));
+    let (k, vals, warps, stages) = &inst[0];
+    let p = plan_of(k, vals, *warps, *stages, Target::Sm80);
+    let b: Vec<_> = p.store_barriers.values().copied().collect();
+    assert_eq!(b, [plan::barriers::StoreBarriers { before: false, after: false }]);
+    assert!(p.to_string().contains(": no barrier before, no barrier after"), "{p}");
+    // Two stores after loads, the first in a loop run as written: barriers around it, and only
+    // before the last one (the loop before it touches memory).
+    let src = r#"fn k<const B: i32>(x: Ptr<f32>, y: Ptr<f32>, n: i32) {
+        let i = arange(0, B);
+        for off in range(0, n, B) {
+            store(y + off + i, load(x + off + i, off + i < n, 0.0), off + i < n);
+        }
+        store(y + i, load(x + i, i < n, 0.0) * 2.0, i < n);
+    }"#;
+    let (_, inst) = expand("B = [64]", src);
+    let (k, vals, warps, stages) = &inst[0];
+    let p = plan_of(k, vals, *warps, *stages, Target::Sm80);
+    let text = p.to_string();
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains(" before, ")).collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(lines[0].ends_with("a barrier before, a barrier after"), "{text}");
+    assert!(lines[1].ends_with("a barrier before, no barrier after"), "{text}");
+}

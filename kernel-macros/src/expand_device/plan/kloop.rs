@@ -207,6 +207,11 @@ impl DevicePlan<'_> {
             if !mask.iter().chain(other.iter()).all(|e| invariant(*e, &[var])) || self.shapes[ptr] != self.shapes[load] {
                 return None;
             }
+            // The chunk copies evaluate the base, mask and fill at any element: values held in
+            // registers (materialized blocks) would have to go through shared memory first.
+            if [Some(base), mask, other].into_iter().flatten().any(|e| self.reads_materialized(e)) {
+                return None;
+            }
             let step = affine.and_then(|l| steps.iter().find(|s| s.0 == l).map(|s| (s.1, s.2)));
             ops.push(PipeOp { x, load, base, affine, step, mask, other, numel: self.numel(x), inner });
         }
@@ -270,4 +275,19 @@ fn body_writes(k: &Kernel, stmts: &[Stmt]) -> bool {
         Stmt::If { cond, then, els } => atomic(*cond) || body_writes(k, then) || body_writes(k, els),
         _ => DevGen::stmt_roots(s).into_iter().any(atomic),
     })
+}
+
+impl DevicePlan<'_> {
+    /// Whether evaluating `e` reads a block local held in registers (through the locals that are
+    /// evaluated at their uses).
+    pub(crate) fn reads_materialized(&self, e: ExprId) -> bool {
+        match &self.k.exprs[e].kind {
+            ExprKind::Local(l) => match self.kinds[*l] {
+                LocalKind::Pure(x) | LocalKind::Affine(x) | LocalKind::Inline(x) => self.reads_materialized(x),
+                LocalKind::Materialized => !self.shapes_of_local(*l).is_empty(),
+                LocalKind::Scalar => false,
+            },
+            kind => kind.operands().into_iter().any(|c| self.reads_materialized(c)),
+        }
+    }
 }

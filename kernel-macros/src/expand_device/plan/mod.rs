@@ -16,10 +16,12 @@
 //! - the entry's hidden parameters (`abi.rs`), the kernel ABI the runtime builds its argument
 //!   list from.
 //!
+//! - the barriers around each store (`barriers.rs`).
+//!
 //! Still decided while emitting: the other shared-memory offsets (the emitter's allocation
 //! cursor: statement temporaries, operands staged outside loops, reductions; it checks that a
-//! pipelined loop's buffers land where the plan put them); where barriers go; which cold paths
-//! run out of line.
+//! pipelined loop's buffers land where the plan put them) and the barriers inside the code of
+//! one statement (between the phases it stages values for); which cold paths run out of line.
 //!
 //! `KERNEL_DUMP=dir` writes each entry's plans (`<entry>.<target>.plan`), and the codegen
 //! snapshots (`kernel-macros/tests/codegen`) keep one per instance.
@@ -29,6 +31,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 
 pub(crate) mod abi;
+pub(crate) mod barriers;
 mod kloop;
 mod layout;
 pub(crate) mod smem;
@@ -124,6 +127,8 @@ pub(crate) struct DevicePlan<'a> {
     /// after it (the next `dot`'s barrier comes before the next iteration's copies overwrite
     /// what it read).
     pub(crate) followed: HashSet<ExprId>,
+    /// The barriers around each store statement (`barriers.rs`), by `barriers::stmt_key`.
+    pub(crate) store_barriers: HashMap<usize, barriers::StoreBarriers>,
     /// The tensor maps the body copies with (sm_90a pipelined loops), in slot order.
     pub(crate) tensor_maps: Vec<TmaDesc>,
     /// The loop launches may split over several blocks per program (`split.rs`), if any.
@@ -160,6 +165,7 @@ pub(crate) fn plan<'a>(k: &'a Kernel, inst: &Instance<'a>, target: Target) -> Re
         loops: BTreeMap::new(),
         followed: HashSet::new(),
         tensor_maps: Vec::new(),
+        store_barriers: HashMap::new(),
         split_loop: None,
         split: None,
     };
@@ -173,6 +179,9 @@ pub(crate) fn plan<'a>(k: &'a Kernel, inst: &Instance<'a>, target: Target) -> Re
     p.split_loop = p.split_loop();
     p.split = p.split_loop.clone().filter(|_| inst.split);
     p.plan_loops(&k.body, Some(0));
+    let mut barriers = HashMap::new();
+    p.plan_barriers(&k.body, true, &mut barriers);
+    p.store_barriers = barriers;
     p.validate()?;
     Ok(p)
 }
@@ -237,7 +246,7 @@ impl DevicePlan<'_> {
     }
 
     /// The concrete shape of local `l`.
-    fn shapes_of_local(&self, l: LocalId) -> Vec<usize> {
+    pub(crate) fn shapes_of_local(&self, l: LocalId) -> Vec<usize> {
         self.k.locals[l].ty.shape.iter().map(|d| d.eval(&|s| self.vals.get(s).copied()).unwrap_or(1).max(0) as usize).collect()
     }
 
@@ -343,6 +352,17 @@ impl fmt::Display for DevicePlan<'_> {
                 }
             }
         }
+        let mut stores = Vec::new();
+        collect_stores(&k.body, &mut stores);
+        if !stores.is_empty() {
+            writeln!(f, "stores:")?;
+        }
+        for s in stores {
+            let Stmt::Store { ptr, .. } = s else { continue };
+            let b = self.store_barriers[&barriers::stmt_key(s)];
+            let yes = |x: bool| if x && self.has_loads { "a barrier" } else { "no barrier" };
+            writeln!(f, "  to {}: {} before, {} after", k.expr_text(*ptr), yes(b.before), yes(b.after))?;
+        }
         if let Some(sl) = &self.split_loop {
             let how = if self.split.is_some() { "split in this entry" } else { "not split in this entry" };
             writeln!(f, "split loop: %{}.{} (accumulator %{}.{}), {how}", k.locals[sl.var].name, sl.var, k.locals[sl.acc].name, sl.acc)?;
@@ -361,4 +381,23 @@ fn reserved(floor: usize, resident: &[StagedOperand], ahead: &[StagedOperand]) -
         let size = (o.rows * o.inner * 2).next_multiple_of(align);
         (0..copies).fold(at, |at, _| at.next_multiple_of(align) + size)
     })
+}
+
+/// The store statements of `stmts` and the bodies inside them, in program order.
+fn collect_stores<'k>(stmts: &'k [Stmt], out: &mut Vec<&'k Stmt>) {
+    for s in stmts {
+        match s {
+            Stmt::Store { .. } => out.push(s),
+            Stmt::For { body, .. } => collect_stores(body, out),
+            Stmt::While { pre, body, .. } => {
+                collect_stores(pre, out);
+                collect_stores(body, out);
+            }
+            Stmt::If { then, els, .. } => {
+                collect_stores(then, out);
+                collect_stores(els, out);
+            }
+            _ => {}
+        }
+    }
 }
