@@ -34,9 +34,9 @@ impl DevGen<'_> {
     pub(super) fn body(&self, stmts: &[Stmt]) -> TokenStream {
         let mut out = TokenStream::new();
         for (i, s) in stmts.iter().enumerate() {
-            // The last loop gets the code after it, for its fallback.
+            // The loop the plan names gets the code after it, for its fallback.
             if let Stmt::For { var, .. } = s {
-                if self.outlines_cold_code() && plan::split::count_loops(&stmts[i + 1..]) == 0 {
+                if self.tail_loop == Some(*var) {
                     let rest = self.after_loop(&stmts[i + 1..]);
                     self.tail.replace(Some((*var, rest)));
                 }
@@ -45,13 +45,6 @@ impl DevGen<'_> {
             self.tail.replace(None);
         }
         out
-    }
-
-    /// Whether this body runs its cold paths out of line (`kernel_std::device::outline`): the
-    /// `wgmma` bodies of plain entries (in split entries ptxas spilled with the calls: up to 12
-    /// bytes in the 128x128x32 instance).
-    pub(super) fn outlines_cold_code(&self) -> bool {
-        self.target.has_wgmma() && self.split.is_none()
     }
 
     /// The code of `stmts`, the rest of the kernel's body after a software-pipelined loop, as

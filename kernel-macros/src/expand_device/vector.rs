@@ -264,7 +264,7 @@ impl DevGen<'_> {
         match self.mma_store_fast(numel, layout, ptr, value, mask) {
             Some((setup, fast)) => {
                 // Inline, ptxas lays the checked stores out between the K loop and the fast ones.
-                let slow = if self.outlines_cold_code() { quote!(#d::outline(move || { #slow });) } else { slow };
+                let slow = if self.outline_cold { quote!(#d::outline(move || { #slow });) } else { slow };
                 quote! {{
                     #setup
                     if __sfast { #fast } else { ::core::hint::cold_path(); #slow }

@@ -16,12 +16,14 @@
 //! - the entry's hidden parameters (`abi.rs`), the kernel ABI the runtime builds its argument
 //!   list from.
 //!
-//! - the barriers around each store (`barriers.rs`).
+//! - the barriers around each store (`barriers.rs`);
+//! - whether cold paths run out of line, and which loop's cold fallback runs the rest of the
+//!   body itself.
 //!
 //! Still decided while emitting: the other shared-memory offsets (the emitter's allocation
 //! cursor: statement temporaries, operands staged outside loops, reductions; it checks that a
 //! pipelined loop's buffers land where the plan put them) and the barriers inside the code of
-//! one statement (between the phases it stages values for); which cold paths run out of line.
+//! one statement (between the phases it stages values for).
 //!
 //! `KERNEL_DUMP=dir` writes each entry's plans (`<entry>.<target>.plan`), and the codegen
 //! snapshots (`kernel-macros/tests/codegen`) keep one per instance.
@@ -131,6 +133,14 @@ pub(crate) struct DevicePlan<'a> {
     pub(crate) store_barriers: HashMap<usize, barriers::StoreBarriers>,
     /// The tensor maps the body copies with (sm_90a pipelined loops), in slot order.
     pub(crate) tensor_maps: Vec<TmaDesc>,
+    /// Whether cold paths run out of line (`kernel_std::device::outline`): the `wgmma` bodies
+    /// of plain entries (in split entries ptxas spilled with the calls: up to 12 bytes in the
+    /// 128x128x32 instance).
+    pub(crate) outline_cold: bool,
+    /// The top-level loop after which no loop follows, in a body with cold paths out of line:
+    /// the cold fallback of its tensor-map version runs the rest of the body itself and
+    /// returns, so the hot path does not join it (`pipeline.rs`).
+    pub(crate) tail_loop: Option<LocalId>,
     /// The loop launches may split over several blocks per program (`split.rs`), if any.
     pub(crate) split_loop: Option<SplitLoop>,
     /// That loop, in the entry of split launches (whose body splits it); `None` in plain entries.
@@ -166,6 +176,8 @@ pub(crate) fn plan<'a>(k: &'a Kernel, inst: &Instance<'a>, target: Target) -> Re
         followed: HashSet::new(),
         tensor_maps: Vec::new(),
         store_barriers: HashMap::new(),
+        outline_cold: false,
+        tail_loop: None,
         split_loop: None,
         split: None,
     };
@@ -178,6 +190,17 @@ pub(crate) fn plan<'a>(k: &'a Kernel, inst: &Instance<'a>, target: Target) -> Re
     p.dots = (0..k.exprs.len()).filter(|&e| matches!(k.exprs[e].kind, ExprKind::Dot { .. })).map(|e| (e, p.mma_tiling(e))).collect();
     p.split_loop = p.split_loop();
     p.split = p.split_loop.clone().filter(|_| inst.split);
+    p.outline_cold = target.has_wgmma() && p.split.is_none();
+    p.tail_loop = k
+        .body
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| match s {
+            Stmt::For { var, .. } if split::count_loops(&k.body[i + 1..]) == 0 => Some(*var),
+            _ => None,
+        })
+        .next()
+        .filter(|_| p.outline_cold);
     p.plan_loops(&k.body, Some(0));
     let mut barriers = HashMap::new();
     p.plan_barriers(&k.body, true, &mut barriers);
@@ -362,6 +385,13 @@ impl fmt::Display for DevicePlan<'_> {
             let b = self.store_barriers[&barriers::stmt_key(s)];
             let yes = |x: bool| if x && self.has_loads { "a barrier" } else { "no barrier" };
             writeln!(f, "  to {}: {} before, {} after", k.expr_text(*ptr), yes(b.before), yes(b.after))?;
+        }
+        if self.outline_cold {
+            write!(f, "cold paths out of line")?;
+            match self.tail_loop {
+                Some(v) => writeln!(f, "; the fallback of the loop over %{}.{v} runs the rest of the body", k.locals[v].name)?,
+                None => writeln!(f)?,
+            }
         }
         if let Some(sl) = &self.split_loop {
             let how = if self.split.is_some() { "split in this entry" } else { "not split in this entry" };
