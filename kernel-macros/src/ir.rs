@@ -669,6 +669,19 @@ pub enum Stmt {
     Barrier,
 }
 
+impl Stmt {
+    /// The statement lists nested in this one, in program order: a loop's body, a `while`'s
+    /// condition statements and body, a branch's two arms.
+    pub fn bodies(&self) -> Vec<&[Stmt]> {
+        match self {
+            Stmt::For { body, .. } => vec![body],
+            Stmt::While { pre, body, .. } => vec![pre, body],
+            Stmt::If { then, els, .. } => vec![then, els],
+            _ => vec![],
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Local {
     pub name: String,

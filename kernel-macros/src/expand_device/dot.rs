@@ -147,10 +147,8 @@ impl DevGen<'_> {
     /// tiles start on whole 1024-byte swizzle patterns and are read through the async proxy.
     pub(super) fn operand_staging(&self, layout: Layout) -> (usize, TokenStream) {
         let d = &self.d;
-        match layout {
-            Layout::Mma { wg: true, .. } => (1024, quote!(#d::fence_proxy_async();)),
-            _ => (16, quote!()),
-        }
+        let fence = matches!(layout, Layout::Mma { wg: true, .. }).then(|| quote!(#d::fence_proxy_async();));
+        (plan::smem::staging_align(layout), quote!(#fence))
     }
 
     /// The swizzle of a staged 16-bit operand with rows of `inner` elements, as

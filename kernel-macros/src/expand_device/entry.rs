@@ -117,8 +117,7 @@ fn entry_fn(k: &Kernel, entry_name: &str, inst: &plan::Instance<'_>) -> Result<D
     };
     // The split entry of an instance with a Hopper body exists for sm_90a only, where split
     // launches were measured (on sm_80 the 128x256 tile's `mma.sync` body has no register to
-    // spare for the split loop's start: ptxas spilled 4 bytes); elsewhere launches run the
-    // plain entry.
+    // spare for the split loop's start); elsewhere launches run the plain entry.
     let hopper_only = inst.split && bodies.len() > 1;
     let shared = bodies.iter().map(|b| b.2).max().unwrap_or(0);
     let tokens = match &bodies[..] {

@@ -296,16 +296,7 @@ fn assigned_values_in(stmts: &[Stmt]) -> HashMap<LocalId, Vec<ExprId>> {
         for s in stmts {
             match s {
                 Stmt::Let { local, value } | Stmt::Assign { local, value } => values.entry(*local).or_default().push(*value),
-                Stmt::For { body, .. } => walk(body, values),
-                Stmt::While { pre, body, .. } => {
-                    walk(pre, values);
-                    walk(body, values);
-                }
-                Stmt::If { then, els, .. } => {
-                    walk(then, values);
-                    walk(els, values);
-                }
-                _ => {}
+                _ => s.bodies().into_iter().for_each(|b| walk(b, values)),
             }
         }
     }

@@ -58,14 +58,6 @@ impl DevGen<'_> {
         }
     }
 
-    /// Whether operand `x` of a tensor-core `dot` is widened while it is staged: 8-bit floats
-    /// and integers are stored in shared memory as f16 (exactly: every f8e4m3, f8e5m2, i8 and
-    /// u8 value is an f16), which the f16 instructions read; their copies go through registers
-    /// (8 bytes loaded, converted in pairs, 16 bytes stored), not `cp.async`.
-    pub(super) fn widened(&self, x: ExprId) -> bool {
-        self.is_widened(x)
-    }
-
     /// The chunk loop of a widened operand `x`: a chunk of 8 elements that are contiguous,
     /// unmasked, 8-byte aligned and inside the buffer (at `__p0`) is one 8-byte load, converted
     /// in pairs and stored as 16 bytes. In passes, so that the loads of all of a thread's chunks
@@ -129,7 +121,7 @@ impl DevGen<'_> {
     fn staged_value(&self, x: ExprId, v: TokenStream) -> (TokenStream, TokenStream) {
         let d = &self.d;
         let e = self.elem(&self.k.exprs[x].ty);
-        if self.widened(x) {
+        if self.is_widened(x) {
             (quote!(#d::F16), quote!(<#d::F16 as #d::Elem>::from_f32(<#e as #d::Elem>::to_f32(#v))))
         } else {
             (e, v)
@@ -150,8 +142,9 @@ impl DevGen<'_> {
         let Schedule::AsWritten { resident, .. } = self.schedule(var) else { return quote!() };
         let mut plans = Vec::new();
         for op in resident {
-            let (align, fence) = self.operand_staging(op.layout);
-            let off = self.alloc_aligned((op.rows * op.inner * 2).next_multiple_of(align), align);
+            let (align, size) = op.tile_bytes();
+            let fence = self.operand_staging(op.layout).1;
+            let off = self.alloc_aligned(size, align);
             self.resident.borrow_mut().insert(op.x, off);
             plans.push((op.x, self.operand_tile(op.x, op.layout, op.rows, op.inner), off, fence));
         }
@@ -183,8 +176,7 @@ impl DevGen<'_> {
         let parity = self.fresh("it");
         let mut ops = Vec::new();
         for op in ahead {
-            let (align, _) = self.operand_staging(op.layout);
-            let size = (op.rows * op.inner * 2).next_multiple_of(align);
+            let (align, size) = op.tile_bytes();
             let bufs = [self.alloc_aligned(size, align), self.alloc_aligned(size, align)];
             let (tile, staging) = self.operand_tile(op.x, op.layout, op.rows, op.inner);
             self.ahead.borrow_mut().insert(op.x, Ahead { bufs, staging, parity: parity.clone() });
@@ -280,7 +272,7 @@ impl DevGen<'_> {
         });
         let s0 = tile.index(quote!(__f0));
         let fits = self.fits_code(ptr, &quote!(__p0), 8);
-        if self.widened(x) {
+        if self.is_widened(x) {
             let head = quote!(let __f0 = __c * 8; #(let #p_names = #ptrs;)* let __all = #(#masks)&*;);
             let test = quote!(__all && (__p0 as usize) % 8 == 0 #(&& #contiguous)* && #fits);
             return self.widened_chunks(x, off, (per_thread, chunks), (head, test), (quote!(let __f0 = __c * 8;), s0), &scalar).unwrap_or_else(|| general(self));
@@ -346,7 +338,7 @@ impl DevGen<'_> {
         }
         let s0 = tile.index(quote!((__col * #rows + __r0)));
         let fits = self.fits_code(ptr, &quote!(__p0), 8);
-        if self.widened(x) {
+        if self.is_widened(x) {
             let at = quote!(let __r0: usize = (__c % #down) * 8; let __col: usize = __c / #down;);
             let head = quote!(#at let __p0 = #p0; let __p7 = #p7;);
             let test = quote!(#(#masks)&* && (__p0 as usize) % 8 == 0 && (__p7 as usize) == (__p0 as usize) + 7 && #fits);

@@ -6,6 +6,7 @@ use super::*;
 
 mod operand;
 mod tma;
+use plan::smem::PipeTiles;
 use tma::{TmaCtx, TmaOperand};
 
 /// The buffer behind a scalar base pointer `p` of an operand (`p + offsets`): `p` is a pointer
@@ -17,18 +18,14 @@ struct ScalarBase {
     offset: TokenStream,
 }
 
-/// The shared memory of a pipelined loop (see `DevGen::pipe_smem`): `stages` buffers of
-/// `stage_bytes` at `base_off` (A's tile first, B's `tile_a` bytes in), and, for widened
-/// operands, the two f16 tiles (`f16_pair` bytes each, at `f16_off`) the tensor cores read.
+/// The shared memory of a pipelined loop (see `DevGen::pipe_smem`): `stages` buffers laid out
+/// as `tiles` says at `base_off`, and, for widened operands, the two f16 tile pairs the tensor
+/// cores read at `f16_off`.
 struct PipeSmem {
     /// What makes the copies visible to `wgmma`'s reads (nothing for `mma.sync`).
     fence: TokenStream,
-    widen: bool,
-    f16_a: usize,
-    f16_pair: usize,
+    tiles: PipeTiles,
     f16_off: usize,
-    tile_a: usize,
-    stage_bytes: usize,
     stages: usize,
     base_off: usize,
 }
@@ -112,7 +109,7 @@ impl DevGen<'_> {
         let Layout::Mma { wg, .. } = plan.layout else { unreachable!("a pipelined loop has an mma layout") };
         let kk = plan.kk;
         let smem = self.pipe_smem(plan);
-        let PipeSmem { widen, f16_a, f16_pair, f16_off, tile_a, stage_bytes, stages, base_off, .. } = smem;
+        let PipeSmem { tiles: PipeTiles { widen, f16_a, f16_pair, tile_a, stage_bytes }, f16_off, stages, base_off, .. } = smem;
         let fence = smem.fence.clone();
         let scope = self.enter_iteration(0, Layout::Cyclic);
 
@@ -350,19 +347,19 @@ impl DevGen<'_> {
         let d = &self.d;
         let proofs = &lc.proofs;
         let (fast, checked) = (self.cp_async_loop(lc, &lc.fast_ops), self.cp_async_loop(lc, &lc.issue_ops));
-            quote! {
-                let __proved: bool = {
-                    #d::smem_and(__w, (true #(&& #proofs)*) as u32);
-                    #d::bar_sync();
-                    #d::load(__smem.add(#flag) as *mut u32) != 0
-                };
-                if __proved {
-                    #fast
-                } else {
-                    ::core::hint::cold_path();
-                    #checked
-                }
+        quote! {
+            let __proved: bool = {
+                #d::smem_and(__w, (true #(&& #proofs)*) as u32);
+                #d::bar_sync();
+                #d::load(__smem.add(#flag) as *mut u32) != 0
+            };
+            if __proved {
+                #fast
+            } else {
+                ::core::hint::cold_path();
+                #checked
             }
+        }
     }
 
     /// The loop with tensor-map copies (sm_90a, every operand has a map; `tma_version`), with
@@ -380,121 +377,121 @@ impl DevGen<'_> {
     ) -> (TokenStream, TokenStream) {
         let d = &self.d;
         let threads = self.threads;
-        let (plan, var, stages, kk, stage_bytes) = (cx.plan, cx.var, lc.stages, cx.plan.kk, cx.smem.stage_bytes);
+        let (plan, var, stages, kk, stage_bytes) = (cx.plan, cx.var, lc.stages, cx.plan.kk, cx.smem.tiles.stage_bytes);
         let (compute, finish, var_id, var_t) = (&lc.compute, &lc.finish, &lc.var_id, &lc.var_t);
-            // Reader barriers (see `tma_loop`) where they measured faster than a block barrier per
-            // iteration: blocks of two or more warpgroups, or K tiles of 128 and more (H100,
-            // BENCHMARKS.md, tenth session); with one warpgroup and shallower tiles the extra
-            // arrive and wait per iteration cost more than the barrier they replace.
-            let readers = stages >= 3 && (threads >= 256 || kk >= 128);
-            // `stages` barriers that the copies complete, then, with reader barriers, `stages`
-            // that the warps arrive on when they are done reading a buffer.
-            let nbars = if readers { 2 * stages } else { stages };
-            let (bars, flag) = (self.alloc(8 * nbars), self.alloc(16));
-            let tx: usize = plan.ops.iter().map(|op| op.numel * 2).sum();
-            // One loop per combination of stagings; the one with every operand as written
-            // uses the descriptors built before the loop.
-            let staged_compute = |st: &[Staging]| {
-                if st.iter().all(|s| *s == Staging::Rows) {
-                    (quote!(), compute.clone(), finish.clone())
-                } else {
-                    self.wgmma_compute(plan.a, plan.layout, kk, acc, (sa_wg.clone(), sb_wg.clone()), Some(stage_bytes), [st[0], st[1]])
+        // Reader barriers (see `tma_loop`) where they measured faster than a block barrier per
+        // iteration (BENCHMARKS.md): blocks of two or more warpgroups, or K tiles of 128 and
+        // more; with one warpgroup and shallower tiles the extra arrive and wait per iteration
+        // cost more than the barrier they replace.
+        let readers = stages >= 3 && (threads >= 256 || kk >= 128);
+        // `stages` barriers that the copies complete, then, with reader barriers, `stages`
+        // that the warps arrive on when they are done reading a buffer.
+        let nbars = if readers { 2 * stages } else { stages };
+        let (bars, flag) = (self.alloc(8 * nbars), self.alloc(16));
+        let tx: usize = plan.ops.iter().map(|op| op.numel * 2).sum();
+        // One loop per combination of stagings; the one with every operand as written
+        // uses the descriptors built before the loop.
+        let staged_compute = |st: &[Staging]| {
+            if st.iter().all(|s| *s == Staging::Rows) {
+                (quote!(), compute.clone(), finish.clone())
+            } else {
+                self.wgmma_compute(plan.a, plan.layout, kk, acc, (sa_wg.clone(), sb_wg.clone()), Some(stage_bytes), [st[0], st[1]])
+            }
+        };
+        let tv = self.tma_version(&tma_opers, (stages, readers), bars, tx as u32, &staged_compute, (var_id, var_t));
+        let (tma_pre, tma_maps, tma_fill, tma_post, tma_oks, tma_main, filled) = (tv.pre, tv.maps, tv.fill, tv.post, tv.oks, tv.main, tv.filled);
+        let invals = (0..nbars).map(|b| {
+            let at = bars + 8 * b;
+            quote!(#d::mbarrier_inval(#d::smem_addr() + #at as u32);)
+        });
+        let inval = quote!(if __tid == 0 { #(#invals)* });
+        let cp_async = self.cp_async_versions(lc, flag);
+        let fallback = quote! {
+            if __spec {
+                let mut __pi: i64 = 0;
+                while __pi < #filled && __pi < __n {
+                    #d::mbarrier_wait(#d::smem_addr() + (#bars + (__pi as usize) * 8) as u32, 0);
+                    __pi += 1;
                 }
-            };
-            let tv = self.tma_version(&tma_opers, (stages, readers), bars, tx as u32, &staged_compute, (var_id, var_t));
-            let (tma_pre, tma_maps, tma_fill, tma_post, tma_oks, tma_main, filled) = (tv.pre, tv.maps, tv.fill, tv.post, tv.oks, tv.main, tv.filled);
-            let invals = (0..nbars).map(|b| {
-                let at = bars + 8 * b;
-                quote!(#d::mbarrier_inval(#d::smem_addr() + #at as u32);)
-            });
-            let inval = quote!(if __tid == 0 { #(#invals)* });
-            let cp_async = self.cp_async_versions(lc, flag);
-            let fallback = quote! {
-                if __spec {
-                    let mut __pi: i64 = 0;
-                    while __pi < #filled && __pi < __n {
-                        #d::mbarrier_wait(#d::smem_addr() + (#bars + (__pi as usize) * 8) as u32, 0);
-                        __pi += 1;
-                    }
-                }
-                #(#pre)*
-                #cp_async
-            };
-            // The `cp.async` versions are cold, but ptxas lays out the join of two branches after
-            // both, so the epilogue would follow some 15k instructions of them whatever the
-            // hints. When this loop is the body's last, the fallback does not join: it runs the
-            // rest of the kernel itself, out of line (`outline`: no `wgmma` there), and returns;
-            // the hot path, prologue, tensor-map loop and epilogue, is one piece of code.
-            let fallback = match self.tail.borrow_mut().take_if(|(v, _)| *v == var) {
-                Some((_, rest)) => quote! {
-                    #fallback
-                    #d::cp_async_wait_all();
-                    #d::bar_sync();
-                    #inval
-                    #(#step_final)*
-                    #split_after
-                    #d::outline(move || { #rest });
-                    return;
-                },
-                None => fallback,
-            };
-            let checks: Vec<&TokenStream> = tma_opers.iter().map(|t| &t.check).collect();
-            let warps = (threads / 32) as u32;
-            let inits = (0..nbars).map(|b| {
-                let at = bars + 8 * b;
-                let count = if b < stages { 1 } else { warps };
-                quote!(#d::mbarrier_init(#d::smem_addr() + #at as u32, #count);)
-            });
-            self.tma.borrow_mut().extend(tma_descs);
-            let body = quote! {
-                if __tid == 0 {
-                    #(#inits)*
-                    #d::fence_mbarrier_init();
-                }
-                // Warp 0's lanes meet: the barriers are initialized before thread 0 uses them for
-                // the first copies, whichever lane the initialization ran on.
-                #d::warp_sync();
-                #(#tma_pre)*
-                // Thread 0 issues the first stages' copies as soon as the box coordinates are
-                // known, before any row is checked, so that they overlap the checks and the vote:
-                // the copy engine reads only inside a map (a box partly or wholly outside it is
-                // filled, and still delivers all its bytes), and a map lies inside its operand's
-                // buffer, so a copy that is not used reads nothing else; if the vote fails every
-                // thread waits for those copies before the `cp.async` version reuses the buffers
-                // (`__spec`: the same in every thread, as the maps' validity and `__n` are).
-                let __spec: bool = __n > 0 #(&& #tma_maps)*;
-                if __tid == 0 && __spec {
-                    #tma_fill
-                }
-                #(#tma_post)*
-                // Whether this thread's elements are unmasked in every iteration, and in every
-                // iteration but the last.
-                let mut __mall: bool = __n > 0;
-                let mut __mmid: bool = true;
-                if __n > 0 {
-                    #(#checks)*
-                }
-                let __mmid: bool = __mall || __mmid;
-                // Whether every operand can be copied with its tensor map; whether no element
-                // is masked in any iteration (no fix-up), or in none before the last one (fix-up
-                // in the last one only). Word 0 of `flag` (voted only when the tensor maps are not
-                // used, after the chunk set-up): every access proven in bounds.
-                let __w: u32 = #d::smem_addr() + #flag as u32;
-                if __tid == 0 {
-                    #d::store(__smem.add(#flag) as *mut u32, 1u32);
-                }
-                // Three votes (`bar.red.and`): only the first waits for the slowest warp.
-                let __tma_go: bool = #d::bar_and(true #(&& #tma_oks)*);
-                let __nofix: bool = #d::bar_and(__mall);
-                let __fixlast: bool = #d::bar_and(__mmid);
-                if __tma_go {
-                    #tma_main
-                } else {
-                    ::core::hint::cold_path();
-                    #fallback
-                }
-            };
-            (body, inval)
+            }
+            #(#pre)*
+            #cp_async
+        };
+        // The `cp.async` versions are cold, but ptxas lays out the join of two branches after
+        // both, so the epilogue would follow some 15k instructions of them whatever the
+        // hints. When this loop is the body's last, the fallback does not join: it runs the
+        // rest of the kernel itself, out of line (`outline`: no `wgmma` there), and returns;
+        // the hot path, prologue, tensor-map loop and epilogue, is one piece of code.
+        let fallback = match self.tail.borrow_mut().take_if(|(v, _)| *v == var) {
+            Some((_, rest)) => quote! {
+                #fallback
+                #d::cp_async_wait_all();
+                #d::bar_sync();
+                #inval
+                #(#step_final)*
+                #split_after
+                #d::outline(move || { #rest });
+                return;
+            },
+            None => fallback,
+        };
+        let checks: Vec<&TokenStream> = tma_opers.iter().map(|t| &t.check).collect();
+        let warps = (threads / 32) as u32;
+        let inits = (0..nbars).map(|b| {
+            let at = bars + 8 * b;
+            let count = if b < stages { 1 } else { warps };
+            quote!(#d::mbarrier_init(#d::smem_addr() + #at as u32, #count);)
+        });
+        self.tma.borrow_mut().extend(tma_descs);
+        let body = quote! {
+            if __tid == 0 {
+                #(#inits)*
+                #d::fence_mbarrier_init();
+            }
+            // Warp 0's lanes meet: the barriers are initialized before thread 0 uses them for
+            // the first copies, whichever lane the initialization ran on.
+            #d::warp_sync();
+            #(#tma_pre)*
+            // Thread 0 issues the first stages' copies as soon as the box coordinates are
+            // known, before any row is checked, so that they overlap the checks and the vote:
+            // the copy engine reads only inside a map (a box partly or wholly outside it is
+            // filled, and still delivers all its bytes), and a map lies inside its operand's
+            // buffer, so a copy that is not used reads nothing else; if the vote fails every
+            // thread waits for those copies before the `cp.async` version reuses the buffers
+            // (`__spec`: the same in every thread, as the maps' validity and `__n` are).
+            let __spec: bool = __n > 0 #(&& #tma_maps)*;
+            if __tid == 0 && __spec {
+                #tma_fill
+            }
+            #(#tma_post)*
+            // Whether this thread's elements are unmasked in every iteration, and in every
+            // iteration but the last.
+            let mut __mall: bool = __n > 0;
+            let mut __mmid: bool = true;
+            if __n > 0 {
+                #(#checks)*
+            }
+            let __mmid: bool = __mall || __mmid;
+            // Whether every operand can be copied with its tensor map; whether no element
+            // is masked in any iteration (no fix-up), or in none before the last one (fix-up
+            // in the last one only). Word 0 of `flag` (voted only when the tensor maps are not
+            // used, after the chunk set-up): every access proven in bounds.
+            let __w: u32 = #d::smem_addr() + #flag as u32;
+            if __tid == 0 {
+                #d::store(__smem.add(#flag) as *mut u32, 1u32);
+            }
+            // Three votes (`bar.red.and`): only the first waits for the slowest warp.
+            let __tma_go: bool = #d::bar_and(true #(&& #tma_oks)*);
+            let __nofix: bool = #d::bar_and(__mall);
+            let __fixlast: bool = #d::bar_and(__mmid);
+            if __tma_go {
+                #tma_main
+            } else {
+                ::core::hint::cold_path();
+                #fallback
+            }
+        };
+        (body, inval)
     }
 
 
@@ -509,14 +506,11 @@ impl DevGen<'_> {
         let (align, fence) = self.operand_staging(plan.layout);
         // Widened (8-bit) operands: each stage holds their raw chunks (8 bytes each, in chunk
         // order), which every thread widens into one of two f16 tiles before the `dot` (its own
-        // chunks, after its copies landed: `widen`, below).
-        let widen = self.is_widened(plan.a);
-        let (tile_a, stage_bytes, f16_bytes) = plan::smem::pipe_tiles(plan.m, plan.kk, n, align, widen);
-        let f16_pair = f16_bytes / 2;
-        let f16_a = (plan.m * plan.kk * 2).next_multiple_of(align);
-        let f16_off = if widen { self.alloc_aligned(f16_bytes, align) } else { 0 };
-        let base_off = self.alloc_aligned(mem.stages * stage_bytes, align);
-        PipeSmem { fence, widen, f16_a, f16_pair, f16_off, tile_a, stage_bytes, stages: mem.stages, base_off }
+        // chunks, after its copies landed).
+        let tiles = PipeTiles::new(plan.m, plan.kk, n, align, self.is_widened(plan.a));
+        let f16_off = if tiles.widen { self.alloc_aligned(tiles.f16_bytes(), align) } else { 0 };
+        let base_off = self.alloc_aligned(mem.stages * tiles.stage_bytes, align);
+        PipeSmem { fence, tiles, f16_off, stages: mem.stages, base_off }
     }
 
     /// The K loop of the tensor-map version (`stages >= 2` buffers; at `bars`, one barrier per

@@ -53,8 +53,8 @@ pub(crate) fn hidden_slots(info: &KernelInfo, hidden: &[Hidden], v: &HiddenValue
         .map(|h| match *h {
             Hidden::Len(i) => {
                 // The argument of pointer parameter `i` is the one after the pointers before it.
-                let pos = info.params.get(..i).map(|ps| ps.iter().filter(|p| p.kind.is_ptr()).count());
-                let arg = pos.filter(|_| info.params.get(i).is_some_and(|p| p.kind.is_ptr())).and_then(|p| v.args.get(p));
+                let ptrs_before = |_| info.params[..i].iter().filter(|p| p.kind.is_ptr()).count();
+                let arg = info.params.get(i).filter(|p| p.kind.is_ptr()).map(ptrs_before).and_then(|n| v.args.get(n));
                 let arg = arg.ok_or_else(|| LaunchError::InvalidArgument {
                     arg: info.name,
                     expected: format!("a pointer parameter #{i} for a hidden length"),
@@ -294,6 +294,7 @@ mod tests {
         for bad in [Hidden::Len(1), Hidden::Len(9)] {
             let e = hidden_slots(&INFO, &[bad], &v).unwrap_err();
             assert!(matches!(e, LaunchError::InvalidArgument { .. }), "{e}");
+            assert!(e.to_string().contains("the instance's hidden parameters do not match its kernel"), "{e}");
         }
     }
 

@@ -30,7 +30,7 @@ impl DevGen<'_> {
     pub(super) fn pipe_operand(&self, cx: &PipeCx<'_>, oi: usize, op: &PipeOp, tma: Vec<(Staging, TmaDesc)>, first_map: usize, rows_before: &mut usize) -> OperandCode {
         let (k, d, threads) = (self.k, &self.d, self.threads);
         let (plan, var, var_id, var_t, wg) = (cx.plan, cx.var, &cx.var_id, &cx.var_t, cx.wg);
-        let PipeSmem { widen, base_off, tile_a, f16_off, f16_a, f16_pair, stage_bytes, .. } = cx.smem;
+        let PipeSmem { tiles: PipeTiles { widen, tile_a, stage_bytes, f16_a, f16_pair }, base_off, f16_off, .. } = cx.smem;
         let mut pre = Vec::new();
         let mut widen_op = None;
         let (mut tma_oper, mut tma_descs) = (None, Vec::new());

@@ -32,17 +32,8 @@ impl DevicePlan<'_> {
                 let before = !(synced && !self.touches_before_write(s, touches));
                 out.insert(stmt_key(s), StoreBarriers { before, after: !(top && i + 1 == stmts.len()) });
             }
-            match s {
-                Stmt::For { body, .. } => self.plan_barriers(body, false, out),
-                Stmt::While { pre, body, .. } => {
-                    self.plan_barriers(pre, false, out);
-                    self.plan_barriers(body, false, out);
-                }
-                Stmt::If { then, els, .. } => {
-                    self.plan_barriers(then, false, out);
-                    self.plan_barriers(els, false, out);
-                }
-                _ => {}
+            for b in s.bodies() {
+                self.plan_barriers(b, false, out);
             }
             // A pipelined loop and a store (a barrier after its writes) both end past a barrier.
             let pipelined = matches!(s, Stmt::For { var, .. } if matches!(self.loops.get(var), Some(Schedule::Pipelined(_))));

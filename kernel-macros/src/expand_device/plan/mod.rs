@@ -70,6 +70,14 @@ pub(crate) struct StagedOperand {
     pub(crate) inner: usize,
 }
 
+impl StagedOperand {
+    /// The alignment of its f16 tile and the tile's bytes, padded to it.
+    pub(crate) fn tile_bytes(&self) -> (usize, usize) {
+        let align = smem::staging_align(self.layout);
+        (align, (self.rows * self.inner * 2).next_multiple_of(align))
+    }
+}
+
 /// How a `for` loop runs.
 pub(crate) enum Schedule {
     /// A software-pipelined K loop (`pipeline.rs`).
@@ -134,8 +142,7 @@ pub(crate) struct DevicePlan<'a> {
     /// The tensor maps the body copies with (sm_90a pipelined loops), in slot order.
     pub(crate) tensor_maps: Vec<TmaDesc>,
     /// Whether cold paths run out of line (`kernel_std::device::outline`): the `wgmma` bodies
-    /// of plain entries (in split entries ptxas spilled with the calls: up to 12 bytes in the
-    /// 128x128x32 instance).
+    /// of plain entries (in split entries ptxas spills around the calls).
     pub(crate) outline_cold: bool,
     /// The top-level loop after which no loop follows, in a body with cold paths out of line:
     /// the cold fallback of its tensor-map version runs the rest of the body itself and
@@ -153,7 +160,7 @@ pub(crate) fn plan<'a>(k: &'a Kernel, inst: &Instance<'a>, target: Target) -> Re
     let shapes = k
         .exprs
         .iter()
-        .map(|e| e.ty.shape.iter().map(|d| d.eval(&|s| vals.get(s).copied()).unwrap_or(1).max(0) as usize).collect())
+        .map(|e| concrete_shape(&e.ty.shape, vals))
         .collect();
     let has_dot = k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Dot { .. }));
     let mut p = DevicePlan {
@@ -270,7 +277,7 @@ impl DevicePlan<'_> {
 
     /// The concrete shape of local `l`.
     pub(crate) fn shapes_of_local(&self, l: LocalId) -> Vec<usize> {
-        self.k.locals[l].ty.shape.iter().map(|d| d.eval(&|s| self.vals.get(s).copied()).unwrap_or(1).max(0) as usize).collect()
+        concrete_shape(&self.k.locals[l].ty.shape, self.vals)
     }
 
     /// Plans every `for` loop of `stmts`, nested ones included. `floor`: where the statements'
@@ -297,15 +304,7 @@ impl DevicePlan<'_> {
                     self.loops.insert(*var, schedule);
                     self.plan_loops(body, inner);
                 }
-                Stmt::While { pre, body, .. } => {
-                    self.plan_loops(pre, floor);
-                    self.plan_loops(body, floor);
-                }
-                Stmt::If { then, els, .. } => {
-                    self.plan_loops(then, floor);
-                    self.plan_loops(els, floor);
-                }
-                _ => {}
+                _ => s.bodies().into_iter().for_each(|b| self.plan_loops(b, floor)),
             }
         }
     }
@@ -401,14 +400,19 @@ impl fmt::Display for DevicePlan<'_> {
     }
 }
 
+/// A symbolic shape with the instance's meta-parameter values (a dimension that does not
+/// evaluate counts as 1, a negative one as 0).
+fn concrete_shape(shape: &crate::shape::Shape, vals: &HashMap<String, i64>) -> Vec<usize> {
+    shape.iter().map(|d| d.eval(&|s| vals.get(s).copied()).unwrap_or(1).max(0) as usize).collect()
+}
+
 /// Where the statements of a loop's body start in shared memory when the loop starts at `floor`
 /// and keeps the tiles of its `resident` operands and two of each operand copied `ahead` (the
 /// emitter allocates them in this order: `DevGen::stage_resident`, `DevGen::copy_ahead`).
 fn reserved(floor: usize, resident: &[StagedOperand], ahead: &[StagedOperand]) -> usize {
     let tiles = resident.iter().map(|o| (o, 1)).chain(ahead.iter().map(|o| (o, 2)));
     tiles.fold(floor, |at, (o, copies)| {
-        let align = smem::staging_align(o.layout);
-        let size = (o.rows * o.inner * 2).next_multiple_of(align);
+        let (align, size) = o.tile_bytes();
         (0..copies).fold(at, |at, _| at.next_multiple_of(align) + size)
     })
 }
@@ -416,18 +420,9 @@ fn reserved(floor: usize, resident: &[StagedOperand], ahead: &[StagedOperand]) -
 /// The store statements of `stmts` and the bodies inside them, in program order.
 fn collect_stores<'k>(stmts: &'k [Stmt], out: &mut Vec<&'k Stmt>) {
     for s in stmts {
-        match s {
-            Stmt::Store { .. } => out.push(s),
-            Stmt::For { body, .. } => collect_stores(body, out),
-            Stmt::While { pre, body, .. } => {
-                collect_stores(pre, out);
-                collect_stores(body, out);
-            }
-            Stmt::If { then, els, .. } => {
-                collect_stores(then, out);
-                collect_stores(els, out);
-            }
-            _ => {}
+        if matches!(s, Stmt::Store { .. }) {
+            out.push(s);
         }
+        s.bodies().into_iter().for_each(|b| collect_stores(b, out));
     }
 }

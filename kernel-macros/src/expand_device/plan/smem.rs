@@ -28,7 +28,8 @@ impl DevicePlan<'_> {
         let Layout::Mma { n, wg, .. } = p.layout else { unreachable!("a pipelined loop has an mma layout") };
         let (m, kk) = (p.m, p.kk);
         let (align, widen) = (staging_align(p.layout), self.is_widened(p.a));
-        let (_, stage_bytes, f16_bytes) = pipe_tiles(m, kk, n, align, widen);
+        let tiles = PipeTiles::new(m, kk, n, align, widen);
+        let (stage_bytes, f16_bytes) = (tiles.stage_bytes, tiles.f16_bytes());
         // `num_stages` is, as in Triton, the number of iterations whose operands are in flight or
         // ready: copies run `num_stages - 1` iterations ahead of the tensor cores. A `wgmma` body
         // keeps one `wgmma` group in flight across iterations, whose buffer the copies must not
@@ -46,7 +47,10 @@ impl DevicePlan<'_> {
         PipeMem { floor, stages, maps, first_map: maps_before }
     }
 
-    /// Whether `dot` operand `x` is widened to f16 while staged (8-bit operands).
+    /// Whether operand `x` of a tensor-core `dot` is widened while it is staged: 8-bit floats
+    /// and integers are stored in shared memory as f16 (exactly: every f8e4m3, f8e5m2, i8 and
+    /// u8 value is an f16), which the f16 instructions read; their copies go through registers
+    /// (8 bytes loaded, converted in pairs, 16 bytes stored), not `cp.async`.
     pub(crate) fn is_widened(&self, x: ExprId) -> bool {
         self.k.exprs[x].ty.dtype().is_some_and(|d| d.is_fp8() || matches!(d, DType::I8 | DType::U8))
     }
@@ -137,15 +141,36 @@ pub(crate) fn staging_align(layout: Layout) -> usize {
     if matches!(layout, Layout::Mma { wg: true, .. }) { 1024 } else { 16 }
 }
 
-/// A pipelined loop's stage layout for an `[m, kk] x [kk, n]` product: the offset of B's tile in
-/// a stage, a stage's bytes and, for widened (8-bit) operands, the bytes of the two f16 tiles
-/// the tensor cores read (each stage then holds the raw 8-bit chunks).
-pub(crate) fn pipe_tiles(m: usize, kk: usize, n: usize, align: usize, widen: bool) -> (usize, usize, usize) {
-    let (f16_a, f16_pair) = ((m * kk * 2).next_multiple_of(align), (m * kk * 2).next_multiple_of(align) + (kk * n * 2).next_multiple_of(align));
-    if widen {
-        let a = (m * kk).next_multiple_of(16);
-        (a, a + (kk * n).next_multiple_of(16), 2 * f16_pair)
-    } else {
-        (f16_a, f16_pair, 0)
+/// A pipelined loop's stage layout for an `[m, kk] x [kk, n]` product (tiles aligned to
+/// `align`): a stage holds A's tile then B's, as f16, or, for widened (8-bit) operands, their
+/// raw chunks, which each thread widens into one of two f16 tile pairs the tensor cores read.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PipeTiles {
+    pub(crate) widen: bool,
+    /// The offset of B's tile in a stage, and a stage's bytes.
+    pub(crate) tile_a: usize,
+    pub(crate) stage_bytes: usize,
+    /// The offset of B's f16 tile in an f16 pair, and a pair's bytes (the f16 tiles the tensor
+    /// cores read: the stages' own when not widened).
+    pub(crate) f16_a: usize,
+    pub(crate) f16_pair: usize,
+}
+
+impl PipeTiles {
+    pub(crate) fn new(m: usize, kk: usize, n: usize, align: usize, widen: bool) -> PipeTiles {
+        let f16_a = (m * kk * 2).next_multiple_of(align);
+        let f16_pair = f16_a + (kk * n * 2).next_multiple_of(align);
+        let (tile_a, stage_bytes) = if widen {
+            let a = (m * kk).next_multiple_of(16);
+            (a, a + (kk * n).next_multiple_of(16))
+        } else {
+            (f16_a, f16_pair)
+        };
+        PipeTiles { widen, tile_a, stage_bytes, f16_a, f16_pair }
+    }
+
+    /// The bytes of the two f16 tile pairs of widened operands (none otherwise).
+    pub(crate) fn f16_bytes(&self) -> usize {
+        if self.widen { 2 * self.f16_pair } else { 0 }
     }
 }

@@ -27,12 +27,7 @@ pub(crate) struct SplitLoop {
 pub(crate) fn count_loops(stmts: &[Stmt]) -> usize {
     stmts
         .iter()
-        .map(|s| match s {
-            Stmt::For { body, .. } => 1 + count_loops(body),
-            Stmt::While { pre, body, .. } => 1 + count_loops(pre) + count_loops(body),
-            Stmt::If { then, els, .. } => count_loops(then) + count_loops(els),
-            _ => 0,
-        })
+        .map(|s| usize::from(matches!(s, Stmt::For { .. } | Stmt::While { .. })) + s.bodies().into_iter().map(count_loops).sum::<usize>())
         .sum()
 }
 
@@ -43,10 +38,7 @@ pub(crate) fn stores(k: &Kernel, s: &Stmt) -> bool {
     match s {
         Stmt::Store { .. } | Stmt::Print { .. } | Stmt::Assert { .. } => true,
         Stmt::Let { value, .. } => matches!(k.exprs[*value].kind, ExprKind::Atomic { .. }),
-        Stmt::For { body, .. } => body.iter().any(|s| stores(k, s)),
-        Stmt::While { pre, body, .. } => pre.iter().chain(body).any(|s| stores(k, s)),
-        Stmt::If { then, els, .. } => then.iter().chain(els).any(|s| stores(k, s)),
-        _ => false,
+        _ => s.bodies().into_iter().flatten().any(|s| stores(k, s)),
     }
 }
 
@@ -54,23 +46,13 @@ pub(crate) fn stores(k: &Kernel, s: &Stmt) -> bool {
 pub(crate) fn assigns(s: &Stmt, l: LocalId) -> bool {
     match s {
         Stmt::Assign { local, .. } => *local == l,
-        Stmt::For { body, .. } => body.iter().any(|s| assigns(s, l)),
-        Stmt::While { pre, body, .. } => pre.iter().chain(body).any(|s| assigns(s, l)),
-        Stmt::If { then, els, .. } => then.iter().chain(els).any(|s| assigns(s, l)),
-        _ => false,
+        _ => s.bodies().into_iter().flatten().any(|s| assigns(s, l)),
     }
 }
 
 /// Whether `s` reads local `l` (itself or a statement inside it).
 pub(crate) fn reads(k: &Kernel, s: &Stmt, l: LocalId) -> bool {
-    let roots = DevGen::stmt_roots(s).into_iter().any(|e| uses_local(k, e, l));
-    roots
-        || match s {
-            Stmt::For { body, .. } => body.iter().any(|s| reads(k, s, l)),
-            Stmt::While { pre, body, .. } => pre.iter().chain(body).any(|s| reads(k, s, l)),
-            Stmt::If { then, els, .. } => then.iter().chain(els).any(|s| reads(k, s, l)),
-            _ => false,
-        }
+    DevGen::stmt_roots(s).into_iter().any(|e| uses_local(k, e, l)) || s.bodies().into_iter().flatten().any(|s| reads(k, s, l))
 }
 
 /// Whether `e` is a block of zeros (`zeros`, `full(.., 0)`, a cast or broadcast of one).
@@ -134,7 +116,7 @@ impl DevicePlan<'_> {
     /// Floats of one part's partial accumulator in the workspace: every thread's register
     /// slots of `acc`.
     pub(crate) fn split_floats(&self, sl: &SplitLoop) -> usize {
-        let numel: usize = self.k.locals[sl.acc].ty.shape.iter().map(|x| x.eval(&|s| self.vals.get(s).copied()).unwrap_or(1).max(0) as usize).product();
+        let numel: usize = self.shapes_of_local(sl.acc).iter().product();
         self.slots(numel, self.layouts[sl.acc]) * self.threads
     }
 }

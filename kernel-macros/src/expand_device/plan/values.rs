@@ -26,16 +26,7 @@ impl DevicePlan<'_> {
                         lets.insert(*local, *value);
                     }
                     Stmt::Assign { local, value } => assigns.entry(*local).or_default().push(*value),
-                    Stmt::For { body, .. } => walk(body, lets, assigns),
-                    Stmt::While { pre, body, .. } => {
-                        walk(pre, lets, assigns);
-                        walk(body, lets, assigns);
-                    }
-                    Stmt::If { then, els, .. } => {
-                        walk(then, lets, assigns);
-                        walk(els, lets, assigns);
-                    }
-                    _ => {}
+                    _ => s.bodies().into_iter().for_each(|b| walk(b, lets, assigns)),
                 }
             }
         }
@@ -76,16 +67,10 @@ impl DevicePlan<'_> {
         let mut out = Vec::new();
         fn scan(k: &Kernel, stmts: &[Stmt], uses: &[usize], lets: &HashMap<LocalId, ExprId>, assigns: &HashMap<LocalId, Vec<ExprId>>, out: &mut Vec<LocalId>) {
             for (i, s) in stmts.iter().enumerate() {
+                for b in s.bodies() {
+                    scan(k, b, uses, lets, assigns, out);
+                }
                 match s {
-                    Stmt::For { body, .. } => scan(k, body, uses, lets, assigns, out),
-                    Stmt::While { pre, body, .. } => {
-                        scan(k, pre, uses, lets, assigns, out);
-                        scan(k, body, uses, lets, assigns, out);
-                    }
-                    Stmt::If { then, els, .. } => {
-                        scan(k, then, uses, lets, assigns, out);
-                        scan(k, els, uses, lets, assigns, out);
-                    }
                     Stmt::Let { local, value } => {
                         let l = *local;
                         let is_load = matches!(k.exprs[*value].kind, ExprKind::Load { .. });
